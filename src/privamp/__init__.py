@@ -1,0 +1,61 @@
+"""privamp: how private is this training run, given how it samples its data?
+
+Tight upper bounds, and certified lower bounds, on the privacy of differentially private
+training under Poisson, fixed-size, with-replacement, shuffled, deterministic and balanced
+batches, model splitting and dropout — each number labelled with the theorem it came from.
+
+>>> import privamp as pa
+>>> run = pa.Training(pa.Gaussian(1.1), pa.Poisson(256 / 60000), steps=14063)
+>>> g = run.epsilon(1e-5)          # Guarantee: g.upper, g.lower are Bounds
+"""
+
+from . import amplification as _amplification  # noqa: F401  (registers RDP results)
+from .accounting import Training, calibrate, compare
+from .amplification.registry import rdp, rdp_curve, rdp_methods
+from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from .results import Bound, Guarantee
+from .sampling import (
+    AddRemove,
+    BalancedIteration,
+    Deterministic,
+    Dropout,
+    ModelSplit,
+    Poisson,
+    Relation,
+    Scheme,
+    Shuffle,
+    Substitution,
+    WithoutReplacement,
+    WithReplacement,
+    ZeroOut,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Bound",
+    "Guarantee",
+    "Mechanism",
+    "Gaussian",
+    "Laplace",
+    "RandomizedResponse",
+    "Scheme",
+    "Poisson",
+    "WithoutReplacement",
+    "WithReplacement",
+    "Deterministic",
+    "Shuffle",
+    "BalancedIteration",
+    "ModelSplit",
+    "Dropout",
+    "Relation",
+    "AddRemove",
+    "Substitution",
+    "ZeroOut",
+    "rdp",
+    "rdp_curve",
+    "rdp_methods",
+    "Training",
+    "calibrate",
+    "compare",
+]

@@ -1,0 +1,118 @@
+"""Validation at the edge: every public constructor and function checks its inputs here and
+raises ``ValueError`` naming the parameter and its valid range.  Inside the library, code is
+plain and fast and trusts its inputs."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+
+__all__ = [
+    "check_real",
+    "check_positive",
+    "check_rate",
+    "check_probability_open",
+    "check_delta",
+    "check_epsilon",
+    "check_orders",
+    "check_int",
+    "check_theta",
+]
+
+
+def _scalar(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    x = float(value)
+    if math.isnan(x):
+        raise ValueError(f"{name} must be a number, got NaN")
+    return x
+
+
+def check_real(name: str, value: object, *, finite: bool = True) -> float:
+    x = _scalar(name, value)
+    if finite and math.isinf(x):
+        raise ValueError(f"{name} must be finite, got {x}")
+    return x
+
+
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
+    """A real number > 0 (finite unless allow_inf)."""
+    x = _scalar(name, value)
+    if not x > 0 or (math.isinf(x) and not allow_inf):
+        rng = "(0, inf]" if allow_inf else "(0, inf)"
+        raise ValueError(f"{name} must be in {rng}, got {x}")
+    return x
+
+
+def check_rate(name: str, value: object) -> float:
+    """A probability in [0, 1]."""
+    x = _scalar(name, value)
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {x}")
+    return x
+
+
+def check_probability_open(name: str, value: object) -> float:
+    x = _scalar(name, value)
+    if not 0.0 < x < 1.0:
+        raise ValueError(f"{name} must be in (0, 1), got {x}")
+    return x
+
+
+def check_theta(value: object) -> float:
+    x = _scalar("theta", value)
+    if not 0.5 < x <= 1.0:
+        raise ValueError(f"theta must be in (1/2, 1], got {x}")
+    return x
+
+
+def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None = None) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if isinstance(value, (Integral, np.integer)):
+        n = int(value)
+    elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+        n = int(value)
+    else:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if n < minimum or (maximum is not None and n > maximum):
+        hi = "inf" if maximum is None else str(maximum)
+        raise ValueError(f"{name} must be an integer in [{minimum}, {hi}], got {n}")
+    return n
+
+
+def _array(name: str, value: object) -> np.ndarray:
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN")
+    return arr
+
+
+def check_delta(value: object, name: str = "delta") -> np.ndarray:
+    """delta in (0, 1), scalar or array."""
+    arr = _array(name, value)
+    if ((arr <= 0) | (arr >= 1)).any():
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    return arr
+
+
+def check_epsilon(value: object, name: str = "epsilon") -> np.ndarray:
+    """epsilon in [0, inf), finite, scalar or array."""
+    arr = _array(name, value)
+    if ((arr < 0) | ~np.isfinite(arr)).any():
+        raise ValueError(f"{name} must be in [0, inf) and finite, got {value!r}")
+    return arr
+
+
+def check_orders(value: object, name: str = "alpha") -> np.ndarray:
+    """Rényi orders: real numbers > 1, finite."""
+    arr = _array(name, value)
+    if ((arr <= 1) | ~np.isfinite(arr)).any():
+        raise ValueError(f"{name} (Rényi order) must be in (1, inf), got {value!r}")
+    return arr

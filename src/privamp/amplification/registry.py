@@ -1,0 +1,161 @@
+"""The registry of one-step Rényi-DP results, and the dispatcher behind :func:`privamp.rdp`.
+
+Each result registers itself next to its implementation with :func:`rdp_method`, declaring
+which mechanisms, schemes and relations it covers; nothing here needs editing when a result
+is added.  ``method="best"`` evaluates every applicable result and keeps, order by order, the
+smallest upper bound (all registered values are sound upper bounds, so their minimum is too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_orders
+from ..mechanisms import Mechanism
+from ..sampling import AddRemove, Relation, Scheme
+
+__all__ = ["RdpMethod", "RdpCurve", "rdp_method", "rdp", "rdp_methods", "rdp_curve", "REGISTRY"]
+
+RdpFunc = Callable[[Mechanism, Scheme, Relation, np.ndarray], np.ndarray]
+Predicate = Callable[[Mechanism, Scheme, Relation], bool]
+
+
+@dataclass(frozen=True)
+class RdpMethod:
+    """One published Rényi-DP result for one amplified step.
+
+    ``func(mechanism, scheme, relation, alpha)`` returns upper bounds on the RDP epsilon at the
+    orders ``alpha`` (a float array of orders > 1).  ``tight`` marks results that are exact
+    (equal to the true divergence of the worst pair of neighbours).  ``in_best=False`` keeps a
+    result out of ``method="best"`` (e.g. a looser variant kept for comparison).
+    """
+
+    name: str
+    source: str
+    func: RdpFunc
+    mechanisms: tuple[type, ...]
+    schemes: tuple[type, ...]
+    relations: tuple[type, ...]
+    when: Predicate | None = None
+    tight: bool = False
+    in_best: bool = True
+
+    def applies(self, mechanism: Mechanism, scheme: Scheme, relation: Relation) -> bool:
+        if not (
+            isinstance(mechanism, self.mechanisms)
+            and isinstance(scheme, self.schemes)
+            and isinstance(relation, self.relations)
+        ):
+            return False
+        return True if self.when is None else bool(self.when(mechanism, scheme, relation))
+
+
+REGISTRY: dict[str, RdpMethod] = {}
+
+
+def rdp_method(
+    name: str,
+    source: str,
+    *,
+    mechanisms: tuple[type, ...] = (Mechanism,),
+    schemes: tuple[type, ...] = (Scheme,),
+    relations: tuple[type, ...] = (Relation,),
+    when: Predicate | None = None,
+    tight: bool = False,
+    in_best: bool = True,
+) -> Callable[[RdpFunc], RdpFunc]:
+    """Decorator registering ``func`` as the RDP method ``name``."""
+
+    def register(func: RdpFunc) -> RdpFunc:
+        if name in REGISTRY:
+            raise RuntimeError(f"RDP method {name!r} is registered twice")
+        REGISTRY[name] = RdpMethod(
+            name, source, func, mechanisms, schemes, relations, when, tight, in_best
+        )
+        return func
+
+    return register
+
+
+def rdp_methods(
+    mechanism: Mechanism, scheme: Scheme, relation: Relation | None = None
+) -> list[tuple[str, str]]:
+    """The (name, source) of every registered result that applies to this setting."""
+    relation = AddRemove() if relation is None else relation
+    return [(m.name, m.source) for m in REGISTRY.values() if m.applies(mechanism, scheme, relation)]
+
+
+@dataclass(frozen=True)
+class RdpCurve:
+    """An RDP curve with, per order, the name of the method that gave it."""
+
+    alpha: np.ndarray
+    epsilon: np.ndarray
+    methods: np.ndarray  # object array of method names
+
+    @property
+    def sources(self) -> list[str]:
+        return sorted({REGISTRY[m].source for m in np.unique(self.methods)})
+
+
+def _applicable(mechanism, scheme, relation, method):
+    found = [m for m in REGISTRY.values() if m.applies(mechanism, scheme, relation)]
+    if method == "best":
+        chosen = [m for m in found if m.in_best]
+    else:
+        chosen = [m for m in found if m.name == method]
+        if not chosen:
+            names = ", ".join(m.name for m in found) or "none"
+            if method in REGISTRY:
+                raise ValueError(
+                    f"method {method!r} does not apply to {type(mechanism).__name__} with "
+                    f"{type(scheme).__name__} under {relation}; applicable: {names}"
+                )
+            raise ValueError(f"unknown method {method!r}; applicable here: {names}")
+    if not chosen:
+        raise ValueError(
+            f"no Rényi-DP result is available for {type(mechanism).__name__} with "
+            f"{type(scheme).__name__} under {relation}"
+        )
+    return chosen
+
+
+def rdp_curve(
+    mechanism: Mechanism,
+    scheme: Scheme,
+    alpha: float | np.ndarray,
+    relation: Relation | None = None,
+    method: str = "best",
+) -> RdpCurve:
+    """Like :func:`rdp`, also telling which method gave each order."""
+    relation = AddRemove() if relation is None else relation
+    a = np.atleast_1d(check_orders(alpha))
+    chosen = _applicable(mechanism, scheme, relation, method)
+    values = np.stack([np.asarray(m.func(mechanism, scheme, relation, a), dtype=float) for m in chosen])
+    if np.isnan(values).any():
+        bad = [m.name for m, v in zip(chosen, values) if np.isnan(v).any()]
+        raise RuntimeError(f"internal error: RDP method(s) {bad} returned NaN; please report")
+    idx = np.argmin(values, axis=0)
+    names = np.array([m.name for m in chosen], dtype=object)[idx]
+    return RdpCurve(a, values[idx, np.arange(a.size)], names)
+
+
+def rdp(
+    mechanism: Mechanism,
+    scheme: Scheme,
+    alpha: float | np.ndarray,
+    relation: Relation | None = None,
+    method: str = "best",
+) -> np.ndarray:
+    """Upper bounds on the Rényi-DP epsilon of one step of ``mechanism`` under ``scheme``.
+
+    ``alpha``: order(s) > 1, real.  ``method="best"`` takes, per order, the smallest of all
+    applicable results; another name selects one result (see :func:`rdp_methods`).
+    Returns a float array shaped like ``alpha`` (a 0-d array for a scalar).
+    """
+    shape = np.shape(alpha)
+    curve = rdp_curve(mechanism, scheme, alpha, relation, method)
+    return curve.epsilon.reshape(shape)

@@ -1,0 +1,30 @@
+"""Base mechanisms (one release): Rényi DP, privacy profile and dominating pair of each, at
+any group distance."""
+
+from .base import Mechanism
+from .gaussian import Gaussian
+from .laplace import Laplace
+from .pairs import (
+    DiscretePair,
+    GaussianPair,
+    LaplacePair,
+    LossPair,
+    MixturePair,
+    SwappedPair,
+    mixture_pair,
+)
+from .randomized_response import RandomizedResponse
+
+__all__ = [
+    "Mechanism",
+    "Gaussian",
+    "Laplace",
+    "RandomizedResponse",
+    "LossPair",
+    "GaussianPair",
+    "LaplacePair",
+    "DiscretePair",
+    "SwappedPair",
+    "MixturePair",
+    "mixture_pair",
+]

@@ -1,0 +1,49 @@
+"""The Gaussian mechanism."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_positive
+from .base import Mechanism
+from .pairs import GaussianPair, LossPair
+
+__all__ = ["Gaussian"]
+
+
+@dataclass(frozen=True, eq=True)
+class Gaussian(Mechanism):
+    """Adds N(0, sigma^2 I) to a query of l2-sensitivity ``sensitivity``.
+
+    With per-example gradients clipped to norm C, use ``sensitivity=C`` under add/remove or
+    zero-out and ``2C`` under substitution; ``Gaussian(sigma)`` then means noise multiplier
+    sigma.
+
+    * Rényi DP: alpha * (k Delta)^2 / (2 sigma^2) (Mironov 2017, Prop 7).
+    * Profile: Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), s = k Delta / sigma
+      (Balle, Barthe, Gaboardi 2018, Thm 4; Balle & Wang 2018, Thm 8).
+    * Dominating pair: N(k Delta, sigma^2) vs N(0, sigma^2).
+    """
+
+    sigma: float
+    sensitivity: float = 1.0
+
+    name = "gaussian"
+    rdp_source = "Gaussian mechanism RDP, Mironov 2017, Prop 7"
+    profile_source = "analytic Gaussian profile, Balle, Barthe, Gaboardi 2018, Thm 4"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    def shift(self, k: int = 1) -> float:
+        """k * sensitivity / sigma: the mean shift of the dominating pair in noise units."""
+        return k * self.sensitivity / self.sigma
+
+    def _rdp(self, alpha, k):
+        return np.asarray(alpha, dtype=float) * self.shift(k) ** 2 / 2.0
+
+    def pair(self, distance: int = 1) -> LossPair:
+        return GaussianPair(self.shift(distance))

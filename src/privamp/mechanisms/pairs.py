@@ -1,0 +1,248 @@
+"""Pairs of distributions described through their privacy loss.
+
+A :class:`LossPair` is a pair (P, Q) of output distributions, described by the distribution of
+the privacy loss L = log dP/dQ under P and under Q.  Everything the (eps, delta) machinery needs
+is a tail probability of L: the privacy profile is
+``H_{e^eps}(P || Q) = P(L > eps) - e^eps Q(L > eps)``, and a privacy loss distribution is
+built from the masses P(L in bin), Q(L in bin).
+
+Conventions: ``P(L = +inf)`` (mass of P where Q vanishes) is :attr:`LossPair.p_inf`;
+``Q(L = -inf)`` is :attr:`LossPair.q_minf`.  Tails count these atoms where they belong.
+``tail(l, dist, upper, strict)`` returns ``dist(L > l)`` (upper, strict), ``dist(L >= l)``
+(upper, not strict), ``dist(L < l)`` (lower, strict) or ``dist(L <= l)`` (lower, not strict);
+each is computed directly (never as 1 - the complement) so that tiny tails stay accurate.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+from scipy import special
+
+from ..numerics import bisect_monotone, log1mexp
+
+__all__ = [
+    "LossPair",
+    "GaussianPair",
+    "LaplacePair",
+    "DiscretePair",
+    "SwappedPair",
+    "MixturePair",
+    "mixture_pair",
+]
+
+
+class LossPair(ABC):
+    """A pair (P, Q) through its privacy loss L = log dP/dQ (see module docstring)."""
+
+    p_inf: float = 0.0
+    q_minf: float = 0.0
+
+    @abstractmethod
+    def tail(self, l: np.ndarray, dist: str, upper: bool, strict: bool) -> np.ndarray:
+        """dist in {"P", "Q"}; see module docstring."""
+
+    # -- derived quantities -------------------------------------------------------------
+    def delta(self, epsilon: np.ndarray | float) -> np.ndarray:
+        """Hockey-stick divergence H_{e^eps}(P||Q) = P(L > eps) - e^eps Q(L > eps), any real eps."""
+        eps = np.asarray(epsilon, dtype=float)
+        p = self.tail(eps, "P", True, True)
+        q = self.tail(eps, "Q", True, True)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = p - np.exp(eps) * q
+        return np.maximum(np.where(np.isnan(out), 0.0, out), 0.0)
+
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Masses of P and Q on (-inf, e_0], (e_0, e_1], ..., (e_{K-1}, e_K], (e_K, inf].
+
+        The last cell includes the atom at +inf (P) and the first the atom at -inf (Q).
+        Each interior mass is a difference of whichever tails are smaller, so that masses far
+        out in the tails keep their relative precision.
+        """
+        edges = np.asarray(edges, dtype=float)
+        out = []
+        for dist in ("P", "Q"):
+            up = self.tail(edges, dist, True, True)  # dist(L > e)
+            lo = self.tail(edges, dist, False, False)  # dist(L <= e)
+            use_up = up[:-1] < lo[1:]
+            inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
+            masses = np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
+            out.append(masses)
+        return out[0], out[1]
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        """(lo, hi) with P(hi < L < inf), Q(-inf < L < lo), P(-inf < L < lo) all <= tail.
+
+        Found by bisection on the tail functions over [-1e4, 1e4].
+        """
+        def upper_p(x: np.ndarray) -> np.ndarray:
+            return self.tail(x, "P", True, True) - self.p_inf
+
+        def lower_q(x: np.ndarray) -> np.ndarray:
+            return self.tail(x, "Q", False, True) - self.q_minf
+
+        big = 1e4
+        t = np.array(tail)
+        hi = float(bisect_monotone(upper_p, t, -big, big, increasing=False, iterations=80))
+        lo = float(bisect_monotone(lower_q, t, -big, big, increasing=True, iterations=80, side="lo"))
+        lo = min(lo, hi)
+        return lo, hi
+
+
+def _as_array(l: np.ndarray | float) -> np.ndarray:
+    return np.asarray(l, dtype=float)
+
+
+class GaussianPair(LossPair):
+    """P = N(s, 1), Q = N(0, 1): L ~ N(s^2/2, s^2) under P and N(-s^2/2, s^2) under Q."""
+
+    def __init__(self, s: float) -> None:
+        if not s > 0:
+            raise ValueError(f"GaussianPair needs a shift s > 0, got {s}")
+        self.s = float(s)
+
+    def tail(self, l, dist, upper, strict):
+        l = _as_array(l)
+        s = self.s
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z = l / s + (-s / 2 if dist == "P" else s / 2)  # standardised: (l - mean)/s
+        return special.ndtr(-z) if upper else special.ndtr(z)
+
+    def delta(self, epsilon):
+        eps = np.asarray(epsilon, dtype=float)
+        s = self.s
+        # delta = Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), computed in log space
+        # (Balle, Barthe, Gaboardi 2018, Thm 4; Balle & Wang 2018, Thm 8).
+        la = special.log_ndtr(s / 2 - eps / s)
+        lb = eps + special.log_ndtr(-s / 2 - eps / s)
+        out = np.exp(la + log1mexp(np.minimum(lb - la, 0.0)))
+        return np.maximum(out, 0.0)
+
+
+class LaplacePair(LossPair):
+    """P = Lap(e0, 1), Q = Lap(0, 1) (units of the scale b, e0 = Delta/b).
+
+    L = |x| - |x - e0|: an atom at -e0 (x <= 0), an atom at +e0 (x >= e0), and
+    L = 2x - e0 in between.
+    """
+
+    def __init__(self, e0: float) -> None:
+        if not e0 > 0:
+            raise ValueError(f"LaplacePair needs e0 > 0, got {e0}")
+        self.e0 = float(e0)
+
+    def tail(self, l, dist, upper, strict):
+        l = _as_array(l)
+        e0 = self.e0
+        t = np.clip((l + e0) / 2.0, 0.0, e0)
+        if dist == "P":
+            mid_up = 1.0 - 0.5 * np.exp(t - e0)
+            mid_lo = 0.5 * np.exp(t - e0)
+        else:
+            mid_up = 0.5 * np.exp(-t)
+            mid_lo = 1.0 - 0.5 * np.exp(-t)
+        if upper:
+            below, above = (l < -e0, l >= e0) if strict else (l <= -e0, l > e0)
+            return np.where(below, 1.0, np.where(above, 0.0, mid_up))
+        below, above = (l <= -e0, l > e0) if strict else (l < -e0, l >= e0)
+        return np.where(below, 0.0, np.where(above, 1.0, mid_lo))
+
+    def delta(self, epsilon):
+        eps = np.asarray(epsilon, dtype=float)
+        e0 = self.e0
+        # Balle, Barthe, Gaboardi 2018, Thm 3: 1 - exp((eps - e0)/2) on [-e0, e0].
+        mid = -np.expm1((np.minimum(eps, e0) - e0) / 2.0)
+        low = -np.expm1(np.minimum(eps, 0.0))
+        return np.where(eps >= e0, 0.0, np.where(eps < -e0, low, mid))
+
+
+class DiscretePair(LossPair):
+    """Finitely many outcomes with probabilities p (under P) and q (under Q)."""
+
+    def __init__(self, p: np.ndarray, q: np.ndarray) -> None:
+        p = np.asarray(p, dtype=float)
+        q = np.asarray(q, dtype=float)
+        keep = (p > 0) | (q > 0)
+        p, q = p[keep], q[keep]
+        with np.errstate(divide="ignore"):
+            loss = np.log(p) - np.log(q)
+        order = np.argsort(loss)
+        self.p, self.q, self.losses = p[order], q[order], loss[order]
+        self.p_inf = float(p[np.isposinf(loss)].sum())
+        self.q_minf = float(q[np.isneginf(loss)].sum())
+
+    def tail(self, l, dist, upper, strict):
+        l = _as_array(l)
+        w = self.p if dist == "P" else self.q
+        L = self.losses[:, None]
+        flat = l.reshape(1, -1)
+        if upper:
+            mask = L > flat if strict else L >= flat
+        else:
+            mask = L < flat if strict else L <= flat
+        return (w[:, None] * mask).sum(axis=0).reshape(l.shape)
+
+
+class SwappedPair(LossPair):
+    """The pair (Q, P) of a pair (P, Q): its loss is -L."""
+
+    def __init__(self, base: LossPair) -> None:
+        self.base = base
+        self.p_inf = base.q_minf
+        self.q_minf = base.p_inf
+
+    def tail(self, l, dist, upper, strict):
+        other = "Q" if dist == "P" else "P"
+        return self.base.tail(-_as_array(l), other, not upper, strict)
+
+
+class MixturePair(LossPair):
+    """(w P + (1 - w) Q, Q) for a base pair (P, Q) and 0 < w < 1.
+
+    This is the dominating pair of Poisson subsampling at rate w (removal direction) and,
+    through Balle et al. 2018's advanced joint convexity, of many other subsampling schemes.
+    Its loss is L' = log(1 - w + w e^L) >= log(1 - w), a monotone function of the base loss.
+    """
+
+    def __init__(self, base: LossPair, w: float) -> None:
+        if not 0.0 < w < 1.0:
+            raise ValueError(f"MixturePair weight must be in (0, 1), got {w}")
+        self.base, self.w = base, float(w)
+        self.floor = math.log1p(-self.w)
+        self.p_inf = self.w * base.p_inf
+        self.q_minf = 0.0
+
+    def _preimage(self, l: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.expm1(l) + self.w
+            out = np.log(np.where(x > 0, x, 1.0)) - math.log(self.w)
+        return np.where(x > 0, out, -np.inf)
+
+    def tail(self, l, dist, upper, strict):
+        l = _as_array(l)
+        w, b = self.w, self.base
+        l0 = self._preimage(np.maximum(l, self.floor))
+        pb = b.tail(l0, "P", upper, strict)
+        qb = b.tail(l0, "Q", upper, strict)
+        val = qb if dist == "Q" else w * pb + (1.0 - w) * qb
+        # At and below the floor the base loss is -inf; fix the tails there exactly.
+        qmi = b.q_minf
+        total = 1.0
+        at_floor_mass = qmi if dist == "Q" else (1.0 - w) * qmi
+        if upper:
+            at = total if not strict else total - at_floor_mass
+            below_val = total
+        else:
+            at = at_floor_mass if not strict else 0.0
+            below_val = 0.0
+        val = np.where(l == self.floor, at, val)
+        return np.where(l < self.floor, below_val, val)
+
+
+def mixture_pair(base: LossPair, w: float) -> LossPair:
+    """(w P + (1-w) Q, Q), with the trivial cases w = 1 (the base pair) handled."""
+    if w >= 1.0:
+        return base
+    return MixturePair(base, w)

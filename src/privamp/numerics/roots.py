@@ -1,0 +1,43 @@
+"""Vectorised root finding for monotone functions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["bisect_monotone"]
+
+
+def bisect_monotone(
+    f: Callable[[np.ndarray], np.ndarray],
+    target: np.ndarray,
+    lo: float | np.ndarray,
+    hi: float | np.ndarray,
+    *,
+    increasing: bool,
+    iterations: int = 200,
+    xtol: float = 0.0,
+    side: str = "hi",
+) -> np.ndarray:
+    """Solve f(x) = target elementwise for monotone f on [lo, hi] by bisection.
+
+    Returns the end of the final bracket named by ``side``: with ``side="hi"`` the returned
+    x satisfies f(x) <= target for decreasing f (f(x) >= target for increasing f), which is the
+    sound choice when inverting an upper-bound curve.  The caller must make sure that the
+    bracket contains the solution.
+    """
+    target = np.asarray(target, dtype=float)
+    lo = np.broadcast_to(np.asarray(lo, dtype=float), target.shape).copy()
+    hi = np.broadcast_to(np.asarray(hi, dtype=float), target.shape).copy()
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if np.all(mid == lo) or np.all(mid == hi):
+            break
+        val = f(mid)
+        below = val < target if increasing else val > target
+        lo = np.where(below, mid, lo)
+        hi = np.where(below, hi, mid)
+        if xtol > 0 and np.all(hi - lo <= xtol):
+            break
+    return hi if side == "hi" else lo

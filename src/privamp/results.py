@@ -1,0 +1,160 @@
+"""Labelled results: every number that leaves privamp is a :class:`Bound` inside a
+:class:`Guarantee` (or an array of upper bounds from :func:`privamp.rdp`).
+
+A ``Bound`` says what the number is (``"upper"``, ``"lower"`` or ``"exact"``) and where it
+comes from (paper and theorem).  A ``Guarantee`` pairs an upper and a lower bound on the same
+quantity; ``float(g)`` is the upper bound, the number that is safe to report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+Kind = Literal["upper", "lower", "exact"]
+_KINDS = ("upper", "lower", "exact")
+
+__all__ = ["Bound", "Guarantee"]
+
+
+def _as_value(value: Any) -> float | np.ndarray:
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return float(value)
+        out = np.array(value, dtype=float)
+        out.setflags(write=False)
+        return out
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A labelled number: ``value`` is an upper bound, a lower bound or the exact value of the
+    quantity asked for, as stated by ``kind``; ``source`` names the result (paper, theorem)
+    and the method that produced it.
+
+    ``value`` is a float, or a read-only numpy array when the query was vectorised.
+    """
+
+    value: float | np.ndarray
+    kind: Kind
+    source: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be one of {_KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "value", _as_value(self.value))
+        v = np.asarray(self.value, dtype=float)
+        if np.isnan(v).any():
+            raise ValueError(f"a Bound cannot hold NaN (source: {self.source})")
+
+    def __float__(self) -> float:
+        if isinstance(self.value, np.ndarray):
+            raise TypeError("this Bound holds an array; index .value instead")
+        return float(self.value)
+
+    @property
+    def is_upper(self) -> bool:
+        """True when the value may be reported as an upper bound (``upper`` or ``exact``)."""
+        return self.kind in ("upper", "exact")
+
+    @property
+    def is_lower(self) -> bool:
+        """True when the value is a lower bound (``lower`` or ``exact``)."""
+        return self.kind in ("lower", "exact")
+
+    def to_dict(self) -> dict[str, Any]:
+        value = self.value
+        if isinstance(value, np.ndarray):
+            value = [_json_float(x) for x in value.tolist()]
+        else:
+            value = _json_float(value)
+        return {"value": value, "kind": self.kind, "source": self.source}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def __str__(self) -> str:
+        symbol = {"upper": "<=", "lower": ">=", "exact": "=="}[self.kind]
+        return f"{symbol} {_fmt(self.value)}  [{self.kind}; {self.source}]"
+
+
+def _json_float(x: float) -> float | str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return float(x)
+
+
+def _fmt(value: float | np.ndarray) -> str:
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, precision=6)
+    return f"{value:.6g}"
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """Two-sided knowledge of one quantity (epsilon or delta of a run).
+
+    ``upper`` is a sound upper bound (or the exact value), ``lower`` a certified lower bound
+    (or the exact value); either may be ``None`` when no method gives one.  ``float(g)`` is
+    the upper bound, the number that is safe to report.
+    """
+
+    upper: Bound | None
+    lower: Bound | None
+
+    def __post_init__(self) -> None:
+        if self.upper is not None and not self.upper.is_upper:
+            raise ValueError(f"Guarantee.upper must be an upper or exact Bound, got {self.upper.kind}")
+        if self.lower is not None and not self.lower.is_lower:
+            raise ValueError(f"Guarantee.lower must be a lower or exact Bound, got {self.lower.kind}")
+        if self.upper is not None and self.lower is not None:
+            hi = np.asarray(self.upper.value, dtype=float)
+            lo = np.asarray(self.lower.value, dtype=float)
+            tol = 1e-9 * np.maximum(1.0, np.abs(hi))
+            if np.any(lo > hi + tol):
+                raise AssertionError(
+                    "internal error: lower bound exceeds upper bound "
+                    f"({self.lower} vs {self.upper}); please report this"
+                )
+
+    def __float__(self) -> float:
+        if self.upper is None:
+            raise ValueError("this Guarantee has no upper bound; only a lower bound is known")
+        return float(self.upper)
+
+    @property
+    def exact(self) -> bool:
+        return self.upper is not None and self.upper.kind == "exact"
+
+    @property
+    def width(self) -> float | np.ndarray:
+        """upper - lower (inf when a side is missing)."""
+        if self.upper is None or self.lower is None:
+            return math.inf
+        return np.asarray(self.upper.value) - np.asarray(self.lower.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "upper": None if self.upper is None else self.upper.to_dict(),
+            "lower": None if self.lower is None else self.lower.to_dict(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def __str__(self) -> str:
+        if self.exact:
+            return f"exact {_fmt(self.upper.value)}  [{self.upper.source}]"
+        lo = "-" if self.lower is None else _fmt(self.lower.value)
+        hi = "-" if self.upper is None else _fmt(self.upper.value)
+        lines = [f"in [{lo}, {hi}]"]
+        if self.upper is not None:
+            lines.append(f"  upper: {self.upper.source}")
+        if self.lower is not None:
+            lines.append(f"  lower: {self.lower.source}")
+        return "\n".join(lines)

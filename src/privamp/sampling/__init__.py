@@ -1,0 +1,30 @@
+"""Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
+
+from .relations import AddRemove, Relation, Substitution, ZeroOut
+from .schemes import (
+    BalancedIteration,
+    Deterministic,
+    Dropout,
+    ModelSplit,
+    Poisson,
+    Scheme,
+    Shuffle,
+    WithoutReplacement,
+    WithReplacement,
+)
+
+__all__ = [
+    "Relation",
+    "AddRemove",
+    "Substitution",
+    "ZeroOut",
+    "Scheme",
+    "Poisson",
+    "WithoutReplacement",
+    "WithReplacement",
+    "Deterministic",
+    "Shuffle",
+    "BalancedIteration",
+    "ModelSplit",
+    "Dropout",
+]

@@ -1,0 +1,186 @@
+"""Sampling schemes: how a training run picks the data (or the model part) each step touches.
+
+Each scheme is a small immutable value, validated on construction.  ``steps_per_epoch`` says
+how many steps make one pass over the data, so that ``Training(..., epochs=E)`` knows its
+number of steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._validation import check_int, check_rate
+
+__all__ = [
+    "Scheme",
+    "Poisson",
+    "WithoutReplacement",
+    "WithReplacement",
+    "Deterministic",
+    "Shuffle",
+    "BalancedIteration",
+    "ModelSplit",
+    "Dropout",
+]
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """Base class of sampling schemes."""
+
+    name = "scheme"
+
+    @property
+    def steps_per_epoch(self) -> float:
+        """Steps that make one pass over the data."""
+        raise NotImplementedError
+
+    # Every scheme also has ``rate``: the probability that a given record is used in a given
+    # step (on average); a field for Poisson, a property for the others.
+
+
+def _check_batch(batch_size: object, dataset_size: object) -> tuple[int, int]:
+    n = check_int("dataset_size", dataset_size, minimum=1)
+    b = check_int("batch_size", batch_size, minimum=1)
+    if b > n:
+        raise ValueError(f"batch_size must be in [1, dataset_size={n}], got {b}")
+    return b, n
+
+
+@dataclass(frozen=True)
+class Poisson(Scheme):
+    """Each record joins each step's batch independently with probability ``rate``."""
+
+    rate: float
+
+    name = "poisson"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", check_rate("rate", self.rate))
+
+    @property
+    def steps_per_epoch(self) -> float:
+        if self.rate == 0:
+            raise ValueError("rate must be in (0, 1] to count steps in epochs, got 0")
+        return 1.0 / self.rate
+
+
+@dataclass(frozen=True)
+class _FixedBatch(Scheme):
+    batch_size: int
+    dataset_size: int
+
+    def __post_init__(self) -> None:
+        b, n = _check_batch(self.batch_size, self.dataset_size)
+        object.__setattr__(self, "batch_size", b)
+        object.__setattr__(self, "dataset_size", n)
+
+    @property
+    def rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return self.dataset_size / self.batch_size
+
+
+@dataclass(frozen=True)
+class WithoutReplacement(_FixedBatch):
+    """Each step draws a uniformly random batch of ``batch_size`` distinct records, independently
+    of the other steps."""
+
+    name = "without-replacement"
+
+
+@dataclass(frozen=True)
+class WithReplacement(_FixedBatch):
+    """Each step draws ``batch_size`` records uniformly with replacement (a multiset),
+    independently of the other steps."""
+
+    name = "with-replacement"
+
+
+@dataclass(frozen=True)
+class _Partitioned(_FixedBatch):
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dataset_size % self.batch_size:
+            raise ValueError(
+                f"batch_size must divide dataset_size for {self.name} batching "
+                f"(got batch_size={self.batch_size}, dataset_size={self.dataset_size})"
+            )
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.dataset_size // self.batch_size
+
+
+@dataclass(frozen=True)
+class Deterministic(_Partitioned):
+    """The data are cut into fixed consecutive batches, the same order every epoch
+    (Chua et al. 2024, ABLQ_D)."""
+
+    name = "deterministic"
+
+
+@dataclass(frozen=True)
+class Shuffle(_Partitioned):
+    """A fresh uniformly random permutation every epoch, cut into consecutive batches
+    (Chua et al. 2024, ABLQ_S)."""
+
+    name = "shuffle"
+
+
+@dataclass(frozen=True)
+class BalancedIteration(Scheme):
+    """Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Sec. 3.3): each record takes part
+    in exactly ``participations`` of the ``steps`` steps of an epoch, chosen uniformly."""
+
+    steps: int
+    participations: int = 1
+
+    name = "balanced-iteration"
+
+    def __post_init__(self) -> None:
+        t = check_int("steps", self.steps, minimum=1)
+        k = check_int("participations", self.participations, minimum=1, maximum=t)
+        object.__setattr__(self, "steps", t)
+        object.__setattr__(self, "participations", k)
+
+    @property
+    def rate(self) -> float:
+        return self.participations / self.steps
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.steps
+
+
+@dataclass(frozen=True)
+class ModelSplit(Scheme):
+    """Each record's gradient updates ``selected`` of ``parts`` disjoint submodels, chosen
+    uniformly (Dong, Chen, Ozgur 2025, Thm 3.4)."""
+
+    parts: int
+    selected: int = 1
+
+    name = "model-split"
+
+    def __post_init__(self) -> None:
+        d = check_int("parts", self.parts, minimum=1)
+        k = check_int("selected", self.selected, minimum=1, maximum=d)
+        object.__setattr__(self, "parts", d)
+        object.__setattr__(self, "selected", k)
+
+    @property
+    def rate(self) -> float:
+        return self.selected / self.parts
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return 1
+
+
+def Dropout() -> ModelSplit:  # noqa: N802 - a constructor-like factory in the public API
+    """Dropout with rate 1/2 as model splitting into two parts (Dong, Chen, Ozgur 2025, Cor 3.7)."""
+    return ModelSplit(2, 1)
