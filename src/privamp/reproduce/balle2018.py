@@ -1,0 +1,3 @@
+"""Figures of balle2018 (being written)."""
+
+FIGURES: dict = {}

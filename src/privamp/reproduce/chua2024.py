@@ -1,0 +1,3 @@
+"""Figures of chua2024 (being written)."""
+
+FIGURES: dict = {}

@@ -1,0 +1,3 @@
+"""Figures of dong2025 (being written)."""
+
+FIGURES: dict = {}

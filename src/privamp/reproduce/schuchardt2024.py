@@ -1,0 +1,3 @@
+"""Figures of schuchardt2024 (being written)."""
+
+FIGURES: dict = {}
