@@ -109,9 +109,13 @@ class Guarantee:
 
     def __post_init__(self) -> None:
         if self.upper is not None and not self.upper.is_upper:
-            raise ValueError(f"Guarantee.upper must be an upper or exact Bound, got {self.upper.kind}")
+            raise ValueError(
+                f"Guarantee.upper must be an upper or exact Bound, got {self.upper.kind}"
+            )
         if self.lower is not None and not self.lower.is_lower:
-            raise ValueError(f"Guarantee.lower must be a lower or exact Bound, got {self.lower.kind}")
+            raise ValueError(
+                f"Guarantee.lower must be a lower or exact Bound, got {self.lower.kind}"
+            )
         if self.upper is not None and self.lower is not None:
             hi = np.asarray(self.upper.value, dtype=float)
             lo = np.asarray(self.lower.value, dtype=float)

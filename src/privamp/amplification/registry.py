@@ -134,9 +134,11 @@ def rdp_curve(
     relation = AddRemove() if relation is None else relation
     a = np.atleast_1d(check_orders(alpha))
     chosen = _applicable(mechanism, scheme, relation, method)
-    values = np.stack([np.asarray(m.func(mechanism, scheme, relation, a), dtype=float) for m in chosen])
+    values = np.stack(
+        [np.asarray(m.func(mechanism, scheme, relation, a), dtype=float) for m in chosen]
+    )
     if np.isnan(values).any():
-        bad = [m.name for m, v in zip(chosen, values) if np.isnan(v).any()]
+        bad = [m.name for m, v in zip(chosen, values, strict=True) if np.isnan(v).any()]
         raise RuntimeError(f"internal error: RDP method(s) {bad} returned NaN; please report")
     idx = np.argmin(values, axis=0)
     names = np.array([m.name for m in chosen], dtype=object)[idx]

@@ -86,7 +86,9 @@ class LossPair(ABC):
         big = 1e4
         t = np.array(tail)
         hi = float(bisect_monotone(upper_p, t, -big, big, increasing=False, iterations=80))
-        lo = float(bisect_monotone(lower_q, t, -big, big, increasing=True, iterations=80, side="lo"))
+        lo = float(
+            bisect_monotone(lower_q, t, -big, big, increasing=True, iterations=80, side="lo")
+        )
         lo = min(lo, hi)
         return lo, hi
 
