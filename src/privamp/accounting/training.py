@@ -56,8 +56,14 @@ class Training:
     # ------------------------------------------------------------------------------------
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:
         """The analyses of the accountants ``name`` ("best" = all applicable), built once."""
+        accountants = applicable(self, name)
+        if not accountants:
+            raise ValueError(
+                f"no accountant handles {type(self.mechanism).__name__} with "
+                f"{type(self.scheme).__name__} under {self.relation} yet"
+            )
         out = []
-        for acc in applicable(self, name):
+        for acc in accountants:
             key = f"{acc.name}:{id(acc)}"
             if key not in self._cache:
                 self._cache[key] = acc.build(self)
