@@ -1,0 +1,153 @@
+"""privamp against its peers, side by side in one run.
+
+Times privamp (PLD and RDP accountants) against dp-accounting (RDP and PLD), prv-accountant
+and Opacus's RDP accountant for Poisson-subsampled Gaussian DP-SGD, on
+q in {1e-3, 1e-2}, sigma in {0.8, 1.0}, T in {1e3, 1e4, 1e5, 1e6} (prv-accountant only up to
+T = 1e4: it needs minutes and gigabytes beyond), and writes a markdown table of the epsilon each
+reports at delta = 1e-5, the time, the peak memory (tracemalloc), and privamp's speed ratio.
+
+    python benchmarks/run.py [--quick] [--out benchmarks/results/latest.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import platform
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+DELTA = 1e-5
+
+
+def measure(fn: Callable[[], float]) -> tuple[float, float, float]:
+    """(value, seconds, peak MiB) of one call."""
+    gc.collect()
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    value = fn()
+    dt = time.perf_counter() - t0
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return float(value), dt, peak / 2**20
+
+
+def privamp_pld(q: float, sigma: float, T: int) -> tuple[float, float]:
+    import privamp as pa
+
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(DELTA, accountant="pld")
+    return float(g.upper.value), float(g.lower.value)
+
+
+def privamp_rdp(q: float, sigma: float, T: int) -> float:
+    import privamp as pa
+
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(DELTA, accountant="rdp")
+    return float(g.upper.value)
+
+
+def dpa_pld(q: float, sigma: float, T: int) -> float:
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    d = pld.from_gaussian_mechanism(
+        sigma, sampling_prob=q, value_discretization_interval=1e-4, use_connect_dots=True
+    )
+    return d.self_compose(T).get_epsilon_for_delta(DELTA)
+
+
+def dpa_rdp(q: float, sigma: float, T: int) -> float:
+    import dp_accounting
+
+    acc = dp_accounting.rdp.RdpAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma))
+    acc.compose(dp_accounting.SelfComposedDpEvent(event, T))
+    return acc.get_epsilon(DELTA)
+
+
+def prv(q: float, sigma: float, T: int) -> float:
+    from prv_accountant import PRVAccountant
+    from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
+
+    rv = PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma)
+    acc = PRVAccountant(prvs=[rv], max_self_compositions=[T], eps_error=0.01, delta_error=1e-9)
+    _, _, upper = acc.compute_epsilon(delta=DELTA, num_self_compositions=[T])
+    return upper
+
+
+def opacus_rdp(q: float, sigma: float, T: int) -> float:
+    from opacus.accountants import RDPAccountant
+
+    acc = RDPAccountant()
+    acc.history = [(sigma, q, T)]
+    return acc.get_epsilon(DELTA)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="T in {1e3, 1e4} only")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "latest.md"))
+    args = ap.parse_args()
+    Ts = [1000, 10000] if args.quick else [1000, 10000, 100000, 1000000]
+    peers: list[tuple[str, Callable[[float, float, int], float], int]] = [
+        ("dp-accounting PLD (1e-4)", dpa_pld, 10**6),
+        ("dp-accounting RDP", dpa_rdp, 10**6),
+        ("prv-accountant", prv, 10**4),
+        ("opacus RDP", opacus_rdp, 10**6),
+    ]
+    rows = []
+    for q in (1e-3, 1e-2):
+        for sigma in (0.8, 1.0):
+            for T in Ts:
+                lohi: dict[str, float] = {}
+
+                def run_pld() -> float:
+                    hi, lo = privamp_pld(q, sigma, T)  # noqa: B023
+                    lohi["lo"], lohi["hi"] = lo, hi  # noqa: B023
+                    return hi
+
+                v, t_pld, m_pld = measure(run_pld)
+                width = (lohi["hi"] - lohi["lo"]) / lohi["hi"]
+                v_rdp, t_rdp, m_rdp = measure(lambda: privamp_rdp(q, sigma, T))  # noqa: B023
+                rows.append((q, sigma, T, "privamp PLD [lower, upper]",
+                             f"[{lohi['lo']:.4f}, {lohi['hi']:.4f}] (width {100 * width:.2f}%)",
+                             t_pld, m_pld, ""))
+                rows.append((q, sigma, T, "privamp RDP", f"{v_rdp:.4f}", t_rdp, m_rdp, ""))
+                for name, fn, tmax in peers:
+                    if T > tmax:
+                        continue
+                    try:
+                        val, t, m = measure(lambda fn=fn: fn(q, sigma, T))  # noqa: B023
+                    except Exception as exc:  # a peer missing or failing is reported, not fatal
+                        rows.append((q, sigma, T, name, f"failed: {type(exc).__name__}: {exc}",
+                                     math.nan, math.nan, ""))
+                        continue
+                    ref_t = t_pld if "PLD" in name or "prv" in name else t_rdp
+                    ratio = f"{t / ref_t:.1f}x"
+                    rows.append((q, sigma, T, name, f"{val:.4f}", t, m, ratio))
+                print(f"done q={q} sigma={sigma} T={T}", file=sys.stderr)
+    lines = [
+        "# privamp vs peers: Poisson-subsampled Gaussian, epsilon at delta = 1e-5",
+        "",
+        f"Machine: {platform.machine()}, Python {platform.python_version()}; one run, "
+        "same process, measured side by side. 'ratio' = peer time / privamp time "
+        "(PLD peers against privamp PLD, RDP peers against privamp RDP).",
+        "",
+        "| q | sigma | T | accountant | epsilon | time (s) | peak MiB | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for q, sigma, T, name, val, t, m, ratio in rows:
+        lines.append(f"| {q:g} | {sigma:g} | {T:.0e} | {name} | {val} | {t:.3f} | {m:.1f} | "
+                     f"{ratio} |")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
