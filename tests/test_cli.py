@@ -1,0 +1,81 @@
+"""The command line: error handling, output shapes (values are checked elsewhere against
+independent references)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from privamp.cli import main
+
+
+def run_cli(*args: str) -> tuple[int, str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "privamp.cli", *args], capture_output=True, text=True, timeout=600
+    )
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["epsilon", "--sigma", "0", "--scheme", "poisson", "--rate", "0.1", "--steps", "10",
+          "--delta", "1e-5"], "sigma must be in (0, inf)"),
+        (["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "1.5", "--steps", "10",
+          "--delta", "1e-5"], "rate must be in [0, 1]"),
+        (["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "10",
+          "--delta", "2"], "delta must be in (0, 1)"),
+        (["epsilon", "--sigma", "nan", "--scheme", "poisson", "--rate", "0.1", "--steps", "10",
+          "--delta", "1e-5"], "sigma must be a number"),
+        (["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "0",
+          "--delta", "1e-5"], "steps must be an integer in [1, inf]"),
+        (["delta", "--sigma", "1", "--scheme", "shuffle", "--batch-size", "7",
+          "--dataset-size", "100", "--epochs", "1", "--epsilon", "1"], "divide"),
+        (["delta", "--sigma", "1", "--scheme", "without-replacement", "--batch-size", "700",
+          "--dataset-size", "100", "--steps", "3", "--epsilon", "1"], "batch_size must be in"),
+        (["epsilon", "--sigma", "1", "--scheme", "poisson", "--steps", "10", "--delta", "1e-5"],
+         "--rate is required"),
+        (["rdp", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--alpha", "1"],
+         "alpha (Rényi order) must be in (1, inf)"),
+    ],
+)
+def test_bad_input_is_one_line_and_status_2(args, needle, capsys):
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert needle in err
+    assert err.count("\n") == 1 and err.startswith("privamp: error:")
+
+
+def test_unknown_subcommand_exits_2():
+    code, _, err = run_cli("frobnicate")
+    assert code == 2
+    assert "invalid choice" in err
+
+
+def test_rdp_json_and_list(capsys):
+    assert main(["rdp", "--sigma", "1", "--scheme", "poisson", "--rate", "0.01", "--list"]) == 0
+    listing = capsys.readouterr().out
+    assert "mironov-sgm" in listing
+    assert main(["rdp", "--sigma", "1", "--scheme", "poisson", "--rate", "1", "--alpha", "2",
+                 "3.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # rate 1 is the Gaussian mechanism itself: alpha / (2 sigma^2)
+    assert out["epsilon"] == pytest.approx([1.0, 1.75], rel=1e-9)
+    assert out["kind"] == "upper"
+
+
+def test_epsilon_json_shape_matches_api(capsys):
+    code = main(["epsilon", "--sigma", "1.1", "--scheme", "poisson", "--rate", "0.0042667",
+                 "--steps", "1000", "--delta", "1e-5", "--json"])
+    assert code == 0
+    g = json.loads(capsys.readouterr().out)
+    assert set(g) == {"upper", "lower"}
+    for side in ("upper", "lower"):
+        assert g[side] is None or set(g[side]) == {"value", "kind", "source"}
+    assert g["upper"]["kind"] in ("upper", "exact")
+    if g["lower"] is not None:
+        assert g["lower"]["value"] <= g["upper"]["value"]

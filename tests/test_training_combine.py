@@ -1,0 +1,67 @@
+"""Training combines accountants: smallest upper, largest lower, sources kept.
+
+Uses two stand-in accountants registered for a test-only scheme, so that the combination logic
+is checked on values chosen here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import privamp as pa
+from privamp.accounting.registry import RunAnalysis, run_accountant
+
+
+@dataclass(frozen=True)
+class _ToyScheme(pa.Scheme):
+    name = "toy"
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return 1
+
+
+class _Fixed(RunAnalysis):
+    def __init__(self, up, lo, tag):
+        self.up, self.lo, self.tag = up, lo, tag
+
+    def _pair(self, x):
+        shape = np.shape(x)
+        def mk(v, kind):
+            return None if v is None else pa.Bound(np.broadcast_to(v, shape), kind, self.tag)
+
+        return mk(self.up, "upper"), mk(self.lo, "lower")
+
+    def epsilon(self, delta):
+        return self._pair(delta)
+
+    def delta(self, epsilon):
+        return self._pair(epsilon)
+
+
+def _is_toy(run):
+    return isinstance(run.scheme, _ToyScheme)
+
+
+run_accountant("toy-a", _is_toy)(
+    lambda run: _Fixed(np.array([3.0, 1.0]), np.array([1.0, 0.2]), "A")
+)
+run_accountant("toy-b", _is_toy)(lambda run: _Fixed(np.array([2.0, 4.0]), None, "B"))
+
+
+def test_best_takes_min_upper_and_max_lower_elementwise():
+    run = pa.Training(pa.Gaussian(1.0), _ToyScheme(), steps=3)
+    g = run.epsilon(np.array([1e-5, 1e-6]))
+    assert g.upper.value.tolist() == [2.0, 1.0]
+    assert set(g.upper.source.split("; ")) == {"A", "B"}
+    assert g.lower.value.tolist() == [1.0, 0.2]
+    g_a = run.epsilon(np.array([1e-5, 1e-6]), accountant="toy-a")
+    assert g_a.upper.value.tolist() == [3.0, 1.0] and g_a.upper.source == "A"
+
+
+def test_unknown_or_inapplicable_accountant_is_a_clear_error():
+    run = pa.Training(pa.Gaussian(1.0), _ToyScheme(), steps=3)
+    with pytest.raises(ValueError, match="not a known accountant"):
+        run.epsilon(1e-5, accountant="nope")
