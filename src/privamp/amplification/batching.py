@@ -165,27 +165,29 @@ def _logsub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a + log1mexp(np.minimum(b - a, 0.0))
 
 
-def _c_grid(s: float, T: int, num: int = 160) -> np.ndarray:
-    """Thresholds c (noise units) from T Phi(-c) = 100 up to T Phi(-c) = 1e-12 plus 2s."""
+def _c_grid(s: float, T: int, eps_max: np.ndarray, num: int = 160) -> np.ndarray:
+    """Thresholds c (noise units), one row per target: from T Phi(-c) = 100 up to beyond both
+    T Phi(-c) = 1e-12 (plus 2s) and the Neyman-Pearson threshold (eps + 3 s^2 / 2) / s of a
+    single coordinate."""
     lo = min(-special.ndtri(min(100.0 / T, 0.5)), 2 * s - 3.0)
-    hi = -special.ndtri(1e-12 / T) + 2 * s
-    return np.linspace(lo, hi, num)
+    hi = np.maximum(-special.ndtri(1e-12 / T) + 2 * s, (eps_max + 1.5 * s * s) / s + 3.0)
+    return lo + (hi - lo)[:, None] * np.linspace(0.0, 1.0, num)[None, :]
 
 
 def _optimise_c(objective, targets: np.ndarray, s: float, T: int, width_n: int,
-                refine: int = 3) -> np.ndarray:
+                eps_max: np.ndarray, refine: int = 3) -> np.ndarray:
     """max over thresholds c of ``objective(c, targets)`` (both (m, k) arrays, one row per
     target), by a shared grid then ``refine`` rounds of local grids.  Every c gives a valid
     lower bound, so the optimisation needs no guarantee of its own."""
     targets = np.atleast_1d(np.asarray(targets, dtype=float))
-    c0 = _c_grid(s, T)
+    c0 = _c_grid(s, T, np.broadcast_to(eps_max, targets.shape))
     out = np.zeros(targets.shape)
-    chunk = max(1, int(2e6 // (len(c0) * width_n)))
+    chunk = max(1, int(2e6 // (c0.shape[1] * width_n)))
     for start in range(0, len(targets), chunk):
         t = targets[start: start + chunk, None]
         rows = np.arange(len(t))
-        grid = np.broadcast_to(c0, (len(t), len(c0)))
-        width = c0[1] - c0[0]
+        grid = c0[start: start + chunk]
+        width = (grid[:, 1] - grid[:, 0])[:, None]
         best = np.zeros(len(t))
         for it in range(refine + 1):
             val = objective(grid, t)
@@ -216,7 +218,7 @@ def _eq7_delta(eps: np.ndarray, s: float, T: int, E: int = 1) -> np.ndarray:
         lP, lQ = _binom_log_pmfs(c, s, T, E)
         e = e[..., None]
         return np.maximum(_hs(lP, e + lQ).sum(-1), _hs(lQ, e + lP).sum(-1))
-    return _optimise_c(obj, eps, s, T, E + 1) * _SAFE
+    return _optimise_c(obj, eps, s, T, E + 1, np.asarray(eps, dtype=float)) * _SAFE
 
 
 def _eq7_epsilon(delta: np.ndarray, s: float, T: int, E: int = 1,
@@ -237,7 +239,7 @@ def _eq7_epsilon(delta: np.ndarray, s: float, T: int, E: int = 1,
                     cand = np.where(la > ld, _logsub(la, ld) - lb, 0.0)
                     best = np.maximum(best, np.nan_to_num(cand, nan=0.0, posinf=0.0))
             return best
-        val = _optimise_c(obj, delta, s, T, 1)
+        val = _optimise_c(obj, delta, s, T, 1, _gauss_epsilon(delta, s))
         return np.maximum(val - 1e-9 * (1.0 + val), 0.0)
 
     hi_all = _gauss_epsilon(delta, s * math.sqrt(E)) + 1e-6
@@ -259,7 +261,8 @@ def _eq7_epsilon(delta: np.ndarray, s: float, T: int, E: int = 1,
         return np.where(ok, lo, 0.0)
     order = np.argsort(delta)
     out = np.empty_like(delta)
-    out[order] = _optimise_c(obj, delta[order], s, T, (E + 1) * 8, refine=2)
+    out[order] = _optimise_c(obj, delta[order], s, T, (E + 1) * 8, hi_all[order] / E,
+                             refine=2)
     return out
 
 
