@@ -270,6 +270,8 @@ def forward_divergence(s: float, d: int, k: int, alpha: np.ndarray, rate: float 
     ``"fast"``: bound (3).  Returns (values, exact_at_integer_orders).
     """
     alpha = np.asarray(alpha, dtype=float)
+    if k == d and rate == 1.0:  # P = N(s 1, I): a Gaussian pair, D_alpha = alpha k s^2 / 2
+        return alpha * k * s * s / 2.0, True
     if method == "fast" and rate == 1.0 and k < d:
         val = fast_forward_bound(s, d, k, alpha)
         return _round_up(val), False
