@@ -1,0 +1,262 @@
+"""PyTorch batch samplers that know which privamp scheme they realise.
+
+Each sampler is a ``torch.utils.data.Sampler`` yielding lists of dataset indices, one list per
+training step, to be passed as ``DataLoader(dataset, batch_sampler=sampler)``.  Each exposes
+
+* ``.scheme`` — the :class:`privamp.Scheme` whose law it draws from, so that the accounting
+  is computed for the sampler that is actually used (``sampler.training(mechanism)``);
+* ``.steps`` — the number of batches one pass over the sampler yields (the planned run:
+  ``epochs`` epochs for the epoch-based samplers); ``len(sampler) == sampler.steps``;
+* ``.expected_batch_size`` — the mean batch size (for averaging clipped gradients).
+
+Randomness comes from a NumPy ``Generator`` (``seed=`` or ``generator=``): two samplers built
+with the same seed yield the same batches; iterating one sampler again continues its stream
+(fresh batches, fresh permutations).
+
+Memory: Poisson and without-replacement batches cost O(batch) per step (the batch size is
+drawn first, then a uniform subset of that size; NumPy draws small subsets with Floyd's
+hash-set method); shuffle costs one permutation, O(n), per epoch; balanced iteration keeps
+one counter per example, O(n), and never a T x n participation mask.
+
+This module needs PyTorch (``pip install "privamp[torch]"``); ``import privamp`` does not
+import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+try:
+    import torch  # noqa: F401
+    from torch.utils.data import Sampler
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "privamp.torch needs PyTorch; install it with `pip install \"privamp[torch]\"` "
+        "(or `pip install torch`)"
+    ) from exc
+
+from ._validation import check_int, check_rate
+from .accounting import Training
+from .mechanisms import Mechanism
+from .sampling import (
+    AddRemove,
+    BalancedIteration,
+    Deterministic,
+    Poisson,
+    Relation,
+    Scheme,
+    Shuffle,
+    WithoutReplacement,
+)
+
+__all__ = [
+    "PrivampBatchSampler",
+    "PoissonBatchSampler",
+    "WithoutReplacementBatchSampler",
+    "ShuffleBatchSampler",
+    "DeterministicBatchSampler",
+    "BalancedIterationSampler",
+]
+
+
+def _rng(seed: int | None, generator: np.random.Generator | None) -> np.random.Generator:
+    if generator is not None:
+        if seed is not None:
+            raise ValueError("give at most one of seed and generator")
+        if not isinstance(generator, np.random.Generator):
+            raise ValueError(
+                f"generator must be a numpy.random.Generator, got {type(generator).__name__}"
+            )
+        return generator
+    if seed is not None:
+        check_int("seed", seed, minimum=0)
+    return np.random.default_rng(seed)
+
+
+class PrivampBatchSampler(Sampler[list[int]]):
+    """Base class: a batch sampler with a privamp ``scheme`` and a planned number of ``steps``."""
+
+    scheme: Scheme
+    steps: int
+    dataset_size: int
+
+    def __init__(self) -> None:  # torch's Sampler takes no data source here
+        super().__init__()
+
+    def __len__(self) -> int:
+        return self.steps
+
+    def __iter__(self) -> Iterator[list[int]]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def expected_batch_size(self) -> float:
+        """Mean number of examples in a batch: ``scheme.rate * dataset_size``."""
+        return self.scheme.rate * self.dataset_size
+
+    def training(self, mechanism: Mechanism, relation: Relation | None = None) -> Training:
+        """The privamp run this sampler realises: ``Training(mechanism, self.scheme,
+        steps=self.steps, relation)`` (add/remove by default)."""
+        return Training(
+            mechanism, self.scheme, steps=self.steps, relation=relation or AddRemove()
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scheme={self.scheme}, steps={self.steps})"
+
+
+class PoissonBatchSampler(PrivampBatchSampler):
+    """Poisson sampling: at each of ``steps`` steps every example joins the batch independently
+    with probability ``rate`` (the sampler assumed by DP-SGD's moments accountant, Abadi et al.
+    2016; privamp scheme :class:`privamp.Poisson`).
+
+    The batch size is drawn from Binomial(n, rate), then a uniform subset of that size: the same
+    law as n independent coin flips, at O(batch) memory.  Batches may be empty.
+    """
+
+    def __init__(
+        self,
+        dataset_size: int,
+        rate: float,
+        steps: int,
+        *,
+        seed: int | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
+        self.scheme = Poisson(check_rate("rate", rate))
+        self.steps = check_int("steps", steps, minimum=1)
+        self._rng = _rng(seed, generator)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        n, q, rng = self.dataset_size, self.scheme.rate, self._rng
+        for _ in range(self.steps):
+            m = int(rng.binomial(n, q))
+            yield rng.choice(n, size=m, replace=False).tolist()
+
+
+class WithoutReplacementBatchSampler(PrivampBatchSampler):
+    """Fixed-size sampling without replacement: each of ``steps`` steps draws a uniformly random
+    set of ``batch_size`` distinct examples, independently of the other steps (privamp scheme
+    :class:`privamp.WithoutReplacement`; Balle et al. 2018 Thm 9)."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        dataset_size: int,
+        steps: int,
+        *,
+        seed: int | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.scheme = WithoutReplacement(batch_size, dataset_size)
+        self.dataset_size = self.scheme.dataset_size
+        self.steps = check_int("steps", steps, minimum=1)
+        self._rng = _rng(seed, generator)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        b, n, rng = self.scheme.batch_size, self.dataset_size, self._rng
+        for _ in range(self.steps):
+            yield rng.choice(n, size=b, replace=False).tolist()
+
+
+class _EpochSampler(PrivampBatchSampler):
+    def _setup_epochs(self, epochs: int, steps_per_epoch: int) -> None:
+        self.epochs = check_int("epochs", epochs, minimum=1)
+        self.steps_per_epoch = int(steps_per_epoch)
+        self.steps = self.epochs * self.steps_per_epoch
+
+
+class ShuffleBatchSampler(_EpochSampler):
+    """Shuffling: every epoch a fresh uniformly random permutation of the ``dataset_size``
+    examples is cut into consecutive batches of ``batch_size`` (Chua et al. 2024, ABLQ_S;
+    privamp scheme :class:`privamp.Shuffle`).  ``batch_size`` must divide ``dataset_size``."""
+
+    def __init__(
+        self,
+        batch_size: int,
+        dataset_size: int,
+        epochs: int = 1,
+        *,
+        seed: int | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.scheme = Shuffle(batch_size, dataset_size)
+        self.dataset_size = self.scheme.dataset_size
+        self._setup_epochs(epochs, self.scheme.steps_per_epoch)
+        self._rng = _rng(seed, generator)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        b, n = self.scheme.batch_size, self.dataset_size
+        for _ in range(self.epochs):
+            perm = self._rng.permutation(n)
+            for start in range(0, n, b):
+                yield perm[start : start + b].tolist()
+
+
+class DeterministicBatchSampler(_EpochSampler):
+    """Deterministic batches: the examples are cut into the consecutive batches
+    ``[0, b), [b, 2b), ...``, in the same order every epoch (Chua et al. 2024, ABLQ_D; privamp
+    scheme :class:`privamp.Deterministic`).  ``batch_size`` must divide ``dataset_size``.
+
+    Shuffle the dataset once beforehand if its order carries information; the order must not
+    depend on the data."""
+
+    def __init__(self, batch_size: int, dataset_size: int, epochs: int = 1) -> None:
+        super().__init__()
+        self.scheme = Deterministic(batch_size, dataset_size)
+        self.dataset_size = self.scheme.dataset_size
+        self._setup_epochs(epochs, self.scheme.steps_per_epoch)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        b, n = self.scheme.batch_size, self.dataset_size
+        for _ in range(self.epochs):
+            for start in range(0, n, b):
+                yield list(range(start, start + b))
+
+
+class BalancedIterationSampler(_EpochSampler):
+    """Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Sec. 3.3, Thm 3.8): in each
+    epoch of ``steps`` steps every example takes part in exactly ``participations`` steps, the
+    set of its steps drawn uniformly among the C(steps, participations) subsets, independently
+    across examples and epochs (privamp scheme :class:`privamp.BalancedIteration`).
+
+    The subsets are drawn sequentially (selection sampling): at step t an example that still
+    needs r participations joins with probability r / (steps - t).  This gives exactly the
+    uniform law on k-subsets, with one small counter per example (O(n) memory, never a
+    steps x n mask); each step costs O(n) time.
+    """
+
+    def __init__(
+        self,
+        dataset_size: int,
+        steps: int,
+        participations: int = 1,
+        epochs: int = 1,
+        *,
+        seed: int | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
+        self.scheme = BalancedIteration(steps, participations)
+        self._setup_epochs(epochs, self.scheme.steps)
+        self._rng = _rng(seed, generator)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        n, rng = self.dataset_size, self._rng
+        t_total, k = self.scheme.steps, self.scheme.participations
+        dtype = np.int32 if k > np.iinfo(np.int16).max else np.int16
+        for _ in range(self.epochs):
+            remaining = np.full(n, k, dtype=dtype)
+            for t in range(t_total):
+                left = t_total - t
+                # join with probability remaining / left (certain once remaining == left)
+                chosen = np.flatnonzero(rng.integers(0, left, size=n) < remaining)
+                remaining[chosen] -= 1
+                yield chosen.tolist()
