@@ -295,9 +295,10 @@ def _cells(s: float) -> tuple[np.ndarray, ...]:
     logm = log_diff_ndtr(a - s, b - s)
     za = np.exp(s * a - s * s / 2)
     zb = np.exp(s * b - s * s / 2)
-    # theta = position of E[Z | cell] inside [za, zb]; clipping it into [0, 1 - 1e-12] can
-    # only raise the chord bound of the convex e^{-uz}
-    theta = np.clip((np.exp(logm - logp) - za) / (zb - za), 0.0, 1.0 - 1e-12)
+    # theta = position of E[Z | cell] inside [za, zb]; lowering it (by 1e-10, more than its
+    # rounding error) and clipping it into [0, 1 - 1e-12] can only raise the chord bound of
+    # the convex e^{-uz} and lower the chord bound of the concave 1 - e^{-uz}
+    theta = np.clip((np.exp(logm - logp) - za) / (zb - za) - 1e-10, 0.0, 1.0 - 1e-12)
     return logp, za, zb, theta
 
 
@@ -357,10 +358,11 @@ def _log_Q_upper(b: float, x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore"):
         direct = np.log(special.gammaincc(b, x))
-    # Q(b, x) <= x^(b-1) e^-x / Gamma(b) * x / (x - b + 1) for x > b - 1 (alternating series)
+    # Gamma(b, x) <= x^(b-1) e^-x / (1 - (b-1)/x) for b >= 1, x > b - 1, and
+    # Gamma(b, x) <= x^(b-1) e^-x for b <= 1
     safe_x = np.maximum(x, b)
-    asym = ((b - 1) * np.log(safe_x) - safe_x - special.gammaln(b)
-            + np.log(safe_x / np.maximum(safe_x - b + 1, 1e-300)))
+    factor = np.log(safe_x / np.maximum(safe_x - b + 1, 1e-300)) if b >= 1 else 0.0
+    asym = (b - 1) * np.log(safe_x) - safe_x - special.gammaln(b) + factor
     use_asym = (direct < -600) & (x > b + 1)
     return np.where(use_asym, asym, direct)
 
@@ -436,7 +438,8 @@ def _reverse_log_moments_k1(s: float, d: int, gamma: float, betas: tuple[float, 
     dec_hi = int(dec[min(hi_i + 1, dec.size - 1)])
     u, lphi = _log_phi_lattice(s, dec_lo, dec_hi)
     t_all = u * d / gamma
-    lF_all = d * lphi - (1 - gamma) * t_all  # log E[e^{-tW}] upper bounds, log-convex in t
+    # log E[e^{-tW}] upper bounds (log-convex in t), with a margin for rounding in lphi
+    lF_all = d * (lphi + 1e-13 * (1.0 + np.abs(lphi))) - (1 - gamma) * t_all
     lo_i, hi_i = 0, t_all.size - 1
     t = np.concatenate([[0.0], t_all[lo_i:hi_i + 1]])
     lF = np.concatenate([[0.0], lF_all[lo_i:hi_i + 1]])
