@@ -7,6 +7,7 @@
     privamp calibrate --epsilon 3 --delta 1e-5 --scheme poisson --rate 0.01 --steps 10000
     privamp rdp     --sigma 1.0 --scheme poisson --rate 0.01 --alpha 2 4 8 [--method NAME]
     privamp reproduce PAPER [--figure N] [--out DIR]
+    privamp support     # which results and accountants apply where (markdown)
     privamp demo
 
 Bad input prints one line ``privamp: error: ...`` and exits with status 2.
@@ -265,6 +266,12 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         print(f"wrote {p}")
 
 
+def cmd_support(args: argparse.Namespace) -> None:
+    from .support import support_markdown
+
+    print(support_markdown(), end="")
+
+
 def cmd_demo(args: argparse.Namespace) -> None:
     q, sigma, epochs, delta = 256 / 60000, 1.1, 60, 1e-5
     mech = Gaussian(sigma)
@@ -366,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.add_argument("--fast", action="store_true", help="coarse grids (seconds)")
     p.set_defaults(func=cmd_reproduce)
+
+    p = sub.add_parser("support", help="the support matrix (markdown), from the registries")
+    p.set_defaults(func=cmd_support)
 
     p = sub.add_parser("demo", help="the canonical DP-SGD example")
     p.set_defaults(func=cmd_demo)
