@@ -1,0 +1,182 @@
+"""Interoperability with Google's ``dp_accounting`` library.
+
+:func:`from_dp_event` turns a ``dp_accounting`` ``DpEvent`` tree describing a training run
+into a :class:`privamp.Training`, so users of that library get privamp's two-sided bounds for
+the events they already build::
+
+    import dp_accounting as dpa
+    event = dpa.SelfComposedDpEvent(
+        dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.1)), 1000)
+    run = pa.from_dp_event(event)
+    run.epsilon(1e-5)            # Guarantee: [lower, upper]
+
+Supported leaves: ``GaussianDpEvent`` (noise multiplier s: ``Gaussian(s)``),
+``LaplaceDpEvent`` (``Laplace(s)``) and ``RandomizedResponseDpEvent`` with two buckets
+(noise parameter p: ``RandomizedResponse(1 - p / 2)``), each either alone (every record in
+every step: ``Poisson(1)``) or under ``PoissonSampledDpEvent`` (``Poisson(q)``),
+``SampledWithoutReplacementDpEvent`` (``WithoutReplacement(m, n)``) or
+``SampledWithReplacementDpEvent`` (``WithReplacement(m, n)``).  ``SelfComposedDpEvent``
+multiplies the number of steps; ``ComposedDpEvent`` must compose identical steps (privamp's
+``Training`` composes identical steps); ``NoOpDpEvent`` inside a composition is skipped.
+Anything else raises ``ValueError`` naming the event.
+
+``dp_accounting`` needs no import here: events are recognised by class name, so this module
+works with any installed version (and without ``dp_accounting`` installed at all).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._validation import check_int, check_positive
+from .accounting import Training
+from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from .sampling import (
+    AddRemove,
+    Poisson,
+    Relation,
+    Scheme,
+    Substitution,
+    WithoutReplacement,
+    WithReplacement,
+)
+
+__all__ = ["from_dp_event"]
+
+
+@dataclass(frozen=True)
+class _Step:
+    mechanism: Mechanism
+    scheme: Scheme
+
+
+def _name(event: Any) -> str:
+    return type(event).__name__
+
+
+def _unsupported(event: Any, why: str = "") -> ValueError:
+    extra = f": {why}" if why else ""
+    return ValueError(
+        f"from_dp_event does not support {_name(event)}{extra} (supported: GaussianDpEvent, "
+        "LaplaceDpEvent, two-bucket RandomizedResponseDpEvent, PoissonSampledDpEvent, "
+        "SampledWithoutReplacementDpEvent, SampledWithReplacementDpEvent, "
+        f"SelfComposedDpEvent and ComposedDpEvent of identical steps); event: {event!r}"
+    )
+
+
+def _leaf(event: Any, sensitivity: float) -> Mechanism:
+    name = _name(event)
+    if name == "GaussianDpEvent":
+        s = float(event.noise_multiplier)
+        if not s > 0:
+            raise _unsupported(event, "noise_multiplier must be in (0, inf) (0 is not private)")
+        return Gaussian(s, sensitivity)
+    if name == "LaplaceDpEvent":
+        s = float(event.noise_multiplier)
+        if not s > 0:
+            raise _unsupported(event, "noise_multiplier must be in (0, inf) (0 is not private)")
+        return Laplace(s, sensitivity)
+    if name == "RandomizedResponseDpEvent":
+        if int(event.num_buckets) != 2:
+            raise _unsupported(event, "num_buckets must be 2")
+        p = float(event.noise_parameter)
+        if not 0 < p <= 1:
+            raise _unsupported(event, "noise_parameter must be in (0, 1]")
+        # keep the true answer w.p. 1 - p, else a uniform bucket: P(true) = 1 - p/2
+        theta = 1.0 - p / 2.0
+        if theta == 0.5:
+            raise _unsupported(event, "noise_parameter 1 releases nothing (not a privamp RR)")
+        return RandomizedResponse(theta)
+    raise _unsupported(event)
+
+
+def _step(event: Any, sensitivity: float) -> _Step:
+    name = _name(event)
+    if name == "PoissonSampledDpEvent":
+        q = float(event.sampling_probability)
+        if not 0 < q <= 1:
+            raise _unsupported(event, "sampling_probability must be in (0, 1]")
+        return _Step(_leaf(event.event, sensitivity), Poisson(q))
+    if name == "SampledWithoutReplacementDpEvent":
+        scheme = WithoutReplacement(event.sample_size, event.source_dataset_size)
+        return _Step(_leaf(event.event, sensitivity), scheme)
+    if name == "SampledWithReplacementDpEvent":
+        scheme = WithReplacement(event.sample_size, event.source_dataset_size)
+        return _Step(_leaf(event.event, sensitivity), scheme)
+    return _Step(_leaf(event, sensitivity), Poisson(1.0))
+
+
+def _flatten(event: Any, count: int, sensitivity: float, out: list[tuple[_Step, int]]) -> None:
+    name = _name(event)
+    if name == "NoOpDpEvent":
+        return
+    if name == "SelfComposedDpEvent":
+        c = check_int("SelfComposedDpEvent.count", event.count, minimum=0)
+        if c:
+            _flatten(event.event, count * c, sensitivity, out)
+        return
+    if name == "ComposedDpEvent":
+        for e in event.events:
+            _flatten(e, count, sensitivity, out)
+        return
+    out.append((_step(event, sensitivity), count))
+
+
+def from_dp_event(
+    event: Any,
+    *,
+    dataset_size: int | None = None,
+    relation: Relation | None = None,
+    sensitivity: float | None = None,
+) -> Training:
+    """A privamp :class:`~privamp.Training` run equivalent to a ``dp_accounting`` event tree.
+
+    Parameters
+    ----------
+    event:
+        A ``dp_accounting.DpEvent`` (see the module docstring for the supported tree).
+    dataset_size:
+        If given, checked against the ``source_dataset_size`` of sampled-without/with-
+        replacement events (a mismatch raises ``ValueError``).
+    relation:
+        Neighbouring relation (default add/remove, ``dp_accounting``'s default
+        ``ADD_OR_REMOVE_ONE``; pass :class:`privamp.Substitution` for ``REPLACE_ONE``).
+    sensitivity:
+        Sensitivity of the noised query in units of the bound C in ``noise_multiplier = s/C``;
+        default 1, and 2 under substitution (replacing one value moves the sum by up to 2C).
+
+    Raises ``ValueError`` naming the event for unsupported events and for compositions of
+    different steps.
+    """
+    rel = relation if relation is not None else AddRemove()
+    if not isinstance(rel, Relation):
+        raise ValueError(f"relation must be a privamp relation, got {relation!r}")
+    if sensitivity is None:
+        sensitivity = 2.0 if isinstance(rel, Substitution) else 1.0
+    sens = check_positive("sensitivity", sensitivity)
+    n = None if dataset_size is None else check_int("dataset_size", dataset_size, minimum=1)
+
+    steps: list[tuple[_Step, int]] = []
+    _flatten(event, 1, sens, steps)
+    if not steps:
+        raise ValueError(
+            f"{_name(event)} contains no private step (only NoOpDpEvent or count 0); "
+            "there is nothing to account"
+        )
+    first = steps[0][0]
+    for s, _ in steps[1:]:
+        if s != first:
+            raise ValueError(
+                f"{_name(event)} composes different steps ({first.mechanism} with "
+                f"{first.scheme} and {s.mechanism} with {s.scheme}); privamp's Training "
+                "composes identical steps only"
+            )
+    if n is not None and hasattr(first.scheme, "dataset_size"):
+        if first.scheme.dataset_size != n:
+            raise ValueError(
+                f"dataset_size={n} does not match the event's source_dataset_size="
+                f"{first.scheme.dataset_size}"
+            )
+    total = sum(c for _, c in steps)
+    return Training(first.mechanism, first.scheme, steps=total, relation=rel)
