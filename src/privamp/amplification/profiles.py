@@ -257,7 +257,7 @@ def _mixture_profile(mech: Mechanism, terms: ProfileTerms, eps_prime: np.ndarray
         return np.zeros_like(eps_prime)
     eps = _inner_eps(eps_prime, terms.eta)
     total = np.zeros_like(eps_prime)
-    for k, w in zip(terms.distances, terms.weights):
+    for k, w in zip(terms.distances, terms.weights, strict=True):
         if w > 0:
             total = total + w * group_delta(mech, eps, int(k), group)
     return np.minimum(total * (1.0 + _REL_MARGIN), 1.0)
@@ -454,7 +454,7 @@ def _markov_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float, E: 
         c_E = 0.0
     lams = s + np.geomspace(1e-3, 1e4, 400) * max(1.0, s)
     total = -np.inf
-    for k, w in zip(terms.distances, terms.weights):
+    for k, w in zip(terms.distances, terms.weights, strict=True):
         if w <= 0:
             continue
         k = int(k)
