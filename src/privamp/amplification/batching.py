@@ -16,11 +16,17 @@ Units: ``s = sensitivity / sigma`` is the mean shift of one Gaussian release in 
     query psi(x) = x) realises the pair (P_S, Q_S) of eqs. (1)-(2),
     P_S = mean_t N(2 s e_t, I_T), Q_S = mean_t N(s e_t, I_T), and E epochs (fresh
     permutations) realise (P_S^{⊗E}, Q_S^{⊗E}).  Any post-processing of the pair gives a lower
-    bound (data processing).  We use the sets E_c = {max_t w_t >= c} of eq. (7), in both
-    directions and with their complements, with c optimised continuously (grid + local
-    refinement: at least as strong as the paper's grid).  Over E epochs the number K of
-    epochs whose output falls in E_c is Bin(E, P_S(E_c)) vs Bin(E, Q_S(E_c)); its hockey-stick
-    divergence is a finite sum, computed exactly.
+    bound (data processing).  privamp uses, and reports the largest of:
+
+    * eq. (7): the sets E_c = {max_t w_t >= c}, in both directions and with their
+      complements, c optimised continuously (grid + local refinement: at least as strong as
+      the paper's grid); over E epochs, the number K of epochs whose output falls in E_c,
+      Bin(E, P_S(E_c)) vs Bin(E, Q_S(E_c)), whose divergence is a finite sum (exact);
+    * over E > 1 epochs (``method="auto"``): the max statistic of each epoch, cut into cells,
+      composed E times by privamp's PLD accountant (optimistic side: certified lower bound);
+    * one epoch, ``method="histogram"``: the histogram of the coordinates, whose divergence
+      is E_R[(sum_t a_{k_t})_+] / T for R = N(0, I) (see :func:`_histogram_one`).
+
     (The count #{t : w_t >= c} was tried as a finer statistic: on every setting of the paper
     its optimum is the event {count >= 1}, i.e. eq. (7), to 8 digits.)
 
@@ -47,6 +53,8 @@ __all__ = [
     "SRC_DET",
     "SRC_EQ7",
     "SRC_EPOCHS",
+    "SRC_HIST",
+    "SRC_MAXPLD",
     "SRC_THM41",
     "ABLQ",
     "deterministic_delta",
@@ -69,14 +77,10 @@ SRC_EPOCHS = (
     "Chua et al. 2024, eq. (7) sets E_C for the pair (P_S, Q_S) of eqs. (1)-(2), "
     "composed over epochs (exact binomial count of epochs hitting E_C)"
 )
-
-
 SRC_HIST = (
     "Chua et al. 2024, pair (P_S, Q_S) of eqs. (1)-(2), histogram of the coordinates "
     "(finer than eq. (7); values rounded down)"
 )
-
-
 SRC_MAXPLD = (
     "Chua et al. 2024, pair (P_S, Q_S) of eqs. (1)-(2) composed over epochs: per-epoch max "
     "statistic (the sets of eq. (7)) composed by privamp's PLD, optimistic side"
