@@ -409,7 +409,13 @@ def _chord_integrals(t: np.ndarray, lF: np.ndarray, b: float) -> np.ndarray:
         # relative rounding of the difference: add a few ulps of the larger operand
         big = np.where(lower_side, special.gammainc(b, x1), special.gammaincc(b, x0))
         dP = np.maximum(dP, 0.0) + 8 * np.finfo(float).eps * big
-        main = a - b * np.log(lam_s) + np.log(dP)
+        # where the difference underflows, bound it by P(b, x1) <= x1^b / Gamma(b + 1)
+        # (lower side) or by Q(b, x0) (upper side), in log space
+        fallback = np.where(lower_side,
+                            b * np.log(np.maximum(x1, 1e-300)) - special.gammaln(b + 1),
+                            _log_Q_upper(b, x0))
+        log_dp = np.where(dP > 1e-280, np.log(np.maximum(dP, 1e-300)), fallback)
+        main = a - b * np.log(lam_s) + log_dp
         # flat or increasing chord: F <= max of the end values
         lt0 = np.log(t0)
         lt1 = np.log(t1)
