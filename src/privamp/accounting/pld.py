@@ -37,7 +37,7 @@ from scipy.signal import lfilter
 
 from .._validation import check_int, check_positive
 from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..mechanisms.pairs import LossPair, MixturePair, SwappedPair
+from ..mechanisms.pairs import DiscretePair, LossPair, MixturePair, SwappedPair
 from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg
 from ..results import Bound
 from ..sampling import AddRemove, Poisson, ZeroOut
@@ -114,7 +114,8 @@ class PLD:
         if not 0.0 <= truncation < 1e-3:
             raise ValueError(f"truncation must be in [0, 1e-3), got {truncation}")
         same = other is self
-        z, err = convolve_nonneg(self.masses, None if same else other.masses)
+        rnd = "up" if self.kind == "pessimistic" else "down"
+        z, err = convolve_nonneg(self.masses, None if same else other.masses, rnd)
         m1, m2 = float(self.masses.sum()), float(other.masses.sum())
         p1, p2 = self.inf_mass, other.inf_mass
         inf_mass = p1 * (m2 + p2) + m1 * p2
@@ -245,20 +246,27 @@ def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
             f"the privacy loss range [{lo:.3g}, {hi:.3g}] of this pair is outside "
             f"[-{_MAX_LOSS}, {_MAX_LOSS}]; the PLD accountant cannot discretise it"
         )
-    i_lo = math.floor(lo / h)
+    i_lo = math.floor(lo / h) - 1  # one empty bin below: keeps the optimistic total P-mass
     i_hi = max(math.ceil(hi / h), i_lo + 1)
     return i_lo, np.arange(i_lo, i_hi + 1) * h
 
 
 def _float_allowance(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> float:
-    """Allowance for float error in the tail evaluations: each bin mass is a difference of
-    the smaller tails, each within ~4 ulp; its effect on the profile at any a is at most
-    |dP_i| + a_i |dQ_i| (a_i the bin's upper end)."""
-    cp = np.cumsum(pm)
-    cq = np.cumsum(qm)
-    tp = np.minimum(cp[:-1], cp[-1] - cp[:-1])
-    tq = np.minimum(cq[:-1], cq[-1] - cq[:-1])
-    return float(16 * _U * (np.sum(tp) + np.sum(np.minimum(a, 1e300) * tq)) + 64 * _U)
+    """Allowance for float error in the tail evaluations (each taken within 4 ulp).
+
+    The grid profile at a grid point a_k is P^(L > l_k) - a_k Q^(L > l_k), where the
+    computed tails telescope from the bin masses: above the median they equal the computed
+    upper tail at l_k, below it (lower tail at the median - lower tail at l_k) + upper tail
+    at the median.  So the error at a_k is <= 12 u (1 + a_k min(Q(L <= l_k), Q(L > l_k)) +
+    a_med) with a_med = e^{l} at the Q-median; between grid points it is interpolated.  The
+    per-bin relative errors of the split (the e_i) are covered by the relative safety factor.
+    """
+    cq = np.cumsum(qm)[:-1]  # Q(L <= l_k)
+    tq = np.minimum(cq, np.cumsum(qm[::-1])[::-1][1:])  # upper tails summed from the top
+    med = int(np.searchsorted(cq, 0.5 * qm.sum()))
+    a_med = float(a[min(med, len(a) - 1)])
+    worst = float(np.max(np.minimum(a, 1e300) * tq))
+    return float(16 * _U * (1.0 + worst + a_med) + 64 * _U)
 
 
 def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]:
@@ -306,7 +314,8 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     A = Q_i - e_i, B = e_i (D lies above the tangents at both ends, of slopes m_i - A and
     m_i + B); vertex lowering mu_i = max(g_{i-1}, g_i); values v_i = W_i - mu_i with
     W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K' with v_K' <= 0, where the
-    value is set to 0 and v_{K'-1} <= Q(L > l_K') Delta (the tangent through (a_K', 0));
+    value is set to 0 and v_{K'-1} <= Q(L >= l_K') Delta (the tangent through (a_K', 0) with
+    the left derivative, a subgradient);
     a virtual point at a = 0 on the line of slope -Q(L >= l_0) through (a_0, v_0) covers
     [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
     slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.
@@ -330,7 +339,9 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
     # slopes on segments 0..kend-1
     s = m[:kend] - (mu[1 : kend + 1] - mu[:kend]) / dlt[:kend]
-    v_last = min(float(v[kend - 1]), float(qgt[kend]) * float(dlt[kend - 1]))
+    # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
+    q_at = float(pair.tail(l[kend : kend + 1], "Q", True, False)[0])
+    v_last = min(float(v[kend - 1]), q_at * float(dlt[kend - 1]))
     v_last = max(v_last, 0.0)
     s[kend - 1] = -v_last / dlt[kend - 1]
     if kend >= 2:
@@ -419,39 +430,68 @@ def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[
 # ------------------------------------------------------------------------------------------
 # run accountant
 # ------------------------------------------------------------------------------------------
-def auto_grid(pair: LossPair, T: int) -> float:
-    """A grid step h for composing ``pair`` T times (heuristic; soundness does not depend
-    on it, only the width of the certified interval)."""
+def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
+    """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
+    it, only the width of the certified interval and the cost).
+
+    h = (interquartile range of the single-step loss under P) / 120, but coarse enough that
+    the T-fold grid (about 20 sqrt(T) sd(L) + the single-step range, after truncation) has
+    at most ``points`` points.
+    """
+    atoms = _atoms(pair)
+    if atoms is not None and len(atoms[0]):
+        # discrete: misplaced atoms cost the optimistic bound first order in h, so use the
+        # whole point budget (but at most sd / 2000 is needed)
+        l, p, _ = atoms
+        tot = max(float(p.sum()), 1e-300)
+        mean = float(np.sum(p * l)) / tot
+        sd = math.sqrt(max(float(np.sum(p * (l - mean) ** 2)) / tot, 1e-18))
+        width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
+        return float(min(max(width / points, sd / 2000.0), 0.05))
     lo, hi = pair.loss_range(1e-12)
-    # spread of the single-step loss under P, from a few quantiles
-    qs = np.array([0.25, 0.75])
-    grid = np.linspace(lo, hi, 2001)
-    cdf = pair.tail(grid, "P", False, False)
-    x = np.interp(qs, cdf, grid)
-    spread = max(float(x[1] - x[0]), (hi - lo) / 2000.0, 1e-9)
-    h = spread / 60.0
-    # keep the composed grid within ~4 million points
-    width = (hi - lo) * math.sqrt(T) * 3 + 1e-9
-    h = max(h, width / 4e6)
-    return float(min(h, 0.05))
+    grid = np.linspace(lo, hi, 4001)
+    cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    w = np.diff(cdf)
+    tot = max(float(w.sum()), 1e-300)
+    mean = float(np.sum(w * mid)) / tot
+    sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
+    quart = np.interp([0.25, 0.75], cdf, grid)
+    iqr = float(quart[1] - quart[0])
+    spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
+    h = spread / 120.0
+    width = 20.0 * math.sqrt(T) * sd + (hi - lo)
+    return float(min(max(h, width / points), 0.05))
 
 
 class PLDAnalysis(RunAnalysis):
-    """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1)."""
+    """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
+
+    ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
+    step of each direction is adjusted so that its largest loss lies on the grid, which
+    removes the first-order rounding of the top atom in the optimistic bound).  The
+    composition is computed on the first query and cached.
+    """
 
     def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
         self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
-        self.h = h
+        self.h = None if h is None else check_positive("h", h)
+        self.grid: list[float] = []
         self._pld: TwoSidedPLD | None = None
 
     @property
     def pld(self) -> TwoSidedPLD:
         if self._pld is None:
             pairs = poisson_pairs(self.mechanism, self.rate)
-            h = self.h if self.h is not None else min(auto_grid(p, self.steps) for p in pairs)
-            self.h = h
             tail = min(1e-16, 1e-13 / self.steps)
-            self._pld = TwoSidedPLD.from_pairs(pairs, h, tail).self_compose(self.steps)
+            dirs = []
+            for pair in pairs:
+                h = self.h if self.h is not None else auto_grid(pair, self.steps)
+                if isinstance(self.mechanism, RandomizedResponse):
+                    h = _aligned_step(pair, h)
+                self.grid.append(h)
+                dirs.append(discretise(pair, h, tail))
+            self._pld = TwoSidedPLD(dirs).self_compose(self.steps)
         return self._pld
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
@@ -471,6 +511,55 @@ class PLDAnalysis(RunAnalysis):
         up, lo = self.pld.delta(e)
         return Bound(_shape(up, e), "upper", PESSIMISTIC_SOURCE), Bound(
             _shape(lo, e), "lower", OPTIMISTIC_SOURCE)
+
+
+def _aligned_step(pair: LossPair, h: float) -> float:
+    """For a discrete pair: a step in [h/4, h] putting the largest finite loss just above a
+    grid point and the other atoms as close to grid points as possible.
+
+    A grid-supported optimistic pair must lose O(Q_atom h) on a half-line for every atom
+    strictly inside a bin (and round the top atom down), which composes to a first-order
+    error; atoms (nearly) on grid points cost nothing.  Soundness does not depend on this.
+    """
+    atoms = _atoms(pair)
+    if atoms is None or not len(atoms[0]):
+        return h
+    l, _, q = atoms
+    top = float(l.max())
+    if top <= 0:
+        return h
+    n0 = math.ceil(top / h)
+    ns = np.arange(n0, 4 * n0 + 1)[:20000]
+    steps = top / ns * (1.0 - 1e-12)
+    others = l < top
+    if not others.any():
+        return float(steps[0])
+    frac = np.mod(l[others][None, :] / steps[:, None], 1.0)
+    score = np.sum(q[others][None, :] * np.minimum(frac, 1.0 - frac), axis=1)
+    return float(steps[int(np.argmin(score))])
+
+
+def _atoms(pair: LossPair) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(finite losses, P-probabilities, Q-probabilities) of a pair built from DiscretePair
+    by mixing and swapping; None for pairs with a continuous part."""
+    if isinstance(pair, DiscretePair):
+        keep = np.isfinite(pair.losses)
+        return pair.losses[keep], pair.p[keep], pair.q[keep]
+    if isinstance(pair, SwappedPair):
+        base = _atoms(pair.base)
+        return None if base is None else (-base[0], base[2], base[1])
+    if isinstance(pair, MixturePair):
+        base = _atoms(pair.base)
+        if base is None:
+            return None
+        l, p, q = base
+        return np.log1p(pair.w * np.expm1(l)), pair.w * p + (1 - pair.w) * q, q
+    return None
+
+
+def _finite_losses(pair: LossPair) -> np.ndarray:
+    atoms = _atoms(pair)
+    return np.array([]) if atoms is None else atoms[0]
 
 
 def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:
