@@ -175,3 +175,21 @@ def test_make_private_rejects_mismatched_inputs():
             None, model, opt, ds, PoissonBatchSampler(32, 0.1, 3), 1.0, 1.0,
             poisson_sampling=True,
         )
+
+
+def test_digits_example_smoke(monkeypatch):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "dpsgd_digits.py"
+    spec = importlib.util.spec_from_file_location("dpsgd_digits", path)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "dpsgd_digits", module)  # dataclasses look it up
+    spec.loader.exec_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = module.main(["--epochs", "1", "--max-steps", "1", "--only", "shuffle"])
+    assert len(rows) == 1 and rows[0]["steps"] == 1
+    assert rows[0]["scheme"] == pa.Shuffle(60, 1440)
+    assert 0.0 <= rows[0]["accuracy"] <= 1.0
