@@ -67,7 +67,8 @@ def _poisson(data, g):
     out = []
     for mask in itertools.product([0, 1], repeat=len(data)):
         k = sum(mask)
-        out.append((g**k * (1 - g) ** (len(data) - k), sum(d for d, b in zip(data, mask) if b)))
+        total = sum(d for d, b in zip(data, mask, strict=True) if b)
+        out.append((g**k * (1 - g) ** (len(data) - k), total))
     return out
 
 
@@ -159,7 +160,8 @@ def test_wr_randomized_response_is_tight():
     theta, m, n = 0.8, 3, 5
     mech = pa.RandomizedResponse(theta)
     p_in = 1 - sum(1 for t in itertools.product(range(n), repeat=m) if 0 not in t) / n**m
-    pa_ = np.array([p_in * theta + (1 - p_in) * (1 - theta), p_in * (1 - theta) + (1 - p_in) * theta])
+    pa_ = np.array([p_in * theta + (1 - p_in) * (1 - theta),
+                    p_in * (1 - theta) + (1 - p_in) * theta])
     pb = np.array([1 - theta, theta])
     true = np.array([max(np.maximum(pa_ - math.exp(e) * pb, 0).sum(),
                          np.maximum(pb - math.exp(e) * pa_, 0).sum()) for e in EPS])
@@ -185,7 +187,7 @@ def test_wr_monte_carlo():
     mech = pa.Gaussian(sigma, 2.0)
     bound = profile(mech, pa.WithReplacement(m, n), EPS)
     G = GaussianShiftMixturePair(w, 2.0 / sigma)
-    for e, bd, gd in zip(EPS, bound, G.delta(EPS)):
+    for e, bd, gd in zip(EPS, bound, G.delta(EPS), strict=True):
         samples = np.maximum(1.0 - np.exp(e - loss), 0.0)
         mean, se = samples.mean(), samples.std() / math.sqrt(N)
         assert bd >= mean - 5 * se
@@ -286,7 +288,7 @@ def test_theorem6_poisson_above_exact_poisson_rdp():
     q, alpha = 0.05, np.array([2.0, 3.0, 6.0])
     x = np.linspace(-30, 30, 600_001)
     phi = stats.norm.pdf(x)
-    ratio = (1 - q) + q * np.exp((x - 0.5))
+    ratio = (1 - q) + q * np.exp(x - 0.5)
     exact = np.array([math.log(np.trapezoid(phi * ratio**a, x)) / (a - 1) for a in alpha])
     got = profile_rdp(pa.Gaussian(1.0), pa.Poisson(q), alpha, pa.AddRemove())
     assert np.all(got >= exact)
@@ -310,8 +312,9 @@ def test_symmetrised_and_disjoint_pairs():
         lo = S.tail(np.array([0.0]), dist, False, True)[0]
         atom = 1 - up - lo
         assert atom >= 0
-    at_p = 1 - S.tail(np.array([0.0]), "P", True, True)[0] - S.tail(np.array([0.0]), "P", False, True)[0]
-    at_q = 1 - S.tail(np.array([0.0]), "Q", True, True)[0] - S.tail(np.array([0.0]), "Q", False, True)[0]
+    z = np.array([0.0])
+    at_p = 1 - S.tail(z, "P", True, True)[0] - S.tail(z, "P", False, True)[0]
+    at_q = 1 - S.tail(z, "Q", True, True)[0] - S.tail(z, "Q", False, True)[0]
     assert abs(at_p - at_q) < 1e-12
     D = DisjointMixturePair([(0.7, MixturePair(GaussianPair(1.0), 0.1)),
                              (0.3, MixturePair(GaussianPair(2.0), 0.1))])

@@ -396,6 +396,7 @@ def rdp_from_profile(
     eps_max: float,
     tail: Callable[[float, float], float] | None = None,
     grid_size: int = 20000,
+    log_tail: Callable[[float, float], float] | None = None,
 ) -> np.ndarray:
     """Rényi DP from a privacy profile (Balle, Barthe, Gaboardi 2018, Thm 6).
 
@@ -404,7 +405,8 @@ def rdp_from_profile(
     D_alpha = log(1 + s(s+1) I)/s, s = alpha - 1,
     I = int_0^inf (e^{s eps} + e^{-(s+1) eps}) delta(eps) d eps, by an upper Riemann sum on
     [0, eps_max] (delta non-increasing) plus ``tail(s, eps_max)``, an upper bound on the
-    integral beyond eps_max.  Without ``tail``, delta must vanish at eps_max (checked).
+    integral beyond eps_max (or ``log_tail``, its logarithm).  Without either, delta must
+    vanish at eps_max (checked).
     """
     a = np.atleast_1d(check_orders(alpha)).astype(float)
     if not (eps_max > 0 and math.isfinite(eps_max)):
@@ -416,7 +418,7 @@ def rdp_from_profile(
     d = np.clip(np.asarray(delta(grid), dtype=float), 0.0, 1.0)
     if np.isnan(d).any():
         raise RuntimeError("internal error: profile returned NaN; please report")
-    if tail is None and d[-1] > 0:
+    if tail is None and log_tail is None and d[-1] > 0:
         raise ValueError("delta(eps_max) > 0: give a tail bound or a larger eps_max")
     with np.errstate(divide="ignore"):
         logd = np.log(d[:-1])
@@ -428,6 +430,8 @@ def rdp_from_profile(
             t = float(tail(s, float(grid[-1])))
             if t > 0:
                 logI = np.logaddexp(logI, math.log(t))
+        if log_tail is not None:
+            logI = np.logaddexp(logI, float(log_tail(s, float(grid[-1]))))
         logI += 1e-10  # float error of the sums, rounded up
         out.ravel()[i] = np.logaddexp(0.0, math.log(s * (s + 1)) + logI) / s
     return out.reshape(np.shape(alpha)) if np.ndim(alpha) else out.reshape(())
@@ -443,10 +447,12 @@ def _zero_point(mech: Mechanism, kmax: int) -> float:
     return math.inf
 
 
-def _markov_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float, E: float) -> float:
-    """Upper bound on int_E^inf (e^{s x} + e^{-(s+1)x}) delta'(x) dx for the mixture profile,
-    from delta_k(eps) <= exp(lam D_{lam+1} - lam eps) (Markov's inequality on the privacy loss;
-    D the Rényi divergence of the pair at distance k) and eps >= eps' + c_E for eps' >= E."""
+def _markov_log_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float, E: float
+                     ) -> float:
+    """Log of an upper bound on int_E^inf (e^{s x} + e^{-(s+1)x}) delta'(x) dx for the mixture
+    profile, from delta_k(eps) <= exp(lam D_{lam+1} - lam eps) (Markov's inequality on the
+    privacy loss; D the Rényi divergence of the pair at distance k) and eps >= eps' + c_E for
+    eps' >= E."""
     eta = terms.eta
     if eta < 1:
         c_E = math.log(eta - (1 - eta) * math.expm1(-E)) - math.log(eta)
@@ -466,12 +472,12 @@ def _markov_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float, E: 
             r = (lams - k + 1.0) / k
         ok = r > s
         if not ok.any():
-            return math.inf
+            return math.inf  # pragma: no cover - the lambda grid always reaches r > s
         with np.errstate(invalid="ignore", divide="ignore"):
             val = math.log(2.0) + logA - r * c_E + (s - r) * E - np.log(r - s)
         best = float(np.min(np.where(ok, val, np.inf)))
         total = np.logaddexp(total, math.log(w) + best)
-    return float(np.exp(total)) if total < 700 else math.inf
+    return float(total)
 
 
 def profile_rdp(
@@ -509,8 +515,8 @@ def profile_rdp(
     idx = np.nonzero(dp > 1e-250)[0]
     E = float(probe[idx[-1]]) if idx.size else 1e-3
     E = max(E, 1e-3)
-    return rdp_from_profile(delta, a, E, tail=lambda s, e: _markov_tail(mechanism, terms, group,
-                                                                         s, e))
+    return rdp_from_profile(
+        delta, a, E, log_tail=lambda s, e: _markov_log_tail(mechanism, terms, group, s, e))
 
 
 def _rdp_applies(mech, scheme, relation) -> bool:
