@@ -351,3 +351,24 @@ def test_bis_pld_training_epochs_monte_carlo():
     # the epsilon query inverts it
     e = run.epsilon(float(g.upper.value) * 1.01, accountant="pld")
     assert e.upper.value <= eps + 1e-6
+
+
+def test_reproduce_figure2_fast(tmp_path):
+    from privamp.reproduce import dong2025
+
+    assert {"1", "2", "3", "table1"} <= set(dong2025.FIGURES)
+    paths = dong2025.FIGURES["2"](tmp_path, True)
+    assert all(p.exists() for p in paths)
+    rows = (tmp_path / "dong2025_fig2.csv").read_text().splitlines()[1:]
+    # BIS (bound (2)) below Poisson composed 10 times at every order (Fig. 2)
+    assert all(float(r.split(",")[1]) <= float(r.split(",")[3]) for r in rows)
+
+
+def test_rdp_to_epsilon_conversion_vs_dp_accounting():
+    rdp_mod = pytest.importorskip("dp_accounting.rdp.rdp_privacy_accountant")
+    from privamp.reproduce.dong2025 import rdp_to_epsilon
+
+    orders = np.arange(2.0, 65.0)
+    rdp = 1000 * pt.poisson_gaussian_rdp(1 / 2.19, 0.1, orders)
+    ref, _ = rdp_mod.compute_epsilon(orders, rdp, 1e-5)
+    assert rdp_to_epsilon(rdp, orders, 1e-5) == pytest.approx(ref, rel=1e-6)

@@ -631,7 +631,7 @@ def _dong_tight(mech: Gaussian, scheme: Scheme, relation, alpha: np.ndarray) -> 
 
 
 @rdp_method("dong-fast", SRC_FAST, mechanisms=(Gaussian,),
-            schemes=(ModelSplit, BalancedIteration, SubsampledModelSplit),
+            schemes=(ModelSplit, BalancedIteration),
             relations=(AddRemove, ZeroOut), when=_applies)
 def _dong_fast(mech: Gaussian, scheme: Scheme, relation, alpha: np.ndarray) -> np.ndarray:
     d, k, rate = _scheme_dk(scheme)

@@ -55,7 +55,7 @@ def rdp_to_delta(rdp: np.ndarray, alpha: np.ndarray, eps: float) -> float:
 
 def _orders(fast: bool) -> np.ndarray:
     if fast:
-        return np.array([2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0])
+        return np.array([2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0])
     return np.concatenate([np.arange(2.0, 33.0), np.array([40.0, 48.0, 56.0, 64.0, 80.0,
                                                              96.0, 128.0, 192.0, 256.0])])
 
@@ -111,7 +111,7 @@ def _write_csv(path: Path, header: list[str], rows: list[list]) -> Path:
 def figure1(out_dir: Path, fast: bool) -> list[Path]:
     alpha = _orders(fast)
     steps = [100, 1000] if fast else [100, 300, 1000, 3000, 10_000]
-    rtol = 2e-2 if fast else 2e-3
+    rtol = 5e-2 if fast else 2e-3
     rows = []
     for T in steps:
         base = calibrate_sigma(_baseline(0.1, alpha), alpha, T, 3.0, 1e-5, rtol=rtol)
@@ -137,7 +137,7 @@ def figure1(out_dir: Path, fast: bool) -> list[Path]:
 
 
 def figure2(out_dir: Path, fast: bool) -> list[Path]:
-    alpha = np.arange(2.0, 41.0 if fast else 101.0)
+    alpha = np.arange(2.0, 21.0 if fast else 101.0)
     s = 0.5  # sigma = 2
     tight = _p._partition_rdp(s, 10, 4, alpha, 1.0, "tight")
     fast_b = _p._partition_rdp(s, 10, 4, alpha, 1.0, "fast")
@@ -215,7 +215,7 @@ def table1(fast: bool = False) -> list[dict]:
     """Noise std for (8, 1e-5)-DP, 1000 steps at data rate 0.1: baseline vs amplified
     (fully split model), with the paper's values next to them."""
     alpha = _orders(fast)
-    rtol = 2e-2 if fast else 1e-3
+    rtol = 5e-2 if fast else 1e-3
     base = calibrate_sigma(_baseline(0.1, alpha), alpha, 1000, 8.0, 1e-5, rtol=rtol)
     out = []
     for parts in (3, 8):
