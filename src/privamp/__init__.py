@@ -12,6 +12,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 from . import amplification as _amplification  # noqa: F401  (registers RDP results)
 from .accounting import Training, calibrate, compare
 from .amplification.registry import rdp, rdp_curve, rdp_methods
+from .interop import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .results import Bound, Guarantee
 from .sampling import (
@@ -58,4 +59,5 @@ __all__ = [
     "Training",
     "calibrate",
     "compare",
+    "from_dp_event",
 ]
