@@ -60,6 +60,7 @@ def test_unsampled_gaussian_composition_matches_closed_form():
 
 
 def test_tree_translation():
+    assert pa.from_dp_event is from_dp_event
     lap = from_dp_event(dpa.SelfComposedDpEvent(dpa.LaplaceDpEvent(2.0), 3))
     assert lap.mechanism == pa.Laplace(2.0) and lap.steps == 3
     wor = from_dp_event(
@@ -93,6 +94,10 @@ def test_tree_translation():
         (dpa.PoissonSampledDpEvent(0.1, dpa.ZCDpEvent(0.5)), "ZCDpEvent"),
         (dpa.NonPrivateDpEvent(), "NonPrivateDpEvent"),
         (dpa.GaussianDpEvent(0.0), "GaussianDpEvent"),
+        (
+            dpa.PoissonSampledDpEvent(0.1, dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(1.0), 2)),
+            "SelfComposedDpEvent.*inside a sampling event",
+        ),
     ],
 )
 def test_unsupported_events_name_the_event(event, name):

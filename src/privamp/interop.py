@@ -67,6 +67,12 @@ def _unsupported(event: Any, why: str = "") -> ValueError:
 
 def _leaf(event: Any, sensitivity: float) -> Mechanism:
     name = _name(event)
+    if name in ("SelfComposedDpEvent", "ComposedDpEvent", "NoOpDpEvent") or "Sampled" in name:
+        raise _unsupported(
+            event, "inside a sampling event (one sample reused by several releases, or nested "
+            "sampling); a sampled event must wrap one GaussianDpEvent, LaplaceDpEvent or "
+            "RandomizedResponseDpEvent"
+        )
     if name == "GaussianDpEvent":
         s = float(event.noise_multiplier)
         if not s > 0:
@@ -144,7 +150,9 @@ def from_dp_event(
         ``ADD_OR_REMOVE_ONE``; pass :class:`privamp.Substitution` for ``REPLACE_ONE``).
     sensitivity:
         Sensitivity of the noised query in units of the bound C in ``noise_multiplier = s/C``;
-        default 1, and 2 under substitution (replacing one value moves the sum by up to 2C).
+        default 1, and 2 under substitution (replacing one value moves the sum by up to 2C;
+        privamp's convention).  Pass ``sensitivity=1`` to mirror ``dp_accounting``'s
+        unsampled ``REPLACE_ONE`` Gaussian, which uses sensitivity 1.
 
     Raises ``ValueError`` naming the event for unsupported events and for compositions of
     different steps.
