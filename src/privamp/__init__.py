@@ -11,6 +11,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 
 from . import amplification as _amplification  # noqa: F401  (registers RDP results)
 from .accounting import Training, calibrate, compare
+from .amplification.profiles import profile, profile_bound
 from .amplification.registry import rdp, rdp_curve, rdp_methods
 from .interop import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
@@ -54,6 +55,8 @@ __all__ = [
     "Substitution",
     "ZeroOut",
     "rdp",
+    "profile",
+    "profile_bound",
     "rdp_curve",
     "rdp_methods",
     "Training",
