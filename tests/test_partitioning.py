@@ -372,3 +372,25 @@ def test_rdp_to_epsilon_conversion_vs_dp_accounting():
     rdp = 1000 * pt.poisson_gaussian_rdp(1 / 2.19, 0.1, orders)
     ref, _ = rdp_mod.compute_epsilon(orders, rdp, 1e-5)
     assert rdp_to_epsilon(rdp, orders, 1e-5) == pytest.approx(ref, rel=1e-6)
+
+
+def test_partial_split_with_poisson_3d_quadrature():
+    # split part: 2 submodels (norm 1); shared part: norm 0.5; sigma 1; data rate 0.3
+    s_sp, s_sh, g = 1.0, 0.5, 0.3
+    step = 0.2
+    x = np.arange(-14.0, 12.0, step)
+    lz = s_sp * x - s_sp**2 / 2
+    log_l = (np.logaddexp(lz[:, None], lz[None, :]) - math.log(2))[:, :, None] + (
+        s_sh * x - s_sh**2 / 2)[None, None, :]
+    log_w = np.logaddexp(math.log1p(-g), math.log(g) + log_l)
+    lg = -(x**2) / 2 - 0.5 * math.log(2 * math.pi) + math.log(step)
+    logw = lg[:, None, None] + lg[None, :, None] + lg[None, None, :]
+    alphas = np.array([2.0, 5.0])
+    fwd = np.array([logsumexp(logw + a * log_w) / (a - 1) for a in alphas])
+    rev = np.array([logsumexp(logw - (a - 1) * log_w) / (a - 1) for a in alphas])
+    np.testing.assert_allclose(pt._partial_forward(s_sp, s_sh, 2, g, alphas), fwd, rtol=1e-7)
+    ours_rev = pt._partial_reverse(s_sp, s_sh, 2, g, alphas)
+    assert np.all(ours_rev >= rev)
+    assert np.all(ours_rev <= 1.5 * rev)
+    b = pt.partial_split_rdp(1.0, 1.0, 0.5, 2, alphas, rate=g)
+    assert np.all(b.value >= np.maximum(fwd, rev))
