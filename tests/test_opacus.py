@@ -156,6 +156,19 @@ def test_accountant_state_dict_round_trip_and_errors():
         fresh.get_epsilon(2.0)
 
 
+def test_accountant_for_data_loader():
+    ds = _data(32)
+    sampler = DeterministicBatchSampler(8, 32, epochs=1)
+    loader = torch.utils.data.DataLoader(ds, batch_sampler=sampler)
+    acc = PrivampAccountant.for_data_loader(loader, relation=pa.ZeroOut())
+    assert acc.scheme == pa.Deterministic(8, 32) and acc.relation == pa.ZeroOut()
+    with pytest.raises(ValueError, match="batch_sampler"):
+        PrivampAccountant.for_data_loader(torch.utils.data.DataLoader(ds, batch_size=8))
+    other = torch.utils.data.DataLoader(_data(40), batch_sampler=sampler)
+    with pytest.raises(ValueError, match="dataset_size"):
+        PrivampAccountant.for_data_loader(other)
+
+
 def test_substitution_doubles_the_sensitivity():
     acc = PrivampAccountant(pa.WithoutReplacement(8, 64), relation=pa.Substitution())
     acc.step(noise_multiplier=1.0, sample_rate=0.125)

@@ -119,6 +119,27 @@ class PrivampAccountant(IAccountant):
         self.accountant = accountant
         self.history: list[tuple[float, float, int]] = []
 
+    @classmethod
+    def for_data_loader(cls, data_loader: DataLoader, **kwargs: Any) -> PrivampAccountant:
+        """The accountant for the privamp batch sampler attached to ``data_loader``
+        (``DataLoader(ds, batch_sampler=privamp_sampler)``); keyword arguments as for the
+        constructor.  Raises ``ValueError`` if the loader's batch sampler is not a privamp one.
+        """
+        sampler = getattr(data_loader, "batch_sampler", None)
+        if not isinstance(getattr(sampler, "scheme", None), Scheme):
+            raise ValueError(
+                "data_loader must be built with batch_sampler=<a privamp.torch sampler>, got "
+                f"batch_sampler of type {type(sampler).__name__}"
+            )
+        n = getattr(sampler, "dataset_size", None)
+        if n is not None and hasattr(data_loader.dataset, "__len__"):
+            if len(data_loader.dataset) != n:
+                raise ValueError(
+                    f"the sampler's dataset_size={n} differs from len(dataset)="
+                    f"{len(data_loader.dataset)}"
+                )
+        return cls(sampler, **kwargs)
+
     # ---- Opacus interface ----------------------------------------------------------------
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         """Record one optimizer step (called by Opacus's optimizer hook)."""
