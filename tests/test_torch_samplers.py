@@ -130,6 +130,7 @@ def test_balanced_iteration_exact_balance_and_uniform_subsets(steps, k):
     batches = list(s)
     assert len(batches) == steps * epochs
     subsets: Counter[tuple[int, ...]] = Counter()
+    same_pairs = 0  # disjoint pairs (2j, 2j+1) with the same k-subset in an epoch
     for e in range(epochs):
         ep = batches[e * steps : (e + 1) * steps]
         member = np.zeros((steps, n), dtype=bool)  # fine in a test: the sampler never does this
@@ -139,6 +140,7 @@ def test_balanced_iteration_exact_balance_and_uniform_subsets(steps, k):
         assert np.all(member.sum(axis=0) == k)  # every example exactly k times per epoch
         for i in range(n):
             subsets[tuple(np.flatnonzero(member[:, i]))] += 1
+        same_pairs += int(np.sum(np.all(member[:, 0::2] == member[:, 1::2], axis=0)))
     # the k-subset of each example is uniform over the C(steps, k) subsets
     all_subsets = list(combinations(range(steps), k))
     observed = np.array([subsets[a] for a in all_subsets])
@@ -146,6 +148,9 @@ def test_balanced_iteration_exact_balance_and_uniform_subsets(steps, k):
     expected = np.full(len(all_subsets), n * epochs / math.comb(steps, k))
     p = stats.chisquare(observed, expected).pvalue
     assert p > ALPHA
+    # examples choose independently: two share their subset w.p. 1 / C(steps, k)
+    lo, hi = _binom_interval(epochs * n // 2, 1 / math.comb(steps, k), ALPHA)
+    assert lo <= same_pairs <= hi
     # mean batch size n k / steps
     sizes = np.array([len(x) for x in batches])
     assert sizes.sum() == n * k * epochs
