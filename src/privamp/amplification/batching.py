@@ -225,7 +225,11 @@ def _binom_log_pmfs(c: np.ndarray, s: float, T: int, E: int) -> tuple[np.ndarray
     lp, lp_c, lq, lq_c = _eq7_log_masses(np.asarray(c, dtype=float)[..., None], s, T)
     k = np.arange(E + 1, dtype=float)
     lcomb = special.gammaln(E + 1) - special.gammaln(k + 1) - special.gammaln(E - k + 1)
-    return lcomb + k * lp + (E - k) * lp_c, lcomb + k * lq + (E - k) * lq_c
+
+    def term(n: np.ndarray, logp: np.ndarray) -> np.ndarray:  # n log p with 0 log 0 = 0
+        with np.errstate(invalid="ignore"):
+            return np.where(n == 0, 0.0, n * logp)
+    return (lcomb + term(k, lp) + term(E - k, lp_c), lcomb + term(k, lq) + term(E - k, lq_c))
 
 
 def _eq7_delta(eps: np.ndarray, s: float, T: int, E: int = 1) -> np.ndarray:
@@ -427,7 +431,8 @@ _MAXPLD: dict[tuple, object] = {}
 
 def _maxstat_composed(s: float, T: int, E: int):
     """E-fold composition (both directions) of the max-statistic pair by privamp's PLD
-    accountant, whose optimistic side is a certified lower bound; None if unavailable."""
+    accountant, whose optimistic side is a certified lower bound; None if unavailable (the
+    binomial bound is then used alone)."""
     key = (round(s, 14), T, E)
     if key not in _MAXPLD:
         try:
@@ -435,13 +440,16 @@ def _maxstat_composed(s: float, T: int, E: int):
             from ..mechanisms.pairs import SwappedPair
         except ImportError:  # pragma: no cover - depends on the PLD module
             return None
-        pair = _maxstat_pair(s, T)
-        h = auto_grid(pair, E)
-        tail = min(1e-16, 1e-13 / E)
-        dirs = [discretise(pp, h, tail) for pp in (pair, SwappedPair(pair))]
         if len(_MAXPLD) > 32:
             _MAXPLD.clear()
-        _MAXPLD[key] = TwoSidedPLD(dirs).self_compose(E)
+        pair = _maxstat_pair(s, T)
+        try:
+            h = auto_grid(pair, E)
+            tail = min(1e-16, 1e-13 / E)
+            dirs = [discretise(pp, h, tail) for pp in (pair, SwappedPair(pair))]
+            _MAXPLD[key] = TwoSidedPLD(dirs).self_compose(E)
+        except ValueError:  # losses beyond what the PLD grid handles (e.g. sigma -> 0)
+            _MAXPLD[key] = None
     return _MAXPLD[key]
 
 
