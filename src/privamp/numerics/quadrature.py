@@ -29,7 +29,14 @@ import numpy as np
 
 from .logspace import logsubexp, logsumexp
 
-__all__ = ["QuadResult", "gauss_legendre", "log_quad", "uniform_edges", "graded_edges", "level_crossing"]
+__all__ = [
+    "QuadResult",
+    "gauss_legendre",
+    "log_quad",
+    "uniform_edges",
+    "graded_edges",
+    "level_crossing",
+]
 
 LogIntegrand = Callable[[np.ndarray], np.ndarray]
 
@@ -99,7 +106,9 @@ def log_quad(
     return QuadResult(fine, err)
 
 
-def uniform_edges(windows: list[list[tuple[float, float]]], width: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def uniform_edges(
+    windows: list[list[tuple[float, float]]], width: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Panel edges covering, row by row, a list of disjoint sorted windows ``(lo, hi)`` with
     panels no wider than ``width[row]``; gaps between windows are inactive panels.
 
@@ -107,7 +116,7 @@ def uniform_edges(windows: list[list[tuple[float, float]]], width: np.ndarray) -
     """
     rows = []
     acts = []
-    for wins, h in zip(windows, np.broadcast_to(width, (len(windows),))):
+    for wins, h in zip(windows, np.broadcast_to(width, (len(windows),)), strict=True):
         e: list[np.ndarray] = []
         act: list[np.ndarray] = []
         for j, (lo, hi) in enumerate(wins):
@@ -121,21 +130,23 @@ def uniform_edges(windows: list[list[tuple[float, float]]], width: np.ndarray) -
     size = max(len(r) for r in rows)
     edges = np.empty((len(rows), size))
     active = np.zeros((len(rows), size - 1), dtype=bool)
-    for i, (r, a) in enumerate(zip(rows, acts)):
+    for i, (r, a) in enumerate(zip(rows, acts, strict=True)):
         edges[i, : len(r)] = r
         edges[i, len(r) :] = r[-1]
         active[i, : len(a)] = a
     return edges, active
 
 
-def graded_edges(lo: float, hi: float, toward: list[float], levels: int, ratio: float = 0.5) -> np.ndarray:
+def graded_edges(
+    lo: float, hi: float, toward: list[float], levels: int, ratio: float = 0.5
+) -> np.ndarray:
     """Panel edges on [lo, hi] graded geometrically (by ``ratio``) toward each point of
     ``toward`` (points inside [lo, hi], e.g. the endpoints), down to ``ratio**levels`` of the
     distance to the neighbouring break point.  Suited to integrands that are steep (up to
     exponentially) next to those points."""
     breaks = sorted({float(lo), float(hi), *(float(p) for p in toward if lo <= p <= hi)})
     pts = set(breaks)
-    for a, b in zip(breaks[:-1], breaks[1:]):
+    for a, b in zip(breaks[:-1], breaks[1:], strict=True):
         half = 0.5 * (b - a)
         for j in range(levels + 1):
             d = half * ratio**j
