@@ -266,7 +266,7 @@ def _float_allowance(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> float:
     med = int(np.searchsorted(cq, 0.5 * qm.sum()))
     a_med = float(a[min(med, len(a) - 1)])
     worst = float(np.max(np.minimum(a, 1e300) * tq))
-    return float(16 * _U * (1.0 + worst + a_med) + 64 * _U)
+    return float(16 * _U * (2.0 + worst + a_med))
 
 
 def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]:
