@@ -394,3 +394,22 @@ def test_partial_split_with_poisson_3d_quadrature():
     assert np.all(ours_rev <= 1.5 * rev)
     b = pt.partial_split_rdp(1.0, 1.0, 0.5, 2, alphas, rate=g)
     assert np.all(b.value >= np.maximum(fwd, rev))
+
+
+def test_bis_pld_k2_monte_carlo():
+    from privamp.accounting import partitioning_pld as bp
+
+    # one epoch of T = 4 steps, k = 2, sigma = 2; remove direction by Monte Carlo
+    s, T, k, eps = 0.5, 4, 2, 0.5
+    rem, add = bp.bis_plds(2.0, T, k)
+    rng = np.random.default_rng(13)
+    n = 400_000
+    subsets = list(itertools.combinations(range(T), k))
+    x = rng.standard_normal((n, T))
+    x[:, list(subsets[0])] += s  # under P (symmetry: condition on the first subset)
+    z = np.exp(s * x - s * s / 2)
+    lr = np.mean([np.prod(z[:, list(c)], axis=1) for c in subsets], axis=0)
+    v = np.maximum(1 - np.exp(eps) / lr, 0.0)
+    mean, se = v.mean(), v.std() / math.sqrt(n)
+    assert float(rem.delta(eps)) >= mean - 5 * se
+    assert float(rem.delta(eps)) <= 1.3 * (mean + 5 * se)  # block bound: sound, ~10% loose
