@@ -45,8 +45,9 @@ __all__ = ["bis_epoch_plds", "bis_plds", "BISPLDAnalysis"]
 
 _MAX_POINTS = 1_000_000  # lattice points of the sum (beyond: too slow, the accountant abstains)
 
-SOURCE = ("PLD of Balanced Iteration Subsampling, k = 1 (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
-          "privamp: lattice-rounded log-normal sums, dominating grid pair, FFT composition)")
+SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
+          "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
+          "grid pair, FFT composition)")
 
 
 class _Lattice:
