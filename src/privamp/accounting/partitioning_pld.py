@@ -1,6 +1,6 @@
-"""Certified upper bounds on the (eps, delta) privacy of Balanced Iteration Subsampling with
-k = 1 (Dong, Chen, Ozgur 2025, Thm 3.8; "random allocation") through a privacy loss
-distribution.
+"""Certified upper bounds on the (eps, delta) privacy of Balanced Iteration Subsampling
+(Dong, Chen, Ozgur 2025, Thm 3.8; with k = 1 also called "random allocation") through a
+privacy loss distribution.  k > 1 reduces to k = 1: see :func:`bis_plds`.
 
 One epoch of T steps, Gaussian noise, shift s = c / sigma: the dominating pair is
 P = (1/T) sum_i N(s e_i, I_T) vs Q = N(0, I_T) (App. A.12), whose privacy loss is
@@ -17,8 +17,9 @@ rounded up or down as each tail needs); mass above the window goes to an overflo
 *Dominating grid pair.*  At the loss grid l_i = i h the profile of each direction,
 D(a) = P(L > l) - a Q(L > l) (remove) and Q(-L > l) - a P(-L > l) (add), is bounded above
 by U_i from those tails.  D is convex and nonincreasing with D(0) = 1, so it lies below the
-greatest convex minorant of the points (0, 1), (e^{l_i}, U_i) extended flat after the last
-one; that minorant is the profile of a pair on the grid (slope increments = Q-masses), which
+piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last point) and,
+being convex, below that function's greatest convex minorant; that minorant is the
+profile of a pair on the grid (slope increments = Q-masses), which
 therefore dominates the true pair (Blackwell), and domination survives composition
 (:mod:`privamp.accounting.pld`).  Epochs compose by FFT (Remark 3.10).
 
