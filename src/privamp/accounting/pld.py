@@ -280,6 +280,11 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]
     h = check_positive("h", h)
     if not 0 < tail < 1e-3:
         raise ValueError(f"tail must be in (0, 1e-3), got {tail}")
+    finite = float(np.asarray(pair.tail(np.array([np.inf]), "P", False, True))[0])
+    if finite <= 0.0:  # all of P sits at loss +inf (e.g. randomized response with theta = 1)
+        p_inf = float(pair.p_inf)
+        return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + _REL_SAFETY), 1.0), "pessimistic"),
+                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic"))
     i_lo, l = _grid(pair, h, tail)
     pm_all, qm_all = pair.bin_masses(l)
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
@@ -568,12 +573,20 @@ def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:
 
 
 def _applies(run) -> bool:
-    return (
+    mech = run.mechanism
+    if not (
         isinstance(run.scheme, Poisson)
-        and isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse))
+        and isinstance(mech, (Gaussian, Laplace, RandomizedResponse))
         and isinstance(run.relation, (AddRemove, ZeroOut))
         and run.relation.group == 1
-    )
+    ):
+        return False
+    # the single-step losses must fit the grid's range [-700, 700]
+    if isinstance(mech, Gaussian):
+        return mech.shift(1) <= 25.0
+    if isinstance(mech, Laplace):
+        return mech.sensitivity / mech.scale <= 600.0
+    return True
 
 
 @run_accountant(
