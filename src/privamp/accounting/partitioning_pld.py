@@ -62,8 +62,10 @@ class _Lattice:
     def add(self, other: _Lattice, m: int) -> _Lattice:
         z, e = convolve_nonneg(self.arr, other.arr, self.mode)
         beyond = float(z[m + 1:].sum())
+        # invariant (up): exact kept masses <= arr + e_vec, exact overflow <= over + r, with
+        # |e_vec|_1 + r <= err; (down): exact kept masses >= arr - e_vec, |e_vec|_1 <= err
         if self.mode == "up":
-            err = self.err + other.err + e
+            err = self.err + other.err + self.err * other.err + e
             over = self.over + other.over + beyond + e
         else:
             err = self.err + other.err + self.err * other.err + e
