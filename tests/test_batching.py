@@ -295,3 +295,26 @@ def test_reproduce_fast_figure_and_appendix(tmp_path):
     (printed,) = [r for r in rows if "as printed" in r["where"]]
     assert printed["status"] == "NOT reproduced" and printed["lower"] < 0.0011
     assert set(chua2024.FIGURES) == {"1", "2", "3", "4", "5", "6", "7", "A"}
+
+
+def test_max_statistic_composition_against_brute_force():
+    # two epochs: the composed max-statistic pair enumerated cell by cell (exact) vs the
+    # certified optimistic PLD used by the accountant (must be below, and close)
+    sigma, T, E = 0.9, 20, 2
+    s = 1.0 / sigma
+    pair = B._maxstat_pair(s, T)
+    lo = float(special.ndtri(math.exp(-34.5 / T)))
+    hi = max(2 * s + 9.5, float(-special.ndtri(1e-19 / T)))
+    edges = np.concatenate([[-np.inf], np.linspace(lo, hi, 401), [np.inf]])
+    cdf_p = special.ndtr(edges - 2 * s) * special.ndtr(edges) ** (T - 1)
+    cdf_q = special.ndtr(edges - s) * special.ndtr(edges) ** (T - 1)
+    p, q = np.diff(cdf_p), np.diff(cdf_q)
+    assert len(pair.losses) == len(p)  # same cells (all with positive mass)
+    pld = B._maxstat_composed(s, T, E)
+    for eps in (0.3, 1.0, 2.5):
+        pp, qq = np.outer(p, p), np.outer(q, q)
+        exact = max(np.maximum(pp - math.exp(eps) * qq, 0).sum(),
+                    np.maximum(qq - math.exp(eps) * pp, 0).sum())
+        lower = float(pld.delta(np.array([eps]))[1][0])
+        assert lower <= exact + 1e-12
+        assert lower >= exact - 2e-3 * exact - 1e-9
