@@ -293,3 +293,32 @@ def test_epsilon_delta_round_trip(eps, s):
         if 1e-12 < d < 0.99:
             back = float(pld.epsilon(d))
             assert back == pytest.approx(eps, abs=1e-8)
+
+
+def _product_delta(p: np.ndarray, q: np.ndarray, T: int, eps: np.ndarray) -> np.ndarray:
+    """Exact profile of the T-fold product of a finite pair, by enumerating outcomes."""
+    pp, qq = p.copy(), q.copy()
+    for _ in range(T - 1):
+        pp, qq = np.outer(pp, p).ravel(), np.outer(qq, q).ravel()
+    return discrete_delta(pp, qq, eps)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    w=st.lists(st.tuples(st.floats(0.01, 1.0), st.floats(0.01, 1.0)), min_size=2, max_size=5),
+    h=st.floats(1e-3, 0.2),
+    T=st.integers(1, 3),
+)
+def test_random_discrete_pairs_composed_sandwich(w, h, T):
+    """Random finite pairs (atoms anywhere relative to the grid), composed up to 3 times:
+    pessimistic >= exact enumeration >= optimistic at many eps."""
+    p = np.array([a for a, _ in w])
+    q = np.array([b for _, b in w])
+    p, q = p / p.sum(), q / q.sum()
+    pess, opt = discretise(DiscretePair(p, q), h)
+    eps = np.linspace(0.0, 3.0, 301)
+    exact = _product_delta(p, q, T, eps)
+    up = pess.self_compose(T).delta(eps)
+    lo = opt.self_compose(T).delta(eps)
+    assert np.all(up >= exact - 1e-13)
+    assert np.all(lo <= exact + 1e-13)

@@ -13,13 +13,20 @@ number of compositions, and one below (``optimistic``) stays below; additive err
 
 * Pessimistic discretisation: the "connect-the-dots" pair of Doroshenko, Ghazi, Kamath,
   Kumar, Manurangsi 2022 (Connect the Dots: Tighter Discrete Approximations of Privacy Loss
-  Distributions, PETS 2022, Thm 3.x): in each bin the loss atom is split between the two
-  end points with the Q- and P-masses preserved; its profile is the chord interpolation of D
-  at the grid points, which lies above D by convexity.
+  Distributions, PoPETs 2022, arXiv:2207.04380, Sec. 3): in each bin the loss atom is split
+  between the two end points with the Q- and P-masses preserved; its profile is the chord
+  interpolation of D at the grid points, which lies above D by convexity.
 * Optimistic discretisation (privamp): the chords lowered by a bound on their gap to D
   (``g_i = Delta_i A_i B_i / (A_i + B_i)``, from the two end tangents), then the greatest
-  convex minorant (isotonic regression of the slopes).  Its error is second order in h, like
-  the pessimistic one, instead of the T-fold first-order bias of rounding losses down.
+  convex minorant (isotonic regression of the slopes).  For losses with a density its error
+  is second order in h, like the pessimistic one, instead of the T-fold first-order bias of
+  rounding losses down.  An atom strictly inside a bin costs any grid-supported optimistic
+  pair O(h) on a half-line, so for discrete pairs the accountant aligns the grid with the
+  atoms (:func:`_aligned_step`).
+* Float error: one-step masses carry a relative safety factor (1 +- 1e-10) and an additive
+  allowance for the tail evaluations; direct-sum convolutions are corrected by their
+  relative error bound; FFT convolutions add a certified l1 bound (Higham 2002, Thm 24.2)
+  to ``slack``; queries add a relative 1e-9.  All of these are in the safe direction.
 * Composition: FFT convolution of the P-masses (:func:`privamp.numerics.fft.convolve_nonneg`)
   with a certified l1 bound on the roundoff, carried in :attr:`PLD.slack`; tails below a
   threshold are truncated in the safe direction (pessimistic: low tail moved up, high tail
@@ -420,8 +427,10 @@ class TwoSidedPLD:
 
 def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[LossPair]:
     """Dominating pairs of one Poisson-subsampled step under add/remove:
-    [remove: (q P + (1-q) Q, Q), add: its swap] (Zhu, Dong, Wang 2022, Prop. 30; rate 1:
-    the base pair and its swap)."""
+    [remove: (q P + (1-q) Q, Q), add: its swap] (Zhu, Dong, Wang 2022, "Optimal accounting
+    of differential privacy via characteristic function", AISTATS, dominating pairs of
+    Poisson subsampling; rate 1: the base pair and its swap).  ``distance`` is the group
+    distance of the base mechanism's pair."""
     rate = float(rate)
     if not 0.0 < rate <= 1.0:
         raise ValueError(f"rate must be in (0, 1], got {rate}")
