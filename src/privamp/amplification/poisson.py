@@ -59,6 +59,8 @@ _REL_SAFETY = 1e-11
 #: orders up to this are treated exactly by binomial sums when they are integers
 _INT_MAX = 20000
 _SERIES_TERMS = 60
+#: Gauss–Legendre nodes per panel in the sampled-Gaussian quadrature
+_GL_NODES = 12
 
 
 # ----------------------------------------------------------------------------------------
@@ -270,7 +272,7 @@ def _gaussian_log_excess_quad(b: np.ndarray, s: float, q: float) -> np.ndarray:
         def logf(x, bcol=bcol):
             return log_h(bcol, s * x - s * s / 2.0, q) - 0.5 * x * x - _LOG_2PI_HALF
 
-        res = log_quad(logf, edges, active, nodes=12)
+        res = log_quad(logf, edges, active, nodes=_GL_NODES)
         log_value[rows] = res.log_value
         log_error[rows] = res.log_error
 
