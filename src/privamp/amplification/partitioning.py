@@ -147,6 +147,7 @@ def _lse(values: list[float]) -> float:
     return m + math.log(math.fsum(math.exp(v - m) for v in values))
 
 
+@lru_cache(maxsize=128)
 def _log_moments_dp(s: float, d: int, k: int, nmax: int) -> np.ndarray:
     """Exact log E_Q[L^n] for k > 1, n = 0..nmax, by a programme over coordinates; NaN for
     the orders whose programme is too large (work budget ``_EXACT_DP_BUDGET``).
@@ -189,6 +190,7 @@ def _log_moments_dp(s: float, d: int, k: int, nmax: int) -> np.ndarray:
             states = {key: _lse(v) for key, v in new.items()}
         final = states.get((0,) * k + (n,), -np.inf)
         out[n] = final - n * log_binom_dk
+    out.setflags(write=False)  # cached
     return out
 
 
@@ -526,7 +528,14 @@ def partition_rdp(c: float, sigma: float, d: int, k: int, alpha: float | np.ndar
         raise ValueError(f"method must be 'tight' or 'fast', got {method!r}")
     a = check_orders(alpha)
     val = _partition_rdp(c / sigma, d, k, a, rate, method)
-    return Bound(val, "upper", SRC_TIGHT if method == "tight" else SRC_FAST)
+    source = SRC_TIGHT if method == "tight" else SRC_FAST
+    if method == "tight" and 1 < k < d:
+        logm = _log_moments_dp(c / sigma, d, k, max(int(np.ceil(a.max())), 2))
+        reach = int(np.max(np.nonzero(~np.isnan(logm))[0]))
+        if reach < np.ceil(a.max()):
+            source += (f"; k > 1: exact forward moments up to order {reach}, above it the "
+                       "smaller of bound (3) and the block bound")
+    return Bound(val, "upper", source)
 
 
 def _partition_rdp(s: float, d: int, k: int, alpha: np.ndarray, rate: float, method: str
