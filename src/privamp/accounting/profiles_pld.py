@@ -27,8 +27,9 @@ as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
   the symmetric base pairs used here -- which is :class:`SymmetrisedPair` ``(D)``.  Composing
   D and swap D *separately* and taking the max (as for Poisson add/remove) would need every
   pair of neighbours to be dominated, for all eps, by D or by swap D; the actual pairs are
-  not of either form, and we know no proof of that, so privamp does not do it (the result
-  of that recipe is still a certified *lower* bound, see below; docs/balle2018.md).
+  not of either form, and we know no proof of that, so privamp does not do it (without
+  replacement, one record, D and swap D are realised by neighbouring datasets, so that
+  recipe gives the certified *lower* bound below; docs/balle2018.md).
 * With replacement under **add/remove** (Thm 11): with x = x' + {v} the laws are
   A = (1-eta) B + eta A1 (the "remove" order) and, by Thm 7's coupling, D dominates it for
   all eps; the "add" order (B, A) is then dominated by swap D.  Each pair of neighbours keeps
