@@ -50,7 +50,15 @@ from ..results import Bound
 from ..sampling import AddRemove, Poisson, ZeroOut
 from .registry import BoundPair, RunAnalysis, run_accountant
 
-__all__ = ["PLD", "TwoSidedPLD", "discretise", "poisson_pairs", "PLDAnalysis", "auto_grid"]
+__all__ = [
+    "PLD",
+    "TwoSidedPLD",
+    "discretise",
+    "poisson_pairs",
+    "PLDAnalysis",
+    "auto_grid",
+    "pld_analysis",
+]
 
 _U = UNIT_ROUNDOFF
 #: relative safety factor applied to the masses of one discretised step (covers relative
@@ -474,8 +482,10 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
     iqr = float(quart[1] - quart[0])
     spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
     h = spread / 120.0
-    width = 20.0 * math.sqrt(T) * sd + (hi - lo)
-    return float(min(max(h, width / points), 0.05))
+    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
+    width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
+    h = max(h, width / points, (hi_d - lo_d) / 2e6)
+    return float(min(h, 0.05))
 
 
 class PLDAnalysis(RunAnalysis):
@@ -525,6 +535,17 @@ class PLDAnalysis(RunAnalysis):
         up, lo = self.pld.delta(e)
         return Bound(_shape(up, e), "upper", PESSIMISTIC_SOURCE), Bound(
             _shape(lo, e), "lower", OPTIMISTIC_SOURCE)
+
+
+def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
+    """The PLD analysis of a :class:`~privamp.Training` run with an explicit grid step
+    ``h`` (``None``: automatic).  ``Training.epsilon(accountant="pld")`` uses h=None."""
+    if not _applies(run):
+        raise ValueError(
+            "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
+            "response runs under add/remove or zero-out with group 1"
+        )
+    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
 
 
 def _aligned_step(pair: LossPair, h: float) -> float:
