@@ -204,6 +204,12 @@ def forward_log_moments(s: float, d: int, k: int, nmax: int, rate: float = 1.0
     if k == d:
         n = np.arange(nmax + 1, dtype=float)
         logm, exact = s * s * k * n * (n - 1) / 2.0, True
+    elif 2 * k > d:
+        # complements: |S_i & S_j| = |S_i^c & S_j^c| + 2k - d, so
+        # E[L_k^n] = e^{s^2 C(n,2) (2k - d)} E[L_{d-k}^n]  (exact identity)
+        n = np.arange(nmax + 1, dtype=float)
+        comp, exact = forward_log_moments(s, d, d - k, nmax)
+        logm = comp + s * s * n * (n - 1) / 2.0 * (2 * k - d)
     elif k == 1:
         logm, exact = _log_moments_k1(s, d, nmax), True
     else:
@@ -529,8 +535,9 @@ def partition_rdp(c: float, sigma: float, d: int, k: int, alpha: float | np.ndar
     a = check_orders(alpha)
     val = _partition_rdp(c / sigma, d, k, a, rate, method)
     source = SRC_TIGHT if method == "tight" else SRC_FAST
-    if method == "tight" and 1 < k < d:
-        logm = _log_moments_dp(c / sigma, d, k, max(int(np.ceil(a.max())), 2))
+    kk = min(k, d - k)  # complements have the same exactness (forward_log_moments)
+    if method == "tight" and kk > 1:
+        logm = _log_moments_dp(c / sigma, d, kk, max(int(np.ceil(a.max())), 2))
         reach = int(np.max(np.nonzero(~np.isnan(logm))[0]))
         if reach < np.ceil(a.max()):
             source += (f"; k > 1: exact forward moments up to order {reach}, above it the "
