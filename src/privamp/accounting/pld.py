@@ -44,7 +44,7 @@ from scipy.signal import lfilter
 
 from .._validation import check_int, check_positive
 from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..mechanisms.pairs import DiscretePair, LossPair, MixturePair, SwappedPair
+from ..mechanisms.pairs import DiscretePair, LaplacePair, LossPair, MixturePair, SwappedPair
 from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg
 from ..results import Bound
 from ..sampling import AddRemove, Poisson, ZeroOut
@@ -511,7 +511,7 @@ class PLDAnalysis(RunAnalysis):
             dirs = []
             for pair in pairs:
                 h = self.h if self.h is not None else auto_grid(pair, self.steps)
-                if isinstance(self.mechanism, RandomizedResponse):
+                if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
                     h = _aligned_step(pair, h)
                 self.grid.append(h)
                 dirs.append(discretise(pair, h, tail))
@@ -556,10 +556,10 @@ def _aligned_step(pair: LossPair, h: float) -> float:
     strictly inside a bin (and round the top atom down), which composes to a first-order
     error; atoms (nearly) on grid points cost nothing.  Soundness does not depend on this.
     """
-    atoms = _atoms(pair)
+    atoms = _atom_list(pair)
     if atoms is None or not len(atoms[0]):
         return h
-    l, _, q = atoms
+    l, q = atoms
     top = float(l.max())
     if top <= 0:
         return h
@@ -590,6 +590,26 @@ def _atoms(pair: LossPair) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         l, p, q = base
         return np.log1p(pair.w * np.expm1(l)), pair.w * p + (1 - pair.w) * q, q
     return None
+
+
+def _atom_list(pair: LossPair) -> tuple[np.ndarray, np.ndarray] | None:
+    """(losses, Q-masses) of the finite atoms of a pair (the atoms of a Laplace pair at
+    +-e0 included), for grid alignment; None when unknown."""
+    if isinstance(pair, LaplacePair):
+        e0 = pair.e0
+        return np.array([-e0, e0]), np.array([0.5, 0.5 * math.exp(-e0)])
+    if isinstance(pair, SwappedPair):
+        base = _atom_list(pair.base)
+        if base is None:
+            return None
+        l, q = base
+        # Q of the swap is P of the base: P-mass of an atom = e^l * Q-mass
+        return -l, np.exp(l) * q
+    if isinstance(pair, MixturePair):
+        base = _atom_list(pair.base)
+        return None if base is None else (np.log1p(pair.w * np.expm1(base[0])), base[1])
+    atoms = _atoms(pair)
+    return None if atoms is None else (atoms[0], atoms[2])
 
 
 def _finite_losses(pair: LossPair) -> np.ndarray:
