@@ -81,6 +81,7 @@ SRC_FAST = (
     "(privamp; the published Cor 3.19 term is not an upper bound)"
 )
 _SAFETY = 1e-9  # relative margin added to numerically computed log-moments (rounding up)
+_NMAX = 2048  # largest order whose moments are tabulated (larger: bound (3))
 _EXACT_DP_BUDGET = 200_000  # max transitions of the exact k > 1 forward programme
 
 
@@ -286,9 +287,20 @@ def forward_divergence(s: float, d: int, k: int, alpha: np.ndarray, rate: float 
     if method == "fast" and rate == 1.0 and k < d:
         val = fast_forward_bound(s, d, k, alpha)
         return _round_up(val), False
-    nmax = int(np.ceil(alpha.max())) if alpha.size else 2
+    if k == d:  # with rate < 1 below; bound (3) is undefined for k == d
+        big = alpha * k * s * s / 2.0
+    else:
+        big = _round_up(fast_forward_bound(s, d, k, alpha))
+    # very large orders: bound (3) of the unsubsampled pair (subsampling cannot increase the
+    # divergence, by quasi-convexity), keeping the moment tables at a safe size
+    small = alpha <= _NMAX
+    if not small.any():
+        return big, False
+    nmax = int(np.ceil(alpha[small].max()))
     logm, exact = forward_log_moments(s, d, k, max(nmax, 2), rate)
-    return _interp_log_moment(logm, alpha) / (alpha - 1.0), exact
+    a_small = np.where(small, alpha, 2.0)
+    vals = _interp_log_moment(logm, a_small) / (a_small - 1.0)
+    return np.where(small, vals, big), exact and bool(small.all())
 
 
 # ----------------------------------------------------------------------------------------
