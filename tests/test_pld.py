@@ -177,7 +177,8 @@ def test_laplace_poisson_sandwich_against_dp_accounting():
     # discretisation error (0.5% allowed).
     assert g.lower.value <= ref * (1 + 1e-6)
     assert ref <= g.upper.value * 1.005
-    assert g.width < 5e-3 * g.upper.value
+    # the grid is aligned with the Laplace atoms, so the interval is very tight
+    assert g.width < 5e-4 * g.upper.value
 
 
 @pytest.mark.parametrize(
