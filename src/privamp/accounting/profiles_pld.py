@@ -174,7 +174,9 @@ class GaussianShiftMixturePair(LossPair):
         """The privacy loss log dP/dQ at output x (vectorised)."""
         x = _arr(x)
         flat = x.reshape(1, -1)
-        terms = self._c[:, None] + self._slope[:, None] * flat
+        with np.errstate(invalid="ignore"):
+            prod = np.where(self._slope[:, None] == 0, 0.0, self._slope[:, None] * flat)
+        terms = self._c[:, None] + prod
         top = terms.max(axis=0)
         with np.errstate(invalid="ignore"):
             out = top + np.log(np.exp(terms - top).sum(axis=0))
@@ -208,8 +210,8 @@ class GaussianShiftMixturePair(LossPair):
 
     def _solve(self, l: np.ndarray) -> np.ndarray:
         flat = l.ravel()
-        ok = flat > self.floor
-        x = np.full(flat.shape, -np.inf)
+        ok = (flat > self.floor) & np.isfinite(flat)
+        x = np.where(np.isposinf(flat), np.inf, -np.inf)
         if ok.any():
             tgt = flat[ok]
             J = self.j[-1]
