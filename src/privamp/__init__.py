@@ -11,6 +11,8 @@ batches, model splitting and dropout — each number labelled with the theorem i
 
 from . import amplification as _amplification  # noqa: F401  (registers RDP results)
 from .accounting import Training, calibrate, compare
+from .accounting.pld import PLD, TwoSidedPLD, discretise, poisson_pairs
+from .amplification.partitioning import SubsampledModelSplit, partial_split_rdp
 from .amplification.profiles import profile, profile_bound
 from .amplification.registry import rdp, rdp_curve, rdp_methods
 from .interop import from_dp_event
@@ -63,4 +65,10 @@ __all__ = [
     "calibrate",
     "compare",
     "from_dp_event",
+    "PLD",
+    "TwoSidedPLD",
+    "discretise",
+    "poisson_pairs",
+    "SubsampledModelSplit",
+    "partial_split_rdp",
 ]
