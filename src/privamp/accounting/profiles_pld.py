@@ -26,8 +26,9 @@ as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
   max(H_a(D), H_a(swap D)) -- equal to H_a(D) for a >= 1 and to H_a(swap D) for a <= 1 for
   the symmetric base pairs used here -- which is :class:`SymmetrisedPair` ``(D)``.  Composing
   D and swap D *separately* and taking the max (as for Poisson add/remove) would need every
-  pair of neighbours to be dominated, for all eps, by D or by swap D; the actual pairs are
-  not of either form, and we know no proof of that, so privamp does not do it (without
+  pair of neighbours to be dominated, for all eps, by D or by swap D, which fails (the
+  Gaussian sum with v = +C, v' = -C, other records 0, is dominated by neither), and we know
+  no other proof, so privamp does not do it (without
   replacement, one record, D and swap D are realised by neighbouring datasets, so that
   recipe gives the certified *lower* bound below; docs/balle2018.md).
 * With replacement under **add/remove** (Thm 11): with x = x' + {v} the laws are
