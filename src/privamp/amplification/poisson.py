@@ -139,7 +139,7 @@ def _round_up(la: np.ndarray, alpha: np.ndarray) -> np.ndarray:
 
 def _check_rows(alpha: np.ndarray) -> np.ndarray:
     a = np.asarray(alpha, dtype=float)
-    if np.isnan(a).any() or (a <= 1).any():
+    if np.isnan(a).any() or (a <= 1).any() or np.isinf(a).any():
         raise ValueError(f"alpha (Rényi order) must be in (1, inf), got {alpha!r}")
     return a
 
