@@ -1,0 +1,282 @@
+"""The RDP accountant (privamp.accounting.rdp) against dp_accounting, mpmath and closed forms.
+
+Expected relation to dp_accounting: both convert with Balle et al. 2020, Thm 21 (= Canonne,
+Kamath, Steinke 2020, Prop. 12) plus the same total-variation shortcut; dp_accounting
+searches a fixed grid of orders, privamp refines its grid continuously around the optimum.
+So with the same curve privamp's epsilon is <= dp_accounting's (up to 1e-9 relative for the
+curves' own rounding), and close to it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import dp_accounting
+import mpmath as mp
+import numpy as np
+import pytest
+from dp_accounting.rdp import rdp_privacy_accountant as dp_rdp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import privamp as pa
+from privamp.accounting.rdp import (
+    DEFAULT_ORDERS,
+    RdpAccountant,
+    compose_rdp,
+    compositions,
+    delta_from_rdp,
+    eps_from_rdp,
+    optimal_delta,
+    optimal_epsilon,
+)
+from privamp.amplification.poisson import sampled_gaussian_rdp
+
+mp.mp.dps = 50
+
+
+def _dp_eps(q: float, sigma: float, steps: int, delta: float) -> float:
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
+    return float(acc.get_epsilon(delta))
+
+
+def _sgm_curve(q: float, sigma: float):
+    return lambda a: sampled_gaussian_rdp(a, 1.0 / sigma, q)
+
+
+# ------------------------------------------------------------------------------------------
+# against dp_accounting
+# ------------------------------------------------------------------------------------------
+def test_canonical_dpsgd_case_against_dp_accounting():
+    q, sigma, steps, delta = 256 / 60000, 1.1, 14063, 1e-5
+    ref = _dp_eps(q, sigma, steps, delta)  # 2.59666 (dp_accounting 0.4+)
+    acc = RdpAccountant().compose((pa.Gaussian(sigma), pa.Poisson(q)), steps)
+    eps = acc.get_epsilon(delta)
+    assert eps <= ref * (1 + 1e-9)
+    assert eps == pytest.approx(ref, rel=1e-3)
+    # and through the run accountant
+    run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps)
+    g = run.epsilon(delta, accountant="rdp")
+    assert g.upper.kind == "upper" and g.lower is None
+    assert "Balle et al. 2020, Thm 21" in g.upper.source
+    assert float(g.upper) == pytest.approx(eps, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("q", "sigma", "steps", "delta"),
+    [
+        (1e-3, 2.0, 1_000_000, 1e-6),
+        (0.01, 1.0, 10_000, 1e-5),
+        (0.1, 5.0, 1000, 1e-5),
+        (256 / 60000, 0.8, 20_000, 1e-5),
+        (1e-4, 0.6, 100_000, 1e-8),
+        (0.5, 10.0, 50, 1e-3),
+    ],
+)
+def test_dpsgd_grid_against_dp_accounting(q, sigma, steps, delta):
+    ref = _dp_eps(q, sigma, steps, delta)
+    eps = RdpAccountant().compose(_sgm_curve(q, sigma), steps).get_epsilon(delta)
+    assert eps <= ref * (1 + 1e-9)
+    assert eps >= ref * 0.95
+
+
+def test_delta_against_dp_accounting():
+    q, sigma, steps = 0.01, 1.0, 5000
+    acc = dp_accounting.rdp.RdpAccountant()
+    acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(sigma)), steps)
+    mine = RdpAccountant().compose(_sgm_curve(q, sigma), steps)
+    for eps in (0.5, 2.0, 5.0):
+        ref = float(acc.get_delta(eps))
+        got = mine.get_delta(eps)
+        assert got <= ref * (1 + 1e-9)
+        assert got >= ref * 0.5
+
+
+def test_conversion_equals_dp_accountings_on_their_grid():
+    """Our Thm 21 conversion on dp_accounting's own orders and RDP values gives its epsilon
+    (and delta): the formulas agree."""
+    orders = np.array(dp_rdp.DEFAULT_RDP_ORDERS, dtype=float)
+    acc = dp_accounting.rdp.RdpAccountant(orders=list(orders))
+    acc.compose(dp_accounting.PoissonSampledDpEvent(0.02, dp_accounting.GaussianDpEvent(0.9)), 3000)
+    rdp = np.array(acc._rdp)  # dp_accounting's own curve
+    for delta in (1e-3, 1e-5, 1e-9):
+        ref, _ = dp_rdp.compute_epsilon(orders, rdp, delta)
+        got, _ = eps_from_rdp(orders, rdp, delta)
+        assert float(got) == pytest.approx(ref, rel=1e-11)
+    for eps in (1.0, 4.0):
+        ref, _ = dp_rdp.compute_delta(orders, rdp, eps)
+        got, _ = delta_from_rdp(orders, rdp, eps)
+        assert float(got) == pytest.approx(ref, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# conversions by hand (mpmath) and their inversion
+# ------------------------------------------------------------------------------------------
+def test_single_order_conversions_by_hand():
+    a, r, delta = 7.5, 1.3, 1e-6
+    A, R, D = mp.mpf(a), mp.mpf(r), mp.mpf(delta)
+    balle = R + mp.log((A - 1) / A) - (mp.log(D) + mp.log(A)) / (A - 1)
+    mironov = R + mp.log(1 / D) / (A - 1)
+    got_b, order = eps_from_rdp([a], [r], delta)
+    got_m, _ = eps_from_rdp([a], [r], delta, conversion="mironov2017")
+    assert float(got_b) == pytest.approx(float(balle), rel=1e-11) and float(got_b) >= float(balle)
+    assert float(got_m) == pytest.approx(float(mironov), rel=1e-11) and float(got_m) >= float(
+        mironov
+    )
+    assert float(order) == a
+    # the inversion of Thm 21: delta = exp((a-1)(r - eps + log(1 - 1/a)) - log a)
+    eps = 2.0
+    ref = mp.exp((A - 1) * (R - eps + mp.log(1 - 1 / A)) - mp.log(A))
+    got, _ = delta_from_rdp([a], [r], eps)
+    assert float(got) == pytest.approx(float(ref), rel=1e-12)
+    # round trip: delta(eps(delta)) = delta at one order
+    back, _ = delta_from_rdp([a], [r], float(got_b))
+    assert float(back) == pytest.approx(delta, rel=1e-9)
+
+
+def test_total_variation_shortcut():
+    # rdp so small that sqrt(1 - exp(-rdp)) <= delta: epsilon 0, delta(eps) <= that
+    a = np.array([2.0, 10.0])
+    r = np.array([1e-13, 5e-13])
+    eps, _ = eps_from_rdp(a, r, 1e-5)
+    assert float(eps) == 0.0
+    d, _ = delta_from_rdp(a, r, 0.0)
+    assert float(d) == pytest.approx(math.sqrt(-math.expm1(-1e-13)), rel=1e-6)
+
+
+def test_gaussian_composition_optimum_matches_mpmath_minimisation():
+    """T Gaussian steps: rdp(a) = a T / (2 sigma^2).  The continuous optimum of Thm 21 is found
+    by mpmath root finding of the derivative; the adaptive grid must reach it."""
+    sigma, steps, delta = 3.0, 100, 1e-5
+    c = mp.mpf(steps) / (2 * mp.mpf(sigma) ** 2)
+    D = mp.mpf(delta)
+
+    def eps(a):
+        return c * a + mp.log((a - 1) / a) - (mp.log(D) + mp.log(a)) / (a - 1)
+
+    a_star = mp.findroot(lambda a: mp.diff(eps, a), 3.0)
+    ref = float(eps(a_star))
+    got, order = optimal_epsilon(lambda a: a * float(c), delta)
+    assert float(got) >= ref * (1 - 1e-12)
+    assert float(got) == pytest.approx(ref, rel=1e-7)
+    assert float(order) == pytest.approx(float(a_star), rel=1e-2)
+    # sound: above the exact epsilon of the composed Gaussian (sigma / sqrt(T))
+    exact = float(pa.Gaussian(sigma / math.sqrt(steps)).epsilon(delta))
+    assert float(got) >= exact
+    # Mironov 2017 Prop 3 is never better
+    worse, _ = optimal_epsilon(lambda a: a * float(c), delta, conversion="mironov2017")
+    assert float(worse) >= float(got)
+
+
+def test_heterogeneous_composition_adds_curves():
+    s1, n1, s2, n2 = 1.5, 40, 4.0, 300
+    acc = RdpAccountant()
+    acc.compose((pa.Gaussian(s1), pa.Poisson(1.0)), n1)
+    acc.compose(lambda a: a / (2 * s2**2), n2)
+    a = np.array([1.5, 3.0, 40.0])
+    np.testing.assert_allclose(acc.rdp(a), a * (n1 / (2 * s1**2) + n2 / (2 * s2**2)), rtol=1e-10)
+    np.testing.assert_allclose(
+        compose_rdp([a / (2 * s1**2), a / (2 * s2**2)], [n1, n2]), acc.rdp(a), rtol=1e-10
+    )
+    # the same as a single Gaussian with 1/sigma^2 = n1/s1^2 + n2/s2^2
+    sig_eff = 1 / math.sqrt(n1 / s1**2 + n2 / s2**2)
+    single = RdpAccountant().compose(lambda x: x / (2 * sig_eff**2), 1)
+    assert acc.get_epsilon(1e-6) == pytest.approx(single.get_epsilon(1e-6), rel=1e-9)
+
+
+def test_optimum_is_never_at_the_grid_edge():
+    # an optimum beyond the default grid (tiny rdp) and one below it (huge rdp)
+    for c, delta in [(1e-9, 1e-300), (1e4, 0.999)]:
+        eps, order = optimal_epsilon(lambda a, c=c: c * a, delta)
+        assert DEFAULT_ORDERS[0] > 1.0 and np.isfinite(eps)
+        if c < 1:
+            assert order > DEFAULT_ORDERS[-1]
+        else:
+            assert order < DEFAULT_ORDERS[0]
+
+
+def test_vectorised_queries():
+    acc = RdpAccountant().compose(lambda a: a / 8.0, 10)
+    deltas = np.array([1e-3, 1e-6, 1e-9])
+    eps = acc.get_epsilon(deltas)
+    assert eps.shape == (3,) and np.all(np.diff(eps) > 0)
+    for d, e in zip(deltas, eps, strict=True):
+        assert acc.get_epsilon(float(d)) == pytest.approx(e, rel=1e-12)
+    dl = acc.get_delta(eps)
+    np.testing.assert_allclose(dl, deltas, rtol=1e-6)
+    d2, _ = optimal_delta(lambda a: 10 * a / 8.0, np.array([[1.0, 2.0]]))
+    assert d2.shape == (1, 2)
+
+
+# ------------------------------------------------------------------------------------------
+# properties
+# ------------------------------------------------------------------------------------------
+@settings(max_examples=30, deadline=None)
+@given(
+    sigma=st.floats(0.5, 20.0),
+    steps=st.integers(1, 10**6),
+    f=st.floats(1.1, 4.0),
+    delta=st.floats(1e-12, 0.1),
+)
+def test_monotone_in_sigma_steps_and_delta(sigma, steps, f, delta):
+    def eps(sig, t, d):
+        return float(optimal_epsilon(lambda a: t * a / (2 * sig**2), d)[0])
+
+    e = eps(sigma, steps, delta)
+    assert eps(sigma * f, steps, delta) <= e * (1 + 1e-9)
+    assert eps(sigma, int(steps * f) + 1, delta) >= e * (1 - 1e-9)
+    assert eps(sigma, steps, delta / f) >= e * (1 - 1e-9)
+
+
+def test_monotone_in_rate_and_steps_for_the_sampled_gaussian():
+    base = RdpAccountant().compose(_sgm_curve(0.01, 1.0), 1000).get_epsilon(1e-5)
+    assert RdpAccountant().compose(_sgm_curve(0.02, 1.0), 1000).get_epsilon(1e-5) > base
+    assert RdpAccountant().compose(_sgm_curve(0.01, 1.0), 2000).get_epsilon(1e-5) > base
+
+
+# ------------------------------------------------------------------------------------------
+# the run accountant and validation
+# ------------------------------------------------------------------------------------------
+def test_compositions_count_epochs_for_per_epoch_schemes():
+    g = pa.Gaussian(1.0)
+    assert compositions(pa.Training(g, pa.Poisson(0.01), steps=123)) == 123
+    assert compositions(pa.Training(g, pa.BalancedIteration(10, 1), steps=30)) == 3
+    assert compositions(pa.Training(g, pa.Shuffle(100, 1000), epochs=4)) == 4
+    with pytest.raises(ValueError, match="whole number of epochs"):
+        compositions(pa.Training(g, pa.BalancedIteration(10, 1), steps=25))
+
+
+def test_run_accountant_delta_and_applicability():
+    run = pa.Training(pa.Laplace(2.0), pa.Poisson(0.05), steps=200)
+    g = run.delta(np.array([1.0, 3.0]), accountant="rdp")
+    assert g.upper.kind == "upper" and g.lower is None
+    assert np.all(np.diff(g.upper.value) < 0)
+    assert "poisson-exact" in g.upper.source
+    # sound against the exact composition of the 200 Laplace steps? at least above 0
+    assert np.all(g.upper.value > 0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 0.0, 1.0, -1e-3])
+def test_bad_delta_raises(bad):
+    acc = RdpAccountant().compose(lambda a: a, 1)
+    with pytest.raises(ValueError, match="delta"):
+        acc.get_epsilon(bad)
+
+
+def test_bad_inputs_raise_naming_parameter():
+    acc = RdpAccountant().compose(lambda a: a, 1)
+    with pytest.raises(ValueError, match="epsilon"):
+        acc.get_delta(-1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        acc.get_delta(float("nan"))
+    with pytest.raises(ValueError, match="steps"):
+        acc.compose(lambda a: a, 0)
+    with pytest.raises(ValueError, match="alpha"):
+        eps_from_rdp([1.0, 2.0], [0.1, 0.2], 1e-5)
+    with pytest.raises(ValueError, match="rdp"):
+        eps_from_rdp([2.0], [float("nan")], 1e-5)
+    with pytest.raises(ValueError, match="conversion"):
+        RdpAccountant(conversion="nope")
+    with pytest.raises(ValueError):
+        RdpAccountant().compose((pa.Gaussian(1.0), pa.Deterministic(10, 100)), 1)
