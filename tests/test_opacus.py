@@ -206,3 +206,22 @@ def test_digits_example_smoke(monkeypatch):
     assert len(rows) == 1 and rows[0]["steps"] == 1
     assert rows[0]["scheme"] == pa.Shuffle(60, 1440)
     assert 0.0 <= rows[0]["accuracy"] <= 1.0
+
+
+def test_gradient_accumulation_is_refused():
+    torch.manual_seed(0)
+    ds = _data(32)
+    model = torch.nn.Linear(5, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = DeterministicBatchSampler(8, 32, epochs=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader, acc = make_private(None, model, opt, ds, sampler, 1.0, 1.0)
+        it = iter(loader)
+        opt.zero_grad()
+        for _ in range(2):  # two batches before one step: a different mechanism
+            xb, yb = next(it)
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+        with pytest.raises(ValueError, match="accumulated"):
+            opt.step()
+    assert len(acc) == 0
