@@ -253,8 +253,38 @@ def test_run_accountant_delta_and_applicability():
     assert g.upper.kind == "upper" and g.lower is None
     assert np.all(np.diff(g.upper.value) < 0)
     assert "poisson-exact" in g.upper.source
-    # sound against the exact composition of the 200 Laplace steps? at least above 0
     assert np.all(g.upper.value > 0)
+
+
+def test_poisson_rr_rdp_delta_above_the_exact_binomial_profile():
+    """T Poisson-subsampled randomized-response steps: the number of ones is a sufficient
+    statistic, Bin(T, m) against Bin(T, 1 - theta) with m = q theta + (1 - q)(1 - theta), so
+    the exact profile is a finite sum (max over both directions).  The RDP bound must lie
+    above it, and not absurdly far."""
+    theta, q, steps = 0.8, 0.2, 50
+    m = mp.mpf(q) * theta + (1 - mp.mpf(q)) * (1 - mp.mpf(theta))
+    t = 1 - mp.mpf(theta)
+
+    def exact_delta(eps):
+        def hs(p1, p0):
+            return mp.fsum(
+                max(
+                    mp.binomial(steps, k) * (p1**k * (1 - p1) ** (steps - k))
+                    - mp.e**eps * mp.binomial(steps, k) * (p0**k * (1 - p0) ** (steps - k)),
+                    0,
+                )
+                for k in range(steps + 1)
+            )
+
+        return max(hs(m, t), hs(t, m))
+
+    run = pa.Training(pa.RandomizedResponse(theta), pa.Poisson(q), steps=steps)
+    eps = np.array([0.5, 1.0, 2.0])
+    got = run.delta(eps, accountant="rdp").upper.value
+    for e, g in zip(eps, got, strict=True):
+        ref = float(exact_delta(mp.mpf(e)))
+        assert g >= ref
+        assert g <= 20 * ref + 1e-3
 
 
 @pytest.mark.parametrize("bad", [float("nan"), 0.0, 1.0, -1e-3])
