@@ -43,6 +43,18 @@ def test_poisson_gaussian_grid_matches_dp_accounting_pld(q, sigma, steps):
     assert g.upper.value - g.lower.value <= DPA_TOL
 
 
+@pytest.mark.parametrize("q,scale,steps", [(0.1, 1.0, 20), (0.05, 2.0, 50)])
+def test_poisson_laplace_matches_dp_accounting_pld(q, scale, steps):
+    event = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(q, dpa.LaplaceDpEvent(scale)), steps)
+    acc = dpa.pld.PLDAccountant()
+    acc.compose(event)
+    reference = acc.get_epsilon(DELTA)
+    run = from_dp_event(event)
+    assert run.mechanism == pa.Laplace(scale) and run.scheme == pa.Poisson(q)
+    g = run.epsilon(DELTA)
+    assert g.lower.value - DPA_TOL <= reference <= g.upper.value + DPA_TOL
+
+
 def test_unsampled_gaussian_composition_matches_closed_form():
     # T Gaussian releases of noise multiplier s = one Gaussian of s / sqrt(T); closed-form
     # epsilon from dp_accounting's analytic Gaussian (Balle & Wang 2018).
