@@ -318,3 +318,12 @@ def test_max_statistic_composition_against_brute_force():
         lower = float(pld.delta(np.array([eps]))[1][0])
         assert lower <= exact + 1e-12
         assert lower >= exact - 2e-3 * exact - 1e-9
+
+
+def test_vectorised_unsorted_deltas_match_scalar_queries():
+    deltas = [1e-3, 1e-8, 1e-5]
+    vec = np.asarray(B.shuffle_epsilon_lower(deltas, 1.0, 100, epochs=5, method="eq7").value)
+    one = [float(B.shuffle_epsilon_lower(d, 1.0, 100, epochs=5, method="eq7").value)
+           for d in deltas]
+    np.testing.assert_allclose(vec, one, rtol=1e-9)
+    assert vec[1] > vec[2] > vec[0]  # smaller delta, larger eps

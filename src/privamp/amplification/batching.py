@@ -264,11 +264,13 @@ def _eq7_epsilon(delta: np.ndarray, s: float, T: int, E: int = 1,
         val = _optimise_c(obj, delta, s, T, 1, _gauss_epsilon(delta, s))
         return np.maximum(val - 1e-9 * (1.0 + val), 0.0)
 
-    hi_all = _gauss_epsilon(delta, s * math.sqrt(E)) + 1e-6
+    order = np.argsort(delta)
+    d_sorted = delta[order]
+    hi_sorted = _gauss_epsilon(d_sorted, s * math.sqrt(E)) + 1e-6  # eps_S <= eps_D (Thm 4.1)
 
     def obj(c, d):
         lP, lQ = _binom_log_pmfs(c, s, T, E)
-        hi = np.broadcast_to(np.interp(d[:, 0], delta, hi_all)[:, None], c.shape).copy()
+        hi = np.broadcast_to(np.interp(d[:, 0], d_sorted, hi_sorted)[:, None], c.shape).copy()
         lo = np.zeros(c.shape)
 
         def dl(e):
@@ -281,10 +283,8 @@ def _eq7_epsilon(delta: np.ndarray, s: float, T: int, E: int = 1,
             lo = np.where(above, mid, lo)
             hi = np.where(above, hi, mid)
         return np.where(ok, lo, 0.0)
-    order = np.argsort(delta)
     out = np.empty_like(delta)
-    out[order] = _optimise_c(obj, delta[order], s, T, (E + 1) * 8, hi_all[order] / E,
-                             refine=2)
+    out[order] = _optimise_c(obj, d_sorted, s, T, (E + 1) * 8, hi_sorted / E, refine=2)
     return out
 
 
