@@ -380,3 +380,17 @@ def test_hybrid_f2_is_wang_at_double_sensitivity():
 
     np.testing.assert_allclose(hyb, _compute_rdp_sample_wor_gaussian(0.01, 1.0, orders),
                                rtol=1e-8)
+
+
+def test_reproduce_figure4_fast(tmp_path):
+    import csv
+
+    from privamp.reproduce.schuchardt2024 import FIGURES
+
+    paths = FIGURES["4"](tmp_path, True)
+    assert all(p.exists() for p in paths)
+    rows = list(csv.DictReader(paths[1].open()))
+    by = {(r["curve"], r["x"]): float(r["y"]) for r in rows}
+    for (curve, x), y in by.items():
+        if curve.endswith("tight"):
+            assert y <= by[(curve.replace("tight", "baseline"), x)] * (1 + 1e-9)
