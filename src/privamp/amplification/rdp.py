@@ -111,7 +111,8 @@ def _interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
     f_lo = np.array([0.0 if v < 2 else lookup[int(v)] for v in lo])
     f_hi = np.array([lookup[int(v)] for v in hi])
     t = a - lo
-    cgf = np.where(hi == lo, f_hi, (1 - t) * f_lo + t * f_hi)
+    with np.errstate(invalid="ignore"):  # 0 * inf on the unused branch
+        cgf = np.where(hi == lo, f_hi, (1 - t) * f_lo + t * f_hi)
     return cgf / (a - 1)
 
 
