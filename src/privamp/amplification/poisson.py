@@ -387,7 +387,8 @@ def poisson_direction_log_moments(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(log Psi^rm_a, log Psi^ins_a): upper bounds on the logs of the removal moment
     E_Q[(1-q+qL)^a] and the insertion moment E_Q[(1-q+qL)^(1-a)] of one Poisson step at rate
-    0 < q < 1 (Zhu & Wang 2019, Sec. 3), for Laplace, randomized response and the Gaussian."""
+    0 < q < 1 (Zhu & Wang 2019, Sec. 3), for Laplace and randomized response (the Gaussian's
+    removal moment, which dominates, is :func:`sampled_gaussian_rdp`)."""
     a = np.asarray(alpha, dtype=float)
     out = []
     for b in (a, 1.0 - a):
@@ -398,14 +399,6 @@ def poisson_direction_log_moments(
                 ex = np.full_like(a, np.inf)
             else:
                 ex = _rr_log_excess(b, mechanism.theta, q)
-        elif isinstance(mechanism, Gaussian):
-            s = mechanism.shift(1)
-            if np.all(b > 1):
-                ex = _gaussian_log_excess_quad(b, s, q)
-            else:
-                raise ValueError(
-                    "the Gaussian insertion moment is not implemented (removal dominates)"
-                )
         else:
             raise ValueError(f"no dominating pair moments for {type(mechanism).__name__}")
         out.append(np.logaddexp(0.0, ex))
