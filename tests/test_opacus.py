@@ -162,8 +162,10 @@ def test_accountant_for_data_loader():
     loader = torch.utils.data.DataLoader(ds, batch_sampler=sampler)
     acc = PrivampAccountant.for_data_loader(loader, relation=pa.ZeroOut())
     assert acc.scheme == pa.Deterministic(8, 32) and acc.relation == pa.ZeroOut()
-    with pytest.raises(ValueError, match="batch_sampler"):
-        PrivampAccountant.for_data_loader(torch.utils.data.DataLoader(ds, batch_size=8))
+    plain = PrivampAccountant.for_data_loader(torch.utils.data.DataLoader(ds, batch_size=8))
+    assert plain.scheme == pa.Deterministic(8, 32)
+    with pytest.raises(ValueError, match="partial batch"):
+        PrivampAccountant.for_data_loader(torch.utils.data.DataLoader(ds, batch_size=5))
     other = torch.utils.data.DataLoader(_data(40), batch_sampler=sampler)
     with pytest.raises(ValueError, match="dataset_size"):
         PrivampAccountant.for_data_loader(other)

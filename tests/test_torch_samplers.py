@@ -197,3 +197,27 @@ def test_training_uses_the_sampler_scheme():
     run = s.training(pa.Gaussian(1.0))
     assert run.scheme == pa.Shuffle(10, 100) and run.steps == 30
     assert run.relation == pa.AddRemove()
+
+
+def test_scheme_of_standard_and_opacus_loaders():
+    import torch
+    from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
+
+    from privamp.torch import scheme_of
+
+    ds = TensorDataset(torch.arange(24.0))
+    assert scheme_of(DataLoader(ds, batch_size=6, shuffle=True)) == pa.Shuffle(6, 24)
+    assert scheme_of(DataLoader(ds, batch_size=6)) == pa.Deterministic(6, 24)
+    with_repl = BatchSampler(RandomSampler(ds, replacement=True), 4, drop_last=False)
+    assert scheme_of(DataLoader(ds, batch_sampler=with_repl)) == pa.WithReplacement(4, 24)
+    own = ShuffleBatchSampler(4, 24, seed=0)
+    assert scheme_of(DataLoader(ds, batch_sampler=own)) == pa.Shuffle(4, 24)
+    with pytest.raises(ValueError, match="partial batch"):
+        scheme_of(DataLoader(ds, batch_size=5, shuffle=True))
+    with pytest.raises(ValueError, match="partial batch"):
+        scheme_of(DataLoader(ds, batch_size=5, shuffle=True, drop_last=True))
+    with pytest.raises(ValueError, match="batch_sampler"):
+        scheme_of(DataLoader(ds, batch_size=None))
+    opacus_dl = pytest.importorskip("opacus.data_loader")
+    dp = opacus_dl.DPDataLoader.from_data_loader(DataLoader(ds, batch_size=6))
+    assert scheme_of(dp) == pa.Poisson(0.25)

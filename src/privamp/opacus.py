@@ -121,16 +121,15 @@ class PrivampAccountant(IAccountant):
 
     @classmethod
     def for_data_loader(cls, data_loader: DataLoader, **kwargs: Any) -> PrivampAccountant:
-        """The accountant for the privamp batch sampler attached to ``data_loader``
-        (``DataLoader(ds, batch_sampler=privamp_sampler)``); keyword arguments as for the
-        constructor.  Raises ``ValueError`` if the loader's batch sampler is not a privamp one.
+        """The accountant for the batches ``data_loader`` actually draws: a privamp batch
+        sampler attached with ``batch_sampler=``, Opacus's Poisson loader, or a standard
+        ``DataLoader(ds, batch_size=b, shuffle=True | False)`` (see
+        :func:`privamp.torch.scheme_of`); keyword arguments as for the constructor.  Raises
+        ``ValueError`` for a loader whose sampling law privamp does not know.
         """
+        from .torch import scheme_of
+
         sampler = getattr(data_loader, "batch_sampler", None)
-        if not isinstance(getattr(sampler, "scheme", None), Scheme):
-            raise ValueError(
-                "data_loader must be built with batch_sampler=<a privamp.torch sampler>, got "
-                f"batch_sampler of type {type(sampler).__name__}"
-            )
         n = getattr(sampler, "dataset_size", None)
         if n is not None and hasattr(data_loader.dataset, "__len__"):
             if len(data_loader.dataset) != n:
@@ -138,7 +137,7 @@ class PrivampAccountant(IAccountant):
                     f"the sampler's dataset_size={n} differs from len(dataset)="
                     f"{len(data_loader.dataset)}"
                 )
-        return cls(sampler, **kwargs)
+        return cls(scheme_of(data_loader), **kwargs)
 
     # ---- Opacus interface ----------------------------------------------------------------
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:

@@ -49,9 +49,11 @@ from .sampling import (
     Scheme,
     Shuffle,
     WithoutReplacement,
+    WithReplacement,
 )
 
 __all__ = [
+    "scheme_of",
     "PrivampBatchSampler",
     "PoissonBatchSampler",
     "WithoutReplacementBatchSampler",
@@ -260,3 +262,61 @@ class BalancedIterationSampler(_EpochSampler):
                 chosen = np.flatnonzero(rng.integers(0, left, size=n) < remaining)
                 remaining[chosen] -= 1
                 yield chosen.tolist()
+
+
+def scheme_of(data_loader: object) -> Scheme:
+    """The privamp scheme that a PyTorch ``DataLoader`` samples its batches from.
+
+    Recognises a privamp batch sampler (its ``.scheme``); Opacus's Poisson loader
+    (``UniformWithReplacementSampler``: ``Poisson(sample_rate)``); and the standard loaders
+    ``DataLoader(ds, batch_size=b, shuffle=True)`` (``Shuffle(b, n)``, a fresh permutation per
+    epoch, Chua et al. 2024 ABLQ_S), ``shuffle=False`` (``Deterministic(b, n)``, ABLQ_D) and a
+    ``RandomSampler(replacement=True)`` (``WithReplacement(b, n)``: b independent uniform
+    draws per batch).  For the standard loaders ``b`` must divide the number of examples drawn
+    per epoch (otherwise the last batch is smaller, or dropped, and the run is none of these
+    schemes).  Anything else raises ``ValueError`` naming the sampler.
+    """
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    bs = getattr(data_loader, "batch_sampler", None)
+    if bs is None:
+        raise ValueError(
+            "data_loader must batch its data (a batch_sampler); got a loader without one "
+            f"({type(data_loader).__name__})"
+        )
+    scheme = getattr(bs, "scheme", None)
+    if isinstance(scheme, Scheme):
+        return scheme
+    kind = type(bs).__name__
+    if kind == "UniformWithReplacementSampler" and hasattr(bs, "sample_rate"):
+        return Poisson(float(bs.sample_rate))
+    if type(bs) is not BatchSampler:
+        raise ValueError(f"privamp does not know the law of the batch sampler {kind}")
+    b, inner = int(bs.batch_size), bs.sampler
+    n = len(data_loader.dataset)
+    if type(inner) is SequentialSampler:
+        if n % b:
+            raise ValueError(
+                f"sequential batches of {b} from {n} examples leave a partial batch; "
+                "privamp's Deterministic scheme needs batch_size to divide the dataset size"
+            )
+        return Deterministic(b, n)
+    if type(inner) is RandomSampler:
+        drawn = inner.num_samples
+        if drawn % b:
+            raise ValueError(
+                f"{drawn} draws per epoch in batches of {b} leave a partial batch "
+                f"(drop_last={bs.drop_last}); choose a batch size that divides {drawn}"
+            )
+        if inner.replacement:
+            return WithReplacement(b, n)
+        if drawn != n:
+            raise ValueError(
+                f"RandomSampler without replacement drawing {drawn} of {n} examples per "
+                "epoch is not a privamp scheme"
+            )
+        return Shuffle(b, n)
+    raise ValueError(
+        f"privamp does not know the law of the sampler {type(inner).__name__} inside the "
+        "BatchSampler"
+    )
