@@ -214,23 +214,23 @@ def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np
 
 
 def optimal_epsilon(
-    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020"
+    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
     refined per delta (see module docstring)."""
     d = check_delta(delta)
-    cache = _CurveCache(curve)
+    cache = _CurveCache(curve) if _cache is None else _cache
     for dv in np.unique(d.ravel()):
         _search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0])
     return eps_from_rdp(cache.alpha, cache.rdp, d, conversion)
 
 
 def optimal_delta(
-    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020"
+    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon."""
     e = check_epsilon(epsilon)
-    cache = _CurveCache(curve)
+    cache = _CurveCache(curve) if _cache is None else _cache
     for ev in np.unique(e.ravel()):
         _search(cache, lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0])
     return delta_from_rdp(cache.alpha, cache.rdp, e, conversion)
@@ -256,6 +256,7 @@ class RdpAccountant:
             raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
         self.conversion = conversion
         self._terms: list[tuple[CurveFn, int, tuple | None]] = []
+        self._cache = _CurveCache(self._curve)  # total curve values, reset by compose
 
     def compose(self, step: CurveFn | tuple, steps: int = 1) -> RdpAccountant:
         n = check_int("steps", steps, minimum=1)
@@ -280,6 +281,7 @@ class RdpAccountant:
             self._terms.append((step, n, None))
         else:
             raise ValueError("step must be a callable alpha -> rdp or a (mechanism, scheme) tuple")
+        self._cache = _CurveCache(self._curve)
         return self
 
     def rdp(self, alpha: float | np.ndarray) -> np.ndarray:
@@ -298,7 +300,7 @@ class RdpAccountant:
         if not self._terms:
             d = check_delta(delta)
             return np.zeros(d.shape), np.full(d.shape, np.nan)
-        return optimal_epsilon(self._curve, delta, self.conversion)
+        return optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache)
 
     def get_epsilon(self, delta: float | np.ndarray) -> float | np.ndarray:
         """Upper bound on epsilon at ``delta`` (float for a scalar delta)."""
@@ -311,8 +313,14 @@ class RdpAccountant:
             e = check_epsilon(epsilon)
             out = np.zeros(e.shape)
         else:
-            out, _ = optimal_delta(self._curve, epsilon, self.conversion)
+            out, _ = self.get_delta_and_order(epsilon)
         return float(out) if np.ndim(epsilon) == 0 else out
+
+    def get_delta_and_order(self, epsilon: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not self._terms:
+            e = check_epsilon(epsilon)
+            return np.zeros(e.shape), np.full(e.shape, np.nan)
+        return optimal_delta(self._curve, epsilon, self.conversion, _cache=self._cache)
 
     def methods_at(self, alpha: float | np.ndarray) -> list[str]:
         """Names of the RDP methods giving the composed curve at the orders ``alpha``."""
@@ -372,7 +380,7 @@ class _RdpRun(RunAnalysis):
         return Bound(value, "upper", self._source(orders)), None
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
-        out, orders = optimal_delta(self.acc._curve, epsilon, self.acc.conversion)
+        out, orders = self.acc.get_delta_and_order(epsilon)
         value = float(out) if np.ndim(out) == 0 else out
         return Bound(value, "upper", self._source(orders)), None
 
