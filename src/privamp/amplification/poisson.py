@@ -410,7 +410,10 @@ def poisson_exact_rdp(mechanism: Mechanism, q: float, alpha: np.ndarray | float)
     or randomized response, at real orders alpha > 1; rounded up by quadrature error bounds.
 
     D = max(log Psi^rm_a, log Psi^ins_a) / (a - 1) (Zhu & Wang 2019, Sec. 3; the pairs are
-    symmetric so no other direction exists).  q = 1: the base mechanism; q = 0: 0.
+    symmetric so no other direction exists; (wP + (1-w)Q, Q) and its swap dominate Poisson
+    subsampling of a mechanism dominated by (P, Q): Zhu, Dong & Wang 2022, "Optimal accounting
+    of differential privacy via characteristic function", Sec. on subsampling).
+    q = 1: the base mechanism; q = 0: 0.
     """
     a = _check_rows(np.atleast_1d(alpha))
     shape = np.shape(alpha)
