@@ -197,10 +197,10 @@ def test_digits_example_smoke(monkeypatch):
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "dpsgd_digits.py"
-    spec = importlib.util.spec_from_file_location("dpsgd_digits", path)
+    path = Path(__file__).resolve().parents[1] / "examples" / "dpsgd_mnist_like.py"
+    spec = importlib.util.spec_from_file_location("dpsgd_mnist_like", path)
     module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "dpsgd_digits", module)  # dataclasses look it up
+    monkeypatch.setitem(sys.modules, "dpsgd_mnist_like", module)  # dataclasses look it up
     spec.loader.exec_module(module)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

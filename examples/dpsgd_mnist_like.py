@@ -1,6 +1,6 @@
 """DP-SGD with Opacus on scikit-learn's digits, once per batch sampler, with privamp's epsilon.
 
-Run:  python examples/dpsgd_digits.py [--epochs 10] [--sigma 1.0] [--delta 1e-5]
+Run:  python examples/dpsgd_mnist_like.py [--epochs 10] [--sigma 1.0] [--delta 1e-5]
 
 Trains the same small network with the same noise multiplier, clipping norm, batch size and
 number of steps under four batch samplers (Poisson, shuffle, fixed-size without replacement,
