@@ -55,7 +55,11 @@ class Training:
 
     # ------------------------------------------------------------------------------------
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:
-        """The analyses of the accountants ``name`` ("best" = all applicable), built once."""
+        """The analyses of the accountants ``name`` ("best" = all applicable), built once.
+
+        With ``"best"``, an accountant that declines this particular run (raises ValueError,
+        e.g. the RDP accountant for a partial epoch) is skipped as long as another one answers.
+        """
         accountants = applicable(self, name)
         if not accountants:
             raise ValueError(
@@ -63,24 +67,44 @@ class Training:
                 f"{type(self.scheme).__name__} under {self.relation} yet"
             )
         out = []
+        errors: list[ValueError] = []
         for acc in accountants:
             key = f"{acc.name}:{id(acc)}"
             if key not in self._cache:
-                self._cache[key] = acc.build(self)
+                try:
+                    self._cache[key] = acc.build(self)
+                except ValueError as exc:
+                    if name != "best":
+                        raise
+                    errors.append(exc)
+                    continue
             out.append((acc.name, self._cache[key]))
+        if not out:
+            raise errors[0]
         return out
+
+    def _query(self, accountant: str, ask) -> list:
+        pairs, errors = [], []
+        for _, an in self.analysis(accountant):
+            try:
+                pairs.append(ask(an))
+            except ValueError as exc:
+                if accountant != "best":
+                    raise
+                errors.append(exc)
+        if not pairs:
+            raise errors[0]
+        return pairs
 
     def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the run's epsilon at ``delta`` (in (0, 1), scalar or array)."""
         d = check_delta(delta)
-        pairs = [an.epsilon(d) for _, an in self.analysis(accountant)]
-        return _combine(pairs, np.shape(delta))
+        return _combine(self._query(accountant, lambda an: an.epsilon(d)), np.shape(delta))
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the run's delta at ``epsilon`` (>= 0, scalar or array)."""
         e = check_epsilon(epsilon)
-        pairs = [an.delta(e) for _, an in self.analysis(accountant)]
-        return _combine(pairs, np.shape(epsilon))
+        return _combine(self._query(accountant, lambda an: an.delta(e)), np.shape(epsilon))
 
     def __str__(self) -> str:
         return (
