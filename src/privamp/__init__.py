@@ -12,6 +12,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 from . import amplification as _amplification  # noqa: F401  (registers RDP results)
 from .accounting import Training, calibrate, compare
 from .accounting.pld import PLD, TwoSidedPLD, discretise, poisson_pairs
+from .accounting.rdp import RdpAccountant
 from .amplification.partitioning import SubsampledModelSplit, partial_split_rdp
 from .amplification.profiles import profile, profile_bound
 from .amplification.registry import rdp, rdp_curve, rdp_methods
@@ -71,4 +72,5 @@ __all__ = [
     "poisson_pairs",
     "SubsampledModelSplit",
     "partial_split_rdp",
+    "RdpAccountant",
 ]
