@@ -13,6 +13,7 @@ from . import amplification as _amplification  # noqa: F401  (registers RDP resu
 from .accounting import Training, calibrate, compare
 from .accounting.pld import PLD, TwoSidedPLD, discretise, poisson_pairs
 from .accounting.rdp import RdpAccountant
+from .amplification.batching import ABLQ, calibrate_interval
 from .amplification.partitioning import SubsampledModelSplit, partial_split_rdp
 from .amplification.profiles import profile, profile_bound
 from .amplification.registry import rdp, rdp_curve, rdp_methods
@@ -73,4 +74,6 @@ __all__ = [
     "SubsampledModelSplit",
     "partial_split_rdp",
     "RdpAccountant",
+    "ABLQ",
+    "calibrate_interval",
 ]
