@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import log_ndtr
+from scipy.special import log_ndtr, ndtr
 
 __all__ = [
     "log_mixture_ratio",
@@ -219,7 +219,19 @@ def _small_regime(runs, edges, h_target, power, log_w, s, extra) -> float:
         t_2h = 2 * h * (g.sum() - 0.5 * (g[0] + g[-1]))
         pieces.append(t_h)
         errs.append(abs(t_h - t_2h))
-    d = math.fsum(pieces) + math.fsum(errs) + math.exp(float(logsumexp(extra)))
+    # outside the kept cells, 0 <= (1+S)^p - 1 - pS <= M^p + |p| (1 + M): the M^p part is in
+    # ``extra``; bound the masses of phi and of the mixture (phi M) outside by normal tails
+    kept = [(edges[run[0]], edges[run[-1] + 1]) for run in runs]
+    gaps = [(-np.inf, kept[0][0])] + [(kept[i][1], kept[i + 1][0]) for i in range(len(kept) - 1)]
+    gaps.append((kept[-1][1], np.inf))
+    shifts = np.concatenate([[0.0], k * s])
+    weights = np.exp(log_w)
+    outside = 0.0
+    for u, v in gaps:
+        phi_mass = min(ndtr(v), ndtr(-u))
+        mix_mass = float(np.sum(weights * np.minimum(ndtr(v - shifts), ndtr(shifts - u))))
+        outside += abs(power) * (phi_mass + mix_mass)
+    d = math.fsum(pieces) + math.fsum(errs) + math.exp(float(logsumexp(extra))) + outside
     d += 1e-15 * math.fsum(abs(x) for x in pieces) + 1e-300
     if d <= -1.0:
         return math.inf
