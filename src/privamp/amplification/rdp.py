@@ -363,15 +363,17 @@ def gaussian_mixture_log_moments(
     alpha, log_weights: np.ndarray, s: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """(log Psi_fwd, log Psi_rev) of ``sum_k w_k N(k s, 1)`` against ``N(0,1)``, rounded up:
-    exact multinomial expansion (App. G.5) for integer orders with ``alpha * K <= 600``,
-    log-space quadrature otherwise (see :mod:`privamp.numerics.mixture_divergence`)."""
+    log-space quadrature, and for integer orders with ``alpha * K <= 600`` also the exact
+    multinomial expansion of App. G.5; the smaller of the two upper bounds is kept
+    (see :mod:`privamp.numerics.mixture_divergence`)."""
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     K = log_weights.size - 1
     fwd = np.array(log_moment_quadrature(a, log_weights, s, "forward"), dtype=float)
     fwd = fwd.reshape(a.shape)
     exact = (a == np.round(a)) & (a * K <= _MULTINOMIAL_MAX)
     for i in np.flatnonzero(exact):
-        fwd[i] = log_forward_moment_multinomial(int(a[i]), log_weights, s)
+        # both are upper bounds; the quadrature keeps more relative accuracy when log Psi is tiny
+        fwd[i] = min(fwd[i], log_forward_moment_multinomial(int(a[i]), log_weights, s))
     rev = np.array(log_moment_quadrature(a, log_weights, s, "reverse"), dtype=float)
     rev = rev.reshape(a.shape)
     return fwd, rev

@@ -183,9 +183,12 @@ def _one(a, span, forward, grid, lm_all, pm_all, log_w, s, K, step) -> float:
     return total
 
 
-def _pow1p_second_order(S: np.ndarray, p: float) -> np.ndarray:
-    """(1 + S)^p - 1 - p S, accurate also for tiny |S| (Taylor series below |S| < 1e-3)."""
-    direct = np.expm1(p * np.log1p(S)) - p * S
+def _phi_pow1p_second_order(log_phi: np.ndarray, S: np.ndarray, p: float) -> np.ndarray:
+    """phi * ((1 + S)^p - 1 - p S): Taylor series for |S| < 1e-3 (no cancellation), otherwise
+    ``exp(log phi + p log1p S) - phi (1 + p S)`` (no overflow of the power alone)."""
+    phi = np.exp(log_phi)
+    with np.errstate(over="ignore"):
+        out = np.exp(log_phi + p * np.log1p(S)) - phi * (1.0 + p * S)
     small = np.abs(S) < 1e-3
     if small.any():
         x = S[small]
@@ -194,8 +197,8 @@ def _pow1p_second_order(S: np.ndarray, p: float) -> np.ndarray:
         for n in range(2, 12):
             c = c * (p - n + 1) / n
             acc += c * x**n
-        direct[small] = acc
-    return direct
+        out[small] = phi[small] * acc
+    return out
 
 
 def _small_regime(runs, edges, h_target, power, log_w, s, extra) -> float:
@@ -213,7 +216,7 @@ def _small_regime(runs, edges, h_target, power, log_w, s, extra) -> float:
         S = (w[:, None] * np.expm1(u)).sum(axis=0)
         # (1+S)^p - 1 - p S: the linear term integrates to zero (E_phi[M - 1] = 0) and is
         # removed so that no first-order cancellation is left in the sum
-        f = np.exp(_log_phi(z)) * _pow1p_second_order(S, power)
+        f = _phi_pow1p_second_order(_log_phi(z), S, power)
         t_h = h * (f.sum() - 0.5 * (f[0] + f[-1]))
         g = f[::2]
         t_2h = 2 * h * (g.sum() - 0.5 * (g[0] + g[-1]))
@@ -233,6 +236,8 @@ def _small_regime(runs, edges, h_target, power, log_w, s, extra) -> float:
         outside += abs(power) * (phi_mass + mix_mass)
     d = math.fsum(pieces) + math.fsum(errs) + math.exp(float(logsumexp(extra))) + outside
     d += 1e-15 * math.fsum(abs(x) for x in pieces) + 1e-300
+    if not math.isfinite(d):
+        return math.inf
     if d <= -1.0:
         return math.inf
     return math.log1p(d) * (1 + 1e-13)
