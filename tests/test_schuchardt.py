@@ -394,3 +394,24 @@ def test_reproduce_figure4_fast(tmp_path):
     for (curve, x), y in by.items():
         if curve.endswith("tight"):
             assert y <= by[(curve.replace("tight", "baseline"), x)] * (1 + 1e-9)
+
+
+def test_tiny_rate_rr_exact_against_mpmath():
+    theta, r, K = 0.75, 1e-6, 8
+    t = mp.mpf(theta)
+    moved = 1 - (1 - mp.mpf(r)) ** K
+    p0 = t + moved * (1 - 2 * t)
+    for a in (1.01, 1.5, 2.0, 300.0):
+        ref = max(eps_from_psi(bern_psi(a, p0, t), a), eps_from_psi(bern_psi(a, t, p0), a))
+        mine = float(pa.rdp(pa.RandomizedResponse(theta), pa.Poisson(r), a, pa.AddRemove(K),
+                            method="schuchardt-tight"))
+        assert mine >= ref and mine == pytest.approx(ref, rel=1e-9)
+    # Thm 3.7 at q/N = 1e-6: compare with the 8-combination maximum at 50 digits
+    w = mp.mpf(1) / 10**6
+    for a in (1.01, 3.0):
+        best = max(bern_psi(a, (1 - w) * t1 + w * t2, (1 - w) * t1 + w * t4)
+                   for t1, t2, t4 in itertools.product([t, 1 - t], repeat=3))
+        mine = float(pa.rdp(pa.RandomizedResponse(theta), pa.WithoutReplacement(1, 10**6), a,
+                            pa.Substitution(), method="schuchardt-tight"))
+        assert mine >= eps_from_psi(best, a)
+        assert mine == pytest.approx(eps_from_psi(best, a), rel=1e-9)

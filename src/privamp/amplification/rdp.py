@@ -113,7 +113,9 @@ def _interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
     t = a - lo
     with np.errstate(invalid="ignore"):  # 0 * inf on the unused branch
         cgf = np.where(hi == lo, f_hi, (1 - t) * f_lo + t * f_hi)
-    return cgf / (a - 1)
+        eps = cgf / (a - 1)
+    # between 1 and 2 the chord from (1, 0) gives exactly the CGF bound at 2
+    return np.where((lo < 2) & (hi == 2), f_hi, eps)
 
 
 def _log_binom(n, k):
@@ -393,19 +395,45 @@ def poisson_group_gaussian_rdp(mech: Gaussian, rate: float, group: int, alpha) -
     return np.maximum(np.maximum(fwd, rev), 0.0) / (a - 1)
 
 
-def _bern_log_psi(a: np.ndarray, p: float, q: float) -> np.ndarray:
-    """log Psi_a(Bern(p) || Bern(q)) = log(p^a q^(1-a) + (1-p)^a (1-q)^(1-a)), exact, with the
-    conventions 0^a = 0 and x / 0 = inf for x > 0."""
+def _second_order(u: float, a: np.ndarray) -> np.ndarray:
+    """(1 + u)^a - 1 - a u for u >= -1, accurate also for tiny |u| (series)."""
+    if abs(u) < 1e-3:
+        acc = np.zeros_like(a)
+        c = a.copy()
+        for n in range(2, 14):
+            c = c * (a - n + 1) / n
+            acc = acc + c * u**n
+        return acc
+    with np.errstate(over="ignore", divide="ignore"):
+        return np.expm1(a * math.log1p(u)) - a * u
+
+
+def _bern_log_psi(a: np.ndarray, q: float, delta: float) -> np.ndarray:
+    """log Psi_a(Bern(q + delta) || Bern(q)) (laws given by P(z = 0)), exact.
+
+    ``Psi - 1 = q g(delta/q) + (1-q) g(-delta/(1-q))`` with ``g(u) = (1+u)^a - 1 - a u`` (the
+    linear terms cancel), so tiny divergences keep their relative accuracy; ``delta`` is
+    passed separately for the same reason.  Conventions 0^a = 0 and x/0 = inf for x > 0."""
+    p = q + delta
     out = []
     for pp, qq in ((p, q), (1 - p, 1 - q)):
-        if pp == 0:
+        if pp <= 0:
             out.append(np.full(a.shape, -np.inf))
-        elif qq == 0:
+        elif qq <= 0:
             out.append(np.full(a.shape, np.inf))
         else:
             out.append(a * math.log(pp) + (1 - a) * math.log(qq))
-    with np.errstate(invalid="ignore"):
-        return np.logaddexp(out[0], out[1])
+    direct = np.logaddexp(out[0], out[1]) * (1 + 1e-14)
+    if q <= 0.0 or q >= 1.0:
+        return direct
+    small = direct < 1.0
+    if small.any():
+        b = a[small]
+        d = q * _second_order(delta / q, b) + (1 - q) * _second_order(-delta / (1 - q), b)
+        d = np.maximum(d, 0.0) * (1 + 1e-13) + 1e-300
+        direct = direct.copy()
+        direct[small] = np.log1p(d)
+    return direct
 
 
 def poisson_group_rr_rdp(mech: RandomizedResponse, rate: float, group: int, alpha) -> np.ndarray:
@@ -416,9 +444,10 @@ def poisson_group_rr_rdp(mech: RandomizedResponse, rate: float, group: int, alph
     Bernoulli divergences between ``theta`` and ``w theta + (1-w)(1-theta)``, ``w = (1-r)^K``."""
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     t = mech.theta
-    w1 = (1.0 - rate) ** group
-    p = w1 * t + (1 - w1) * (1 - t)
-    val = np.maximum(_bern_log_psi(a, p, t), _bern_log_psi(a, t, p))
+    moved = -math.expm1(group * math.log1p(-rate)) if rate < 1 else 1.0  # 1 - (1-r)^K
+    delta = moved * (1 - 2 * t)  # mixture P(z=0) minus theta
+    p = t + delta
+    val = np.maximum(_bern_log_psi(a, t, delta), _bern_log_psi(a, p, -delta))
     return np.maximum(val, 0.0) / (a - 1)
 
 
@@ -435,9 +464,9 @@ def wor_substitution_rr_rdp(
     for t1 in (t, 1 - t):
         for t2 in (t, 1 - t):
             for t4 in (t, 1 - t):
-                p = (1 - w) * t1 + w * t2  # P(z = 0) under x (|0 - tau| = tau)
+                # P(z = 0) under x and x' (|0 - tau| = tau); they differ by w (t2 - t4)
                 q = (1 - w) * t1 + w * t4
-                best = np.maximum(best, _bern_log_psi(a, p, q))
+                best = np.maximum(best, _bern_log_psi(a, q, w * (t2 - t4)))
     return np.maximum(best, 0.0) / (a - 1)
 
 
