@@ -368,9 +368,14 @@ def test_thm_f3_laplace_by_hand():
         hand = 2 * mp.fsum(mp.binomial(a, l) * w**l * (1 - w) ** (a - l) * psi(l)
                            for l in range(a + 1))
         base = float(mp.log(psi(a)) / (a - 1))
-        mine = float(pa.rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), float(a), pa.AddRemove(),
-                            method="schuchardt-wor-addremove"))
+        mine = float(R.wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), float(a))[0])
         assert mine == pytest.approx(min(eps_from_psi(hand, a), base), rel=1e-12)
+    # the registered method also takes the monotone envelope (D_alpha nondecreasing in alpha)
+    orders = np.array([1.01, 1.5, 2.0, 3.0, 6.0])
+    env = pa.rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), orders, pa.AddRemove(),
+                 method="schuchardt-wor-addremove")
+    raw = R.wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), orders)
+    assert np.all(env <= raw) and np.all(np.diff(env) >= 0)
 
 
 def test_hybrid_f2_is_wang_at_double_sensitivity():

@@ -118,6 +118,21 @@ def _interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
     return np.where((lo < 2) & (hi == 2), f_hi, eps)
 
 
+_ANCHORS = np.array([1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0])
+
+
+def _monotone_envelope(alpha: np.ndarray, eps_fn) -> np.ndarray:
+    """min over beta >= alpha of eps_fn(beta), over the requested orders plus a few anchor
+    orders: sound because Rényi divergences are nondecreasing in the order (van Erven &
+    Harremoës 2014, Thm 3), and it removes the blow-up of bounds like Mironov's Cor 4 (or a
+    factor 2) as alpha -> 1."""
+    a = np.asarray(alpha, dtype=float)
+    grid = np.unique(np.concatenate([a.ravel(), _ANCHORS[_ANCHORS > a.min()]]))
+    vals = np.asarray(eps_fn(grid), dtype=float)
+    env = np.minimum.accumulate(vals[::-1])[::-1]
+    return env[np.searchsorted(grid, a)]
+
+
 def _log_binom(n, k):
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
@@ -339,7 +354,7 @@ def _has_base(m, s, r) -> bool:
     when=_has_base,
 )
 def _mironov_group_method(mech, scheme, relation, alpha):
-    return mironov_group_curve(mech, scheme, alpha, relation)
+    return _monotone_envelope(alpha, lambda a: mironov_group_curve(mech, scheme, a, relation))
 
 
 @rdp_method(
@@ -553,7 +568,7 @@ def wor_addremove_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha) -> np.
     when=lambda m, s, r: r.group == 1 and type(r) is AddRemove,
 )
 def _f3_method(mech, scheme, relation, alpha):
-    return wor_addremove_rdp(mech, scheme, alpha)
+    return _monotone_envelope(alpha, lambda a: wor_addremove_rdp(mech, scheme, a))
 
 
 # ----------------------------------------------------------------------------------------

@@ -213,10 +213,12 @@ def _small_regime(runs, edges, h_target, power, log_w, s, extra) -> float:
         h = (z1 - z0) / n
         z = np.linspace(z0, z1, n + 1)
         u = (k * s)[:, None] * z[None, :] - 0.5 * ((k * s) ** 2)[:, None]
-        S = (w[:, None] * np.expm1(u)).sum(axis=0)
         # (1+S)^p - 1 - p S: the linear term integrates to zero (E_phi[M - 1] = 0) and is
-        # removed so that no first-order cancellation is left in the sum
-        f = _phi_pow1p_second_order(_log_phi(z), S, power)
+        # removed so that no first-order cancellation is left in the sum.  Overflow (huge
+        # M far out) makes the sum non-finite and the caller keeps the log-space value.
+        with np.errstate(over="ignore", invalid="ignore"):
+            S = (w[:, None] * np.expm1(u)).sum(axis=0)
+            f = _phi_pow1p_second_order(_log_phi(z), S, power)
         t_h = h * (f.sum() - 0.5 * (f[0] + f[-1]))
         g = f[::2]
         t_2h = 2 * h * (g.sum() - 0.5 * (g[0] + g[-1]))
