@@ -61,6 +61,7 @@ __all__ = [
     "wor_substitution_rr_rdp",
     "wor_addremove_rdp",
     "daigavane_rdp",
+    "monotone_envelope",
 ]
 
 SRC_WANG = "Wang, Balle, Kasiviswanathan 2019, Thm 9 + Thm 27 (Schuchardt et al. 2024, Prop E.2)"
@@ -121,7 +122,7 @@ def _interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
 _ANCHORS = np.array([1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 32.0])
 
 
-def _monotone_envelope(alpha: np.ndarray, eps_fn) -> np.ndarray:
+def monotone_envelope(alpha: np.ndarray, eps_fn) -> np.ndarray:
     """min over beta >= alpha of eps_fn(beta), over the requested orders plus a few anchor
     orders: sound because Rényi divergences are nondecreasing in the order (van Erven &
     Harremoës 2014, Thm 3), and it removes the blow-up of bounds like Mironov's Cor 4 (or a
@@ -354,7 +355,7 @@ def _has_base(m, s, r) -> bool:
     when=_has_base,
 )
 def _mironov_group_method(mech, scheme, relation, alpha):
-    return _monotone_envelope(alpha, lambda a: mironov_group_curve(mech, scheme, a, relation))
+    return monotone_envelope(alpha, lambda a: mironov_group_curve(mech, scheme, a, relation))
 
 
 @rdp_method(
@@ -568,7 +569,7 @@ def wor_addremove_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha) -> np.
     when=lambda m, s, r: r.group == 1 and type(r) is AddRemove,
 )
 def _f3_method(mech, scheme, relation, alpha):
-    return _monotone_envelope(alpha, lambda a: wor_addremove_rdp(mech, scheme, a))
+    return monotone_envelope(alpha, lambda a: wor_addremove_rdp(mech, scheme, a))
 
 
 # ----------------------------------------------------------------------------------------

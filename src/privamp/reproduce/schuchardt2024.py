@@ -110,14 +110,15 @@ def _poisson_baseline(mech: Mechanism, r: float, K: int) -> Callable:
     """Zhu & Wang 2019 without the factor 2, then Mironov's recursive group privacy."""
     if K == 1:
         return lambda a: rdp_of(mech, Poisson(r), a, AddRemove(), method="zhu-wang-tight")
-    return lambda a: R.mironov_group_curve(mech, Poisson(r), a, AddRemove(K),
-                                           base_method="zhu-wang-tight")
+    return lambda a: R.monotone_envelope(a, lambda b: R.mironov_group_curve(
+        mech, Poisson(r), b, AddRemove(K), base_method="zhu-wang-tight"))
 
 
 def _wor_wang(mech: Mechanism, scheme: WithoutReplacement, K: int = 1) -> Callable:
     if K == 1:
         return lambda a: rdp_of(mech, scheme, a, Substitution(), method="wang2019")
-    return lambda a: R.mironov_group_curve(mech, scheme, a, Substitution(K), base_method="wang2019")
+    return lambda a: R.monotone_envelope(a, lambda b: R.mironov_group_curve(
+        mech, scheme, b, Substitution(K), base_method="wang2019"))
 
 
 # ------------------------------------------------------------------------------------------
