@@ -420,3 +420,18 @@ def test_tiny_rate_rr_exact_against_mpmath():
                             pa.Substitution(), method="schuchardt-tight"))
         assert mine >= eps_from_psi(best, a)
         assert mine == pytest.approx(eps_from_psi(best, a), rel=1e-9)
+
+
+def test_training_with_group_relation_uses_tight_result():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100, relation=pa.AddRemove(4))
+    g = run.epsilon(1e-5, accountant="rdp")
+    assert "schuchardt-tight" in g.upper.source
+    # group privacy costs: larger than for single records, smaller than the Mironov recursion
+    single = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100).epsilon(
+        1e-5, accountant="rdp")
+    assert float(g) > float(single)
+    from privamp.accounting.rdp import eps_from_rdp
+
+    a = np.unique(np.concatenate([np.geomspace(1.05, 10, 30), np.arange(11.0, 257.0)]))
+    base = pa.rdp(pa.Gaussian(1.0), pa.Poisson(0.01), a, pa.AddRemove(4), method="mironov-group")
+    assert float(g) <= float(eps_from_rdp(a, 100 * base, 1e-5)[0])
