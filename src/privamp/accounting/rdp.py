@@ -117,6 +117,17 @@ def _log_delta_table(
     return np.minimum(np.minimum(ld, tv), 0.0)
 
 
+def _check_curve(alpha: np.ndarray, rdp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Validated flat (orders, RDP values) of one curve."""
+    a = check_orders(alpha).ravel()
+    r = np.asarray(rdp, dtype=float).ravel()
+    if a.shape != r.shape:
+        raise ValueError("alpha and rdp must have the same number of entries")
+    if np.isnan(r).any() or (r < 0).any():
+        raise ValueError("rdp must be >= 0 and not NaN")
+    return a, r
+
+
 def eps_from_rdp(
     alpha: np.ndarray, rdp: np.ndarray, delta: float | np.ndarray, conversion: str = "balle2020"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -126,12 +137,7 @@ def eps_from_rdp(
     Bretagnolle-Huber bound gave eps = 0).  Balle et al. 2020, Thm 21 (or Mironov 2017,
     Prop. 3), plus the total-variation shortcut; rounded up by 1e-12 relative.
     """
-    a = check_orders(alpha).ravel()
-    r = np.asarray(rdp, dtype=float).ravel()
-    if a.shape != r.shape:
-        raise ValueError("alpha and rdp must have the same number of entries")
-    if np.isnan(r).any() or (r < 0).any():
-        raise ValueError("rdp must be >= 0 and not NaN")
+    a, r = _check_curve(alpha, rdp)
     d = check_delta(delta)
     table = _eps_table(a, r, d.ravel(), conversion)
     k = np.argmin(table, axis=1)
@@ -146,12 +152,7 @@ def delta_from_rdp(
     """Smallest delta over the given orders implied at ``epsilon`` (the inversion of
     Balle et al. 2020, Thm 21, order by order, capped by sqrt(1 - exp(-rdp)) and 1).
     Returns ``(delta, order)`` shaped like ``epsilon``."""
-    a = check_orders(alpha).ravel()
-    r = np.asarray(rdp, dtype=float).ravel()
-    if a.shape != r.shape:
-        raise ValueError("alpha and rdp must have the same number of entries")
-    if np.isnan(r).any() or (r < 0).any():
-        raise ValueError("rdp must be >= 0 and not NaN")
+    a, r = _check_curve(alpha, rdp)
     e = check_epsilon(epsilon)
     table = _log_delta_table(a, r, e.ravel(), conversion)
     k = np.argmin(table, axis=1)

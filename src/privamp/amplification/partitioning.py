@@ -266,6 +266,20 @@ def fast_forward_bound(s: float, d: int, k: int, alpha: np.ndarray) -> np.ndarra
     return logsumexp(lw + a * s * s * ls / 2.0, axis=-1)
 
 
+def _binomial_mix(logm: np.ndarray, rate: float) -> np.ndarray:
+    """log E_Q[(1 - g + g L)^n], n = 0..len-1, from log E_Q[L^l] (binomial expansion)."""
+    rows = []
+    for nn in range(len(logm)):
+        ll = np.arange(nn + 1)
+        lb = special.gammaln(nn + 1) - special.gammaln(ll + 1) - special.gammaln(nn - ll + 1)
+        with np.errstate(divide="ignore"):
+            rows.append(logsumexp(lb + (nn - ll) * np.log1p(-rate) + ll * np.log(rate)
+                                  + logm[ll]))
+    out = np.array(rows)
+    out[0] = 0.0
+    return out
+
+
 def _interp_log_moment(logm: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Upper bound on log E[L^alpha] from integer log-moments by log-convexity (Hölder)."""
     lo = np.floor(alpha).astype(int)
@@ -578,15 +592,7 @@ def poisson_gaussian_rdp(s: float, rate: float, alpha: np.ndarray) -> np.ndarray
     n = np.arange(nmax + 1, dtype=float)
     logm = s * s * n * (n - 1) / 2.0
     if rate < 1.0:
-        rows = []
-        for nn in range(nmax + 1):
-            ll = np.arange(nn + 1)
-            lb = special.gammaln(nn + 1) - special.gammaln(ll + 1) - special.gammaln(nn - ll + 1)
-            with np.errstate(divide="ignore"):
-                rows.append(logsumexp(lb + (nn - ll) * np.log1p(-rate) + ll * np.log(rate)
-                                      + logm[ll]))
-        logm = np.array(rows)
-        logm[0] = 0.0
+        logm = _binomial_mix(logm, rate)
     return _interp_log_moment(_round_up(logm), alpha) / (alpha - 1.0)
 
 
@@ -643,16 +649,7 @@ def _partial_forward(s_sp: float, s_sh: float, d: int, rate: float, alpha: np.nd
     nmax = max(int(np.ceil(alpha.max())), 2)
     n = np.arange(nmax + 1, dtype=float)
     logm = _log_moments_k1(s_sp, d, nmax) + s_sh * s_sh * n * (n - 1) / 2.0
-    rows = []
-    for nn in range(nmax + 1):
-        ll = np.arange(nn + 1)
-        lb = special.gammaln(nn + 1) - special.gammaln(ll + 1) - special.gammaln(nn - ll + 1)
-        with np.errstate(divide="ignore"):
-            rows.append(logsumexp(lb + (nn - ll) * np.log1p(-rate) + ll * np.log(rate)
-                                  + logm[ll]))
-    lm = np.array(rows)
-    lm[0] = 0.0
-    return _interp_log_moment(_round_up(lm), alpha) / (alpha - 1.0)
+    return _interp_log_moment(_round_up(_binomial_mix(logm, rate)), alpha) / (alpha - 1.0)
 
 
 _G_LOGIT = np.linspace(-20.0, 20.0, 81)  # lattice of effective rates g' in logit space
