@@ -41,7 +41,9 @@ def plot_epsilon_vs_sigma(
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     sig = np.asarray(sigmas, dtype=float)
-    for scheme in schemes:
+    styles = [("--", "s"), ("-", "o"), (":", "^"), ("-.", "D"), ("-", "v")]
+    for i, scheme in enumerate(schemes):
+        ls, mk = styles[i % len(styles)]
         up, lo = [], []
         for s in sig:
             run = Training(Gaussian(s, sensitivity), scheme, epochs=epochs, relation=relation)
@@ -56,7 +58,7 @@ def plot_epsilon_vs_sigma(
         up_a, lo_a = np.array(up), np.array(lo)
         if np.all(np.isnan(up_a)) and np.all(np.isnan(lo_a)):
             continue
-        (line,) = ax.plot(sig, np.where(np.isnan(up_a), lo_a, up_a), marker="o", ms=3,
+        (line,) = ax.plot(sig, np.where(np.isnan(up_a), lo_a, up_a), ls=ls, marker=mk, ms=4,
                           label=scheme.name)
         ok = ~np.isnan(up_a) & ~np.isnan(lo_a)
         if ok.any():
