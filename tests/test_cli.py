@@ -79,3 +79,14 @@ def test_epsilon_json_shape_matches_api(capsys):
     assert g["upper"]["kind"] in ("upper", "exact")
     if g["lower"] is not None:
         assert g["lower"]["value"] <= g["upper"]["value"]
+
+
+def test_compare_plot_writes_a_png(tmp_path):
+    import privamp as pa
+    from privamp.plotting import plot_epsilon_vs_sigma
+
+    path = plot_epsilon_vs_sigma(
+        [pa.Deterministic(1, 10), pa.Shuffle(1, 10)], [0.5, 1.0], 1, 1e-5,
+        tmp_path / "cmp.png", pa.ZeroOut(),
+    )
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
