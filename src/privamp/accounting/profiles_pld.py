@@ -223,8 +223,32 @@ class GaussianShiftMixturePair(LossPair):
             lo = np.minimum(lo, hi - 1.0)
             # where l is barely above the floor the preimage may lie below lo: widen
             lo = np.where(self.loss(lo) > tgt, -1e4, lo)
-            x[ok] = bisect_monotone(self.loss, tgt, lo, hi, increasing=True, iterations=80)
+            x[ok] = self._newton(tgt, hi, lo)
         return x.reshape(l.shape)
+
+    def _newton(self, tgt: np.ndarray, hi: np.ndarray, lo: np.ndarray) -> np.ndarray:
+        """Preimage of the losses ``tgt`` by Newton's method from above: L is convex and
+        increasing (a log-sum-exp of affine functions), so Newton steps started where
+        L(hi) >= tgt never pass the root and converge monotonically (quadratically near it).
+        Falls back to bisection where the iteration has not settled."""
+        x = hi.astype(float).copy()
+        c, slope = self._c[:, None], self._slope[:, None]
+        for _ in range(60):
+            terms = c + slope * x[None, :]
+            top = terms.max(axis=0)
+            e = np.exp(terms - top)
+            ssum = e.sum(axis=0)
+            val = top + np.log(ssum)
+            deriv = (e * slope).sum(axis=0) / ssum
+            with np.errstate(divide="ignore", invalid="ignore"):
+                step = np.where(deriv > 0, (val - tgt) / deriv, 0.0)
+            step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
+            new = np.maximum(x - step, lo)
+            done = np.abs(new - x) <= 4e-16 * np.maximum(1.0, np.abs(x))
+            x = new
+            if done.all():
+                return x
+        return bisect_monotone(self.loss, tgt, lo, hi, increasing=True, iterations=80)
 
     def tail(self, l, dist, upper, strict):
         l = _arr(l)
