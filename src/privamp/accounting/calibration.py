@@ -36,13 +36,21 @@ def calibrate(
     lo = check_positive("lo", lo)
     hi = check_positive("hi", hi)
 
-    def eps_at(sigma: float) -> tuple[float, str]:
-        g = make_run(sigma).epsilon(d, accountant=accountant)
+    def eps_at(sigma: float, probe: bool = True) -> tuple[float, str]:
+        run = make_run(sigma)
+        try:
+            g = run.epsilon(d, accountant=accountant)
+        except ValueError:
+            if not probe:
+                raise
+            # the accountant declines this noise level (e.g. losses too large to discretise
+            # at tiny sigma): count it as not meeting the target, never as meeting it
+            return float("inf"), ""
         if g.upper is None:
             raise ValueError("the accountant gives no upper bound for this run; cannot calibrate")
         return float(g.upper.value), g.upper.source
 
-    e_hi, src = eps_at(hi)
+    e_hi, src = eps_at(hi, probe=False)
     if e_hi > target:
         raise ValueError(
             f"even sigma={hi} gives epsilon {e_hi:.4g} > target_epsilon={target}; raise hi"
