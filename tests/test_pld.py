@@ -343,3 +343,91 @@ def test_pld_analysis_explicit_grid_and_scope():
                         relation=pa.Substitution())
     with pytest.raises(ValueError, match="Poisson"):
         pld_analysis(other)
+
+
+# ---------------------------------------------------------------------------------------
+# Fourier-domain exponentiation (self_compose method="power") vs repeated squaring
+# ---------------------------------------------------------------------------------------
+def test_power_self_compose_grid_pair_closed_form():
+    """A grid pair with masses (0.6, 0.39) at losses (0, h) and 0.01 at +inf: its T-fold has
+    binomial masses C(T,k) 0.6^(T-k) 0.39^k at k h and 1 - 0.99^T at +inf (closed form), so
+    both kinds must sandwich the closed-form profile within their slack."""
+    h, T = 0.1, 300
+    k = np.arange(T + 1)
+    logm = (math.lgamma(T + 1) - np.array([math.lgamma(i + 1) + math.lgamma(T - i + 1)
+                                           for i in k]) + (T - k) * math.log(0.6)
+            + k * math.log(0.39))
+    mass, inf = np.exp(logm), 1.0 - 0.99**T
+    eps = np.linspace(0.0, 20.0, 201)
+    exact = np.array([np.sum(mass * np.maximum(1 - np.exp(e - k * h), 0.0)) for e in eps]) + inf
+    for kind in ("pessimistic", "optimistic"):
+        base = PLD(h, 0, np.array([0.6, 0.39]), 0.01, kind)
+        out = base.self_compose(T, method="power")
+        assert out.slack < 1e-12
+        # the masses themselves: l1 distance to the binomial within slack + truncated tails
+        ks = out.offset + np.arange(len(out.masses))
+        assert np.sum(np.abs(out.masses - mass[ks])) <= out.slack + 1e-13
+        d = out.delta(eps)
+        if kind == "pessimistic":
+            assert np.all(d >= exact - 1e-15) and np.all(d <= exact * (1 + 1e-8) + 1e-12)
+        else:
+            assert np.all(d <= exact + 1e-15) and np.all(d >= exact * (1 - 1e-8) - 1e-12)
+
+
+def _cross_check(pess: PLD, opt: PLD, T: int, eps: np.ndarray,
+                 exact: np.ndarray | None) -> None:
+    pw = pess.self_compose(T, method="power"), opt.self_compose(T, method="power")
+    sq = pess.self_compose(T, method="squaring"), opt.self_compose(T, method="squaring")
+    up_pw, lo_pw = pw[0].delta(eps), pw[1].delta(eps)
+    up_sq, lo_sq = sq[0].delta(eps), sq[1].delta(eps)
+    # every upper bound lies above every lower bound
+    assert np.all(up_pw >= lo_sq - 1e-15) and np.all(up_sq >= lo_pw - 1e-15)
+    # the two pessimistic (optimistic) results agree within both certified slacks plus the
+    # relative rounding factors of the squaring path (<= 1e-6 here)
+    for a, b in ((pw[0], sq[0]), (pw[1], sq[1])):
+        tol = a.slack + b.slack + 1e-6 * np.maximum(a.delta(eps), b.delta(eps)) + 1e-13
+        assert np.all(np.abs(a.delta(eps) - b.delta(eps)) <= tol)
+    if exact is not None:
+        assert np.all(lo_pw <= exact + 1e-14) and np.all(exact <= up_pw + 1e-14)
+
+
+def test_power_vs_squaring_gaussian_closed_form():
+    """Gaussian pair composed T times is Gaussian with shift s sqrt(T) (Dong et al. 2022)."""
+    s, T = 0.05, 1000
+    pess, opt = discretise(GaussianPair(s), 1e-3)
+    eps = np.linspace(0.0, 5.0, 51)
+    _cross_check(pess, opt, T, eps, gauss_delta(s * math.sqrt(T), eps))
+
+
+@pytest.mark.parametrize("theta,rate,T", [(0.75, 0.05, 200), (0.6, 0.2, 100)])
+def test_power_vs_squaring_randomized_response_binomial(theta, rate, T):
+    """Poisson-subsampled randomized response (lattice-supported losses), both directions,
+    against each other and the exact binomial profile."""
+    eps = np.array([0.0, 0.05, 0.2, 0.5, 1.0, 2.0])
+    exact = rr_exact_delta(theta, rate, T, eps)
+    ups, los = [], []
+    for pair in poisson_pairs(pa.RandomizedResponse(theta), rate):
+        from privamp.accounting.pld import _aligned_step, auto_grid
+
+        pess, opt = discretise(pair, _aligned_step(pair, auto_grid(pair, T, points=2e5)))
+        _cross_check(pess, opt, T, eps, None)
+        ups.append(pess.self_compose(T, method="power").delta(eps))
+        los.append(opt.self_compose(T, method="power").delta(eps))
+    up, lo = np.max(ups, axis=0), np.max(los, axis=0)
+    assert np.all(lo <= exact + 1e-14) and np.all(exact <= up + 1e-14)
+    big = exact > 1e-6
+    assert np.all((up - lo)[big] <= 1e-4 * exact[big] + 1e-12)
+
+
+def test_power_vs_squaring_subsampled_gaussian():
+    pair = MixturePair(GaussianPair(1 / 1.1), 0.05)
+    pess, opt = discretise(pair, 2e-3)
+    eps = np.linspace(0.0, 4.0, 41)
+    _cross_check(pess, opt, 400, eps, None)
+    _cross_check(*discretise(SwappedPair(pair), 2e-3), 400, eps, None)
+
+
+def test_self_compose_method_validation():
+    p, _ = discretise(GaussianPair(1.0), 0.01)
+    with pytest.raises(ValueError, match="method"):
+        p.self_compose(3, method="fast")

@@ -45,7 +45,7 @@ from scipy.signal import lfilter
 from .._validation import check_int, check_positive
 from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from ..mechanisms.pairs import DiscretePair, LaplacePair, LossPair, MixturePair, SwappedPair
-from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg
+from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg, self_convolve_power
 from ..results import Bound
 from ..sampling import AddRemove, Poisson, ZeroOut
 from .registry import BoundPair, RunAnalysis, run_accountant
@@ -69,6 +69,10 @@ _TRUNC_BUDGET = 1e-13
 #: relative allowance for float error in the suffix sums used by delta() / epsilon()
 _QUERY_REL = 1e-9
 _MAX_LOSS = 700.0
+#: self_compose(method="auto") uses Fourier-domain powering only for PLDs with at least this
+#: many atoms, and only while at most this fraction of the coefficients must be powered
+_POWER_MIN_ATOMS = 256
+_POWER_MAX_KEPT = 1.0 / 32.0
 PESSIMISTIC_SOURCE = (
     "PLD, pessimistic connect-the-dots discretisation (Doroshenko et al. 2022), FFT composition"
 )
@@ -140,14 +144,34 @@ class PLD:
         return _truncated(self.h, self.offset + other.offset, z, inf_mass, self.kind, slack,
                           max(truncation, err))
 
-    def self_compose(self, T: int, truncation: float | None = None) -> PLD:
-        """The PLD of the T-fold product, by repeated squaring: O(n log n log T).
+    def self_compose(self, T: int, truncation: float | None = None,
+                     method: str = "auto") -> PLD:
+        """The PLD of the T-fold product.
+
+        ``method="power"``: one FFT pair, the transform raised to the T-th power on a window
+        chosen by Chernoff bounds (:func:`privamp.numerics.fft.self_convolve_power`, certified
+        l1 error); ``"squaring"``: repeated squaring, O(n log n log T); ``"auto"``: power,
+        falling back to squaring when the window is too long or a check fails.
 
         ``truncation`` is the tail mass truncated after each convolution; by default
-        ``1e-13 / (2 T)``, so that all truncations together change delta by <= 1e-13.
+        ``1e-13 / (2 T)``, so that all truncations together change delta by <= 1e-13 (the
+        power method truncates ``T truncation / 2`` on each side, once).
         """
         T = check_int("T", T, minimum=1)
+        if method not in ("auto", "power", "squaring"):
+            raise ValueError(f"method must be 'auto', 'power' or 'squaring', got {method!r}")
         tau = _TRUNC_BUDGET / (2.0 * T) if truncation is None else float(truncation)
+        # auto: the power method is slow when p has few atoms (many Fourier coefficients
+        # of modulus near 1 must be powered in long double); squaring is cheap then
+        if T >= 2 and (method == "power" or (
+                method == "auto" and np.count_nonzero(self.masses) >= _POWER_MIN_ATOMS)):
+            out = self._power_self_compose(T, 0.5 * T * tau,
+                                           1.0 if method == "power" else _POWER_MAX_KEPT)
+            if out is not None:
+                return out
+            if method == "power":
+                raise ValueError("the power method cannot compose this PLD (window too long "
+                                 "or a numerical check failed); use method='squaring'")
         result: PLD | None = None
         base = self
         while True:
@@ -159,6 +183,58 @@ class PLD:
             base = base.compose(base, tau)
         assert result is not None
         return result
+
+    def _power_self_compose(self, T: int, tau: float, max_kept: float) -> PLD | None:
+        """T-fold product by Fourier-domain exponentiation (None if not applicable).
+
+        With the window returned by :func:`self_convolve_power` (``z = x_window + a + e``,
+        aliased mass ``a >= 0`` of total <= tau_lo + tau_hi, ``sum |e| <= err``, tails
+        outside <= tau_lo below and <= tau_hi above), and profiles linear in the masses with
+        coefficients in [0, 1] that increase with the loss:
+
+        * pessimistic: negatives clipped to 0 (raises the profile), tau_lo added to the
+          window's first entry (covers the low tail moved up), tau_hi to inf_mass (the high
+          tail), ``err`` to slack; aliased mass only raises the profile.
+        * optimistic: tails dropped; ``err + tau_lo + tau_hi + clipped negatives`` to slack.
+
+        Slack of the factors: ``H(P1 x P2 || Q1 x Q2)`` changes by at most sup|D1 - D1'|
+        times the total P-mass of pair 2 when D1 does (the composition formula in the module
+        docstring), so composing the true pair (mass 1) and the grid pair (mass M) T times
+        gives slack ``s sum_{k<T} M^k <= (M' + s)^T - M'^T`` with ``M' = max(M, 1)``.
+        The infinite mass of the T-fold grid pair is ``(m + p_inf)^T - m^T``.
+        """
+        p = self.masses
+        res = self_convolve_power(p, T, tau, max_kept_fraction=max_kept)
+        if res is None:
+            return None
+        start, z, err, tau_lo, tau_hi = res
+        pess = self.kind == "pessimistic"
+        m = math.fsum(p.tolist())
+        pinf = self.inf_mass
+        rel = 16.0 * (T + 8) * _U + 1e-15  # float error of powers: exponents carry T u
+        if m > 0:
+            inf_t = math.exp(T * math.log(m)) * math.expm1(T * math.log1p(pinf / m))
+        else:
+            inf_t = pinf**T
+        inf_t *= (1.0 + rel) if pess else (1.0 - rel)
+        mm = max(m * (1.0 + 2 * _U) + pinf, 1.0)
+        s = self.slack
+        grow = 0.0
+        if s > 0:
+            grow = math.exp(T * math.log(mm)) * math.expm1(T * math.log1p(s / mm))
+            grow *= 1.0 + rel
+        neg = float(-z[z < 0].sum())
+        z = np.maximum(z, 0.0)
+        if pess:
+            z[0] += tau_lo
+            inf_t += tau_hi
+            slack = grow + err
+        else:
+            slack = grow + err + tau_lo + tau_hi + neg
+        slack *= 1.0 + 1e-12
+        if not (math.isfinite(slack) and math.isfinite(inf_t)) or slack > 1e-3:
+            return None
+        return _strip(PLD(self.h, T * self.offset + start, z, inf_t, self.kind, slack))
 
     # -- queries ----------------------------------------------------------------------------
     def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
