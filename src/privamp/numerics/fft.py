@@ -160,7 +160,7 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
         err_k = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(a) + 8.0 + float(np.abs(a).max())
                                                      + lam * top + abs(k))
         x = (T * (k + err_k) + c) / lam
-        if it == 7 or x > best * (1.0 - 1e-7):  # last step, or no longer improving
+        if it == 7 or x > best - 1e-6 * abs(best):  # last step, or no longer improving
             best = min(best, x)
             break
         best = x
@@ -233,37 +233,40 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     buf = np.zeros(N, dtype=np.longdouble)
     buf[:n] = p
     X = sfft.rfft(buf)
-    l1 = math.fsum(p.tolist()) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    # sum of n nonnegative terms: relative error <= (n - 1) u (Higham 2002, eq. (4.4))
+    l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     k = max(math.log2(N), 1.0)
     d = 4.0 * _FFT_C * k * _U_LD * l1
-    # |Xhat| from its complex128 rounding (relative error <= u), rounded up
-    a = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + 1e-300
-    la = np.log(a)
-    keep = np.nonzero(T * (la - math.log(l1)) > -80.0)[0]
+    # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
+    # <= u), rounded up
+    b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+    lb = np.log(b)
+    keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(X)):
         return None
     Yk = np.exp(T * np.log(X[keep])).astype(complex)  # power in long double, then cast
-    Yd = np.zeros(len(X), dtype=complex)
-    Yd[keep] = Yk
-    absY = np.abs(Yd) * (1.0 + 4.0 * UNIT_ROUNDOFF)
-    b = a + d  # >= |X_exact| and >= |Xhat|
-    lb = np.log(b)
+    absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     with np.errstate(over="ignore", under="ignore"):
-        prop = T * d * np.exp((T - 1) * lb)
-        zeroed = np.exp(T * lb)
-    rel = 4.0 * _U_LD * (1.0 + T * (np.abs(la) + math.pi)) + 2.0 * UNIT_ROUNDOFF
-    zeroed[keep] = rel[keep] * absY[keep] * (1.0 + 1e-6)
-    coef = prop + zeroed
+        pw = np.exp((T - 1) * lb)  # b^(T-1)
+    # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
+    coef = pw * (T * d + b)
+    # |log|Xhat|| <= |log b| + d / (b - d)
+    lx = np.abs(lb[keep]) + d / np.maximum(b[keep] - d, 1e-300)
+    rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
+    coef[keep] = pw[keep] * (T * d) + rel * absYk * (1.0 + 1e-6)
     wts = np.full(len(X), 2.0)
     wts[0] = 1.0
     if N % 2 == 0:
         wts[-1] = 1.0
     coef_sum = float(np.sum(wts * coef))
-    y_sum = float(np.sum(wts * absY))
+    y_sum = float(np.sum(wts[keep] * absYk))
     entry = 2.0 * (coef_sum + _FFT_C * k * UNIT_ROUNDOFF * y_sum) / N
     err = W * entry * (1.0 + 1e-6)
-    if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
+    if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
         return None
+    Yd = np.zeros(len(X), dtype=complex)
+    Yd[keep] = Yk
     out = sfft.irfft(Yd, N)
-    z = out[(x_lo + np.arange(W)) % N]
+    s0 = x_lo % N
+    z = out[s0 : s0 + W] if s0 + W <= N else np.concatenate((out[s0:], out[: s0 + W - N]))
     return int(x_lo), z, float(err), float(tau_lo), float(tau_hi)
