@@ -337,7 +337,7 @@ def test_bis_pld_training_epochs_monte_carlo():
     run = pa.Training(pa.Gaussian(2.0), pa.BalancedIteration(2, 1), epochs=3)
     eps = 0.8
     g = run.delta(eps, accountant="pld")
-    assert g.upper is not None and g.upper.kind == "upper" and g.lower is None
+    assert g.upper is not None and g.upper.kind == "upper" and g.lower.kind == "lower"
     # Monte Carlo of the remove direction over 3 epochs: delta = E_P[(1 - e^{eps - L})_+]
     s, n = 0.5, 400_000
     rng = np.random.default_rng(7)
@@ -348,6 +348,7 @@ def test_bis_pld_training_epochs_monte_carlo():
     mean, se = v.mean(), v.std() / math.sqrt(n)
     assert g.upper.value >= mean - 5 * se
     assert g.upper.value <= 1.5 * (mean + 5 * se)
+    assert g.lower.value <= mean + 5 * se  # k = 1: certified lower bound (realised pair)
     # the epsilon query inverts it
     e = run.epsilon(float(g.upper.value) * 1.01, accountant="pld")
     assert e.upper.value <= eps + 1e-6

@@ -1,30 +1,36 @@
-"""Certified upper bounds on the (eps, delta) privacy of Balanced Iteration Subsampling
-(Dong, Chen, Ozgur 2025, Thm 3.8; with k = 1 also called "random allocation") through a
-privacy loss distribution.  k > 1 reduces to k = 1: see :func:`bis_plds`.
+"""Certified two-sided bounds on the (eps, delta) privacy of Balanced Iteration Subsampling
+(Dong, Chen, Ozgur 2025, Thm 3.8; with k = 1 also called "random allocation") through
+privacy loss distributions.  k > 1 (upper bounds only) reduces to k = 1: see :func:`bis_plds`.
 
 One epoch of T steps, Gaussian noise, shift s = c / sigma: the dominating pair is
 P = (1/T) sum_i N(s e_i, I_T) vs Q = N(0, I_T) (App. A.12), whose privacy loss is
-L = log(S / T), S = sum_i Z_i, with Z_i = exp(s X_i - s^2/2) i.i.d. log-normal under Q and,
-under P (by symmetry, given that the record is in step 1), Z_1 replaced by e^{s^2} Z_1.
+L = log(S / T), S = sum_i W_i, with W_i = Z_i = exp(s X_i - s^2/2) i.i.d. log-normal under
+Q and, under P (by symmetry, given that the record is in step 1), W_1 = e^{s^2} Z_1.  The
+pair is realised by neighbouring datasets (one record contributing 1 to one coordinate, all
+others 0), so any pair it dominates gives certified LOWER bounds.
 
-*Tails with certified bounds.*  Round each Z_i down / up to the lattice Delta N:
-Z^- <= Z <= Z^+ pointwise, so S^- <= S <= S^+ and, e.g., Q(S > y) >= Q(S^- > y),
-P(S > y) <= P(S^+ > y).  The lattice laws of S^-, S^+ are T-fold convolutions (repeated
-squaring, :func:`privamp.numerics.fft.convolve_nonneg` with its certified l1 roundoff bound,
-rounded up or down as each tail needs); mass above the window goes to an overflow bucket
-(counted above every threshold in upper bounds, dropped in lower bounds).
+*Tails with certified bounds* (:class:`_SumLaw`).  Floor each W_i to the lattice d N:
+K = sum_i floor(W_i / d) satisfies d K <= S < d K + T d.  Coordinates with W_i >= N d are
+dropped (event E^c, P(E^c) <= sum_i P(W_i >= N d)); the law of K on E is the T-fold
+convolution of the cell masses, computed on the circle Z_N by one real FFT per factor, a
+binary power and one inverse FFT.  Wrapped mass (K >= N on E) is bounded by Chernoff,
+e^{-theta N d} prod_i E[e^{theta W_i}; W_i < N d] (moment generating functions bounded above
+from coarse cells); the FFT roundoff by an l1 bound (Higham 2002, Thm 24.2, with the power
+rule |a^m - b^m| <= m R^{m-1} |a - b|).  N is the smallest power of two with dropped and
+wrapped mass <= 1e-12.
 
-*Dominating grid pair.*  At the loss grid l_i = i h the profile of each direction,
-D(a) = P(L > l) - a Q(L > l) (remove) and Q(-L > l) - a P(-L > l) (add), is bounded above
-by U_i from those tails.  D is convex and nonincreasing with D(0) = 1, so it lies below the
-piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last point) and,
-being convex, below that function's greatest convex minorant; that minorant is the
-profile of a pair on the grid (slope increments = Q-masses), which
-therefore dominates the true pair (Blackwell), and domination survives composition
-(:mod:`privamp.accounting.pld`).  Epochs compose by FFT (Remark 3.10).
+*Dominating grid pair* (upper bounds).  At the loss grid l_i = i h the profile of each
+direction, D(a) = P(L > l) - a Q(L > l) (remove) and Q(-L > l) - a P(-L > l) (add), is
+bounded above by U_i from those tails.  D is convex and nonincreasing with D(0) = 1, so it
+lies below the piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last
+point) and, being convex, below that function's greatest convex minorant; that minorant is
+the profile of a pair on the grid (slope increments = Q-masses), which therefore dominates
+the true pair (Blackwell), and domination survives composition (:mod:`privamp.accounting.pld`).
 
-Only upper bounds are certified; no lower bound is claimed (a dominated pair would need
-exact bin masses).
+*Dominated grid pair* (lower bounds, k = 1): lower bounds on D at the grid points, lowered
+chords (gap to the end tangents, whose slopes are bounded by the Q-tails) and the greatest
+convex minorant give a grid pair whose profile lies below D (:func:`_lower_profile_pld`).
+Epochs compose by FFT (Remark 3.10).
 """
 
 from __future__ import annotations
@@ -32,80 +38,195 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import fft as sfft
+from scipy import special
 
 from ..amplification import partitioning as _part
 from ..mechanisms import Gaussian
 from ..numerics import log_diff_ndtr
-from ..numerics.fft import convolve_nonneg
 from ..results import Bound
 from ..sampling import AddRemove, BalancedIteration, ZeroOut
 from .pld import PLD
 from .registry import BoundPair, RunAnalysis, run_accountant
 
-__all__ = ["bis_epoch_plds", "bis_plds", "BISPLDAnalysis"]
+__all__ = ["bis_epoch_plds", "bis_epoch_two_sided", "bis_lower_plds", "bis_plds",
+           "BISPLDAnalysis"]
 
-_MAX_POINTS = 1_000_000  # lattice points of the sum (beyond: too slow, the accountant abstains)
 
+SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling with k = 1 (Dong, Chen, Ozgur 2025, "
+                "Thm 3.8 pair, realised by neighbouring datasets; privamp: dominated grid "
+                "pair from certified lattice tails, FFT composition)")
 SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
           "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
           "grid pair, FFT composition)")
 
 
-class _Lattice:
-    """A sub-probability law on {0, Delta, ..., M Delta} plus an overflow mass (> M Delta),
-    computed with one-sided roundoff: ``mode="up"``: arr >= exact - e, sum|e| <= err;
-    ``"down"``: arr <= exact + e."""
-
-    def __init__(self, arr: np.ndarray, over: float, err: float, mode: str) -> None:
-        self.arr, self.over, self.err, self.mode = arr, over, err, mode
-
-    def add(self, other: _Lattice, m: int) -> _Lattice:
-        z, e = convolve_nonneg(self.arr, other.arr, self.mode)
-        beyond = float(z[m + 1:].sum())
-        # invariant (up): exact kept masses <= arr + e_vec, exact overflow <= over + r, with
-        # |e_vec|_1 + r <= err; (down): exact kept masses >= arr - e_vec, |e_vec|_1 <= err
-        if self.mode == "up":
-            err = self.err + other.err + self.err * other.err + e
-            over = self.over + other.over + beyond + e
-        else:
-            err = self.err + other.err + self.err * other.err + e
-            over = 0.0
-        return _Lattice(z[: m + 1].copy(), over, err, self.mode)
-
-    def times(self, n: int, m: int) -> _Lattice:
-        result: _Lattice | None = None
-        base = self
-        while True:
-            if n & 1:
-                result = base if result is None else result.add(base, m)
-            n >>= 1
-            if not n:
-                break
-            base = base.add(base, m)
-        assert result is not None
-        return result
+_U = float(np.finfo(float).eps) / 2.0
+_MAX_FFT = 1 << 24  # largest circular lattice (beyond: the accountant abstains)
+_ALIAS_BUDGET = 1e-12  # certified bound allowed for wrapped + dropped mass, per pair
 
 
-def _lattice_pmf(s: float, scale: float, delta: float, m: int, rounding: str, mode: str
-                 ) -> _Lattice:
-    """Law of scale * Z rounded to the lattice (``rounding`` "down" = floor, "up" = ceil),
-    Z = exp(s X - s^2/2), truncated at m (mass above goes to overflow)."""
-    edges = np.arange(m + 2) * delta  # cell j: [j delta, (j+1) delta)
+def _cell_masses(s: float, log_scale: float, d: float, n: int
+                 ) -> tuple[np.ndarray, float, float]:
+    """P(W in [j d, (j+1) d)), j < n, W = e^{log_scale} Z, Z = exp(s X - s^2/2), X ~ N(0, 1);
+    the mass P(W >= n d); and a bound on the l1 float error of the cells.
+
+    Each cell is a difference of the smaller normal tails at its edges (log_ndtr, accurate
+    to a few ulp in the log), so its absolute error is
+    <= 4u ((2 + |log t_j|) t_j + (2 + |log t_{j+1}|) t_{j+1}) + 2u cell_j with
+    t = min(Phi(x), 1 - Phi(x)) at the edges; the sum of t over the edges is about E W / d.
+    """
+    edges = np.arange(n + 1) * d
     with np.errstate(divide="ignore"):
-        x = (np.log(edges / scale) + s * s / 2) / s
+        x = (np.log(edges) - log_scale + s * s / 2) / s
+    cells = np.exp(log_diff_ndtr(x[:-1], x[1:]))
+    top = float(np.exp(log_diff_ndtr(x[-1:], np.array([np.inf]))[0]))
+    lt = special.log_ndtr(-np.abs(x))
+    t = np.exp(lt)
+    # log_ndtr within a few ulp of the log: relative error of a tail <= 4u (2 + |log t|)
+    err = 8.0 * _U * float(np.sum(t * (2.0 + np.abs(np.where(t > 0, lt, 0.0))))) + 2.0 * _U
+    return cells, top * (1 + 1e-12), err
+
+
+def _log_mgf_upper(s: float, log_scale: float, top: float, thetas: np.ndarray) -> np.ndarray:
+    """Upper bound on log E[e^{theta W}; W < top], W = e^{log_scale} Z, from coarse cells
+    (each cell's mass times e^{theta x (cell's right end)})."""
+    edges = np.concatenate([np.linspace(0.0, min(top, 50.0), 2001),
+                            np.geomspace(max(min(top, 50.0), 1e-300), top, 4001)[1:]])
+    edges = np.unique(np.minimum(edges, top))
+    with np.errstate(divide="ignore"):
+        x = (np.log(edges) - log_scale + s * s / 2) / s
     logm = log_diff_ndtr(x[:-1], x[1:])
-    cells = np.exp(logm)  # P(scale Z in [j delta, (j+1) delta)), j = 0..m
-    arr = np.zeros(m + 1)
-    if rounding == "down":
-        arr[:] = cells
-    else:
-        arr[1:] = cells[:-1]  # ceil: (j-1) delta < Z <= j delta -> j
-    top = float(np.exp(log_diff_ndtr(np.array([x[-1 if rounding == "down" else -2]]),
-                                     np.array([np.inf]))[0]))
-    rel = 1e-12
-    if mode == "up":
-        return _Lattice(arr * (1 + rel), top * (1 + rel), 0.0, mode)
-    return _Lattice(arr * (1 - rel), 0.0, 0.0, mode)
+    right = edges[1:]
+    vals = logm[None, :] + thetas[:, None] * right[None, :]
+    mx = vals.max(axis=1)
+    return mx + np.log(np.exp(vals - mx[:, None]).sum(axis=1)) + 1e-9
+
+
+def _wrap_bound(s: float, T: int, first_log_scale: float, top: float) -> float:
+    """Chernoff bound on P(sum of the T lattice-floored, truncated coordinates >= top):
+    min_theta e^{-theta top} E[e^{theta W_1}; W_1 < top] prod_{i >= 2} E[e^{theta Z}; Z < top]."""
+    thetas = np.geomspace(1e-6, 50.0, 300)
+    lm = _log_mgf_upper(s, 0.0, top, thetas)
+    lm1 = _log_mgf_upper(s, first_log_scale, top, thetas)
+    logb = (T - 1) * lm + lm1 - thetas * top
+    return float(np.exp(min(float(np.min(logb)), 0.0)))
+
+
+def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
+    """x**n (complex, elementwise) by binary powering; returns the number of products."""
+    result = None
+    base = x
+    count = 0
+    while True:
+        if n & 1:
+            if result is None:
+                result = base.copy()
+            else:
+                result *= base
+                count += 1
+        n >>= 1
+        if not n:
+            break
+        base = base * base
+        count += 1
+    assert result is not None
+    return result, count
+
+
+def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
+            ) -> tuple[np.ndarray, float, float, float]:
+    """(spectrum, dropped mass, l1 cell error, l2 spectral error bound) of one coordinate.
+
+    The real FFT is taken in extended precision (np.longdouble, unit roundoff u_ld) and
+    rounded to complex128: ||X_hat - X||_2 <= (12 u_ld log2 N + 2u) sqrt(N) ||x||_2
+    (Higham 2002, Thm 24.2 with eta = 6 u_ld per stage and safety factor 2, then one rounding
+    of each component)."""
+    key = (s, log_scale, d, n)
+    if key not in cache:
+        cells, top, err = _cell_masses(s, log_scale, d, n)
+        spec = sfft.rfft(cells.astype(np.longdouble)).astype(np.complex128)
+        u_ld = float(np.finfo(np.longdouble).eps) / 2.0
+        k = max(math.log2(n), 1.0)
+        l2 = math.sqrt(float(np.sum(cells * cells))) * (1 + 1e-12) + err
+        a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
+        cache[key] = (spec, top, err, a)
+    return cache[key]
+
+
+class _SumLaw:
+    """Certified description of S = sum_{i<=T} W_i, W_1 = e^{first} Z_1, W_i = Z_i (i >= 2),
+    through the floored lattice sum K = sum_i floor(W_i / d) on the circle Z_N.
+
+    ``c`` (length N, the computed circular law of K over the event E that no W_i >= N d)
+    satisfies ``c >= rho - e`` and ``c <= rho + wrap + e`` with rho the exact law of K on E
+    restricted to [0, N), ``wrap >= 0`` summing to <= ``self.wrap`` and ``|e|_1 <= self.err``;
+    ``self.drop >= P(E^c)``.  On E: d K <= S < d K + T d.
+    """
+
+    def __init__(self, s: float, T: int, first: float, d: float, n: int,
+                 cache: dict | None = None) -> None:
+        self.T, self.d, self.n = T, d, n
+        cache = {} if cache is None else cache
+        f0, top, e0, a0 = _factor(s, 0.0, d, n, cache)
+        f1, top1, e1, a1 = _factor(s, first, d, n, cache)
+        self.drop = min(((T - 1) * top + top1) * (1 + 1e-9), 1.0)
+        self.wrap = _wrap_bound(s, T, first, n * d) * 1.01
+        # circular convolution power: binary powering of the spectra, one inverse FFT
+        y, count = _power(f0, T - 1) if T > 1 else (np.ones_like(f0), 0)
+        y *= f1
+        count += 1
+        c = sfft.irfft(y, n)
+        # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
+        # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
+        # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
+        # (Higham 2002, Thm 24.2, eta = 6u per stage, safety factor 2); with
+        # ||F v||_2 = sqrt(N) ||v||_2 and l1 <= sqrt(N) l2 on the output the l1 error is
+        # <= ||dY||_2 + 12 u log2(N) ||Y_hat||_2 (+ its own error).  Input cells: an l1 error
+        # e per factor changes the T-fold convolution by <= T e (1 + e)^T in l1.
+        k = max(math.log2(n), 1.0)
+        eta = 2.0 * 6.0 * _U * k
+        r_pow = (1.0 + max(a0, a1)) ** T
+        y_norm = math.sqrt(float(np.sum(y.real ** 2 + y.imag ** 2)) * 2.0)  # both halves
+        rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
+        d_y = r_pow * ((T - 1) * a0 + a1) + rel * y_norm * 1.01
+        e_in = max(e0, e1)
+        self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + T * e_in * (1 + e_in) ** T
+        c = np.maximum(c, 0.0)  # clipping moves entries towards the nonnegative exact ones
+        self.c = c
+        # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
+        self._suffix = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
+        self._prefix = np.concatenate([[0.0], np.cumsum(c)])
+        self._g = 2.0 * (n + 2) * _U
+
+    def _sfx(self, j: np.ndarray, up: bool) -> np.ndarray:
+        v = self._suffix[np.clip(j, 0, self.n)]
+        return v * (1 + self._g) if up else v * (1 - self._g)
+
+    def _pfx(self, j: np.ndarray, up: bool) -> np.ndarray:
+        v = self._prefix[np.clip(j, 0, self.n)]
+        return v * (1 + self._g) if up else v * (1 - self._g)
+
+    def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
+        """Bound on P(S > y) (upper or lower)."""
+        if upper:  # S > y on E => K > y/d - T;  K >= N on E costs <= wrap
+            j = np.floor(y / self.d).astype(np.int64) - self.T + 1
+            v = self._sfx(j, True) + self.err + self.wrap + self.drop
+            return np.minimum(v, 1.0)
+        j = np.floor(y / self.d).astype(np.int64) + 1  # K > y/d => S > y
+        v = self._sfx(j, False) - self.err - self.wrap
+        return np.maximum(v, 0.0)
+
+    def below(self, y: np.ndarray, upper: bool) -> np.ndarray:
+        """Bound on P(S < y) (upper or lower)."""
+        if upper:  # S < y on E => K < y/d
+            j = np.ceil(y / self.d).astype(np.int64)
+            v = self._pfx(j, True) + self.err + self.drop
+            v = v + np.where(j > self.n, self.wrap, 0.0)
+            return np.minimum(v, 1.0)
+        j = np.floor(y / self.d).astype(np.int64) - self.T + 1  # K <= y/d - T => S < y
+        v = self._pfx(j, False) - self.err - self.wrap
+        return np.maximum(v, 0.0)
 
 
 def _gcm_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
@@ -142,72 +263,246 @@ def _gcm_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
     return PLD(h, int(l_idx[0]), masses, inf_mass, "pessimistic", 1e-14)
 
 
-def bis_epoch_plds(sigma: float, steps: int, h: float | None = None,
-                   lattice: float | None = None, tail: float = 1e-15) -> tuple[PLD, PLD]:
-    """(remove, add) pessimistic PLDs of one epoch of Balanced Iteration Subsampling with
-    k = 1 and the Gaussian mechanism of noise multiplier ``sigma`` (sensitivity 1)."""
+def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
+                       q_low: np.ndarray) -> PLD:
+    """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
+    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}).
+
+    D is convex with right derivative -Q(L > l) and left derivative -Q(L >= l) at a = e^l,
+    so on [a_i, a_{i+1}] it lies above both tangents d_low_i - q_up_i (a - a_i) and
+    d_low_{i+1} + q_low_{i+1} (a_{i+1} - a).  The chord through the two lower values exceeds
+    their maximum by at most g_i = Delta_i A B / (A + B) (A, B = the chord's slope excess
+    over the two tangents, clipped at 0), so the chord lowered by max(g_{i-1}, g_i) at each
+    vertex lies below D.  Left of a_0 the tangent with slope -q_low_0 gives the value at
+    a = 0 (<= 1: a sub-probability P', i.e. P-mass dropped; also lowered to
+    min_i v_i + a_i so that the total Q'-mass is <= 1); at the first vertex j with a
+    value <= 0, the value at j - 1 is set to 0 (the segment before then lies below the old
+    one) and the profile is 0 afterwards.  The greatest convex minorant of these points is
+    the profile of a grid pair below D, i.e. dominated by the true pair (Blackwell), and this
+    survives composition.  Raises ValueError if that pair would need Q-mass > 1.
+    """
+    q_up = np.minimum.accumulate(np.clip(q_up, 0.0, 1.0))
+    q_low = np.clip(q_low, 0.0, 1.0)
+    a = np.exp(l_idx * h)
+    dl = np.minimum(d_low, 1.0)
+    delta_a = np.diff(a)
+    m_c = np.diff(dl) / delta_a
+    A = np.maximum(m_c + q_up[:-1], 0.0)
+    B = np.maximum(-(m_c + q_low[1:]), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.where(A + B > 0, delta_a * A * B / np.where(A + B > 0, A + B, 1.0), 0.0)
+    mu = np.concatenate([[g[0]], np.maximum(g[:-1], g[1:]), [g[-1]]])
+    v = dl - mu * (1 + 1e-9) - 1e-15
+    nonpos = np.nonzero(v[1:] <= 0.0)[0]
+    if len(nonpos):
+        j = int(nonpos[0]) + 1
+        v = v[:j].copy()
+        v[j - 1] = 0.0
+    else:
+        v = v.copy()
+        v[-1] = 0.0
+    # value at a = 0, lowered so that every slope from (0, y0) is >= -1 (total Q-mass <= 1)
+    y0 = min(float(v[0] + q_low[0] * a[0]), 1.0, float(np.min(v + a[: len(v)]))) - 1e-12
+    xs = np.concatenate([[0.0], a[: len(v)]])
+    ys = np.concatenate([[y0], v])
+    hull = _lower_hull(xs, ys)
+    hx, hy = xs[hull], ys[hull]
+    slopes = np.diff(hy) / np.diff(hx)
+    if -slopes[0] > 1.0 + 1e-9:
+        raise ValueError("the optimistic BIS profile would need Q-mass > 1")
+    after = np.concatenate([slopes[1:], [0.0]])
+    qm = np.maximum(after - slopes, 0.0)
+    masses = np.zeros(len(l_idx))
+    masses[np.array(hull[1:]) - 1] = qm * hx[1:]
+    masses *= 1.0 - 1e-12
+    # slack: float error of the chord / hull arithmetic (values are sums of terms <= 1)
+    return PLD(h, int(l_idx[0]), masses, 0.0, "optimistic", 1e-12)
+
+
+def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
+    hull: list[int] = []
+    for i in range(len(xs)):
+        while len(hull) >= 2:
+            i0, i1 = hull[-2], hull[-1]
+            cross = (xs[i1] - xs[i0]) * (ys[i] - ys[i0]) - (ys[i1] - ys[i0]) * (xs[i] - xs[i0])
+            if cross <= 0:
+                hull.pop()
+            else:
+                break
+        hull.append(i)
+    return hull
+
+
+def _fft_size(s: float, T: int, d: float) -> int:
+    """Smallest power of two N with certified wrapped + dropped mass <= the budget."""
+    n = 1 << 10
+    while n <= _MAX_FFT:
+        x = (math.log(n * d) + s * s / 2) / s
+        drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
+        if drop <= _ALIAS_BUDGET / 2 and _wrap_bound(s, T, s * s, n * d) <= _ALIAS_BUDGET / 2:
+            return n
+        n <<= 1
+    raise ValueError(
+        f"the BIS PLD lattice would need more than {_MAX_FFT} points (steps={T}, "
+        f"lattice={d}); use the RDP accountant")
+
+
+def _suffix(x: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
+
+
+class _Expectations:
+    """Certified bounds on the profiles through expectations (change of measure):
+    remove: D(a) = E_Q[(S/T - a)_+], add: D(a) = E_P[(T/S - a)_+].  Both integrands are
+    monotone in S, so d K <= S < d K + T d bounds them; the terms with S > y1 (remove) and
+    S < y0 (add) are bounded by E_Q[S/T; S > y1] = P(S > y1) and E_P[T/S; S < y0] = Q(S < y0).
+    Unlike differences of tail bounds, the lattice shift T d costs only d Q(L > l - d)."""
+
+    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below) -> None:
+        self.q, self.p = law_q, law_p
+        T, d, n = law_q.T, law_q.d, law_q.n
+        self.T, self.d, self.n = T, d, n
+        k = np.arange(n, dtype=float)
+        self.gam = 4.0 * (n + 2) * _U
+        # remove: cut y1 minimising the error terms
+        ys = T * np.geomspace(1.05, max((n - 1) * d / T, 1.1), 40)
+        ys = ys[ys <= (n - 1) * d]
+        cost = (law_q.err + law_q.drop) * (ys / T + d) + p_above(ys)
+        self.y1 = float(ys[int(np.argmin(cost))]) if len(ys) else (n - 1) * d
+        self.tail1 = float(p_above(np.array([self.y1]))[0])
+        # add: cut y0
+        ys = T * np.geomspace(0.02, 0.98, 40)
+        cost = (law_p.err + law_p.wrap + law_p.drop) * T / ys + q_below(ys)
+        self.y0 = float(ys[int(np.argmin(cost))])
+        self.tail0 = float(q_below(np.array([self.y0]))[0])
+        cq, cp = law_q.c, law_p.c
+        self.qA, self.qB = _suffix(cq), _suffix(cq * k)
+        self.pA = _suffix(cp)
+        with np.errstate(divide="ignore"):
+            self.pK = _suffix(np.where(k > 0, cp / np.maximum(k, 1.0), 0.0))
+        self.pKT = _suffix(cp / (k + T))
+
+    def _rng(self, arr: np.ndarray, lo: np.ndarray, hi: int | np.ndarray) -> np.ndarray:
+        lo = np.clip(lo, 0, self.n)
+        hi = np.clip(hi, 0, self.n)
+        return np.where(hi > lo, arr[lo] - arr[np.maximum(hi, lo)], 0.0)
+
+    def remove(self, a: np.ndarray, upper: bool) -> np.ndarray:
+        T, d = self.T, self.d
+        k1 = int(math.floor(self.y1 / d))  # S <= y1 on E => K <= k1
+        if upper:  # f_k = ((k + T) d / T - a)_+ , k <= k1
+            j = np.floor(a * T / d - T).astype(np.int64) + 1
+            sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
+            v = (d / T) * sb + (d - a) * sa
+            fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
+                             + (a + d) * self.qA[np.clip(j, 0, self.n)])
+            lim = self.y1 / T + d
+            v = v + fl + self.q.err * lim + self.q.drop * lim + self.tail1
+            return np.minimum(np.maximum(v, 0.0), 1.0)
+        j = np.floor(a * T / d).astype(np.int64) + 1  # f_k = (k d / T - a)_+, k <= k1
+        sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
+        v = (d / T) * sb - a * sa
+        fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
+                         + a * self.qA[np.clip(j, 0, self.n)])
+        v = v - fl - (self.q.err + self.q.wrap) * np.maximum(k1 * d / T - a, 0.0)
+        return np.maximum(v, 0.0)
+
+    def add(self, a: np.ndarray, upper: bool) -> np.ndarray:
+        T, d, y0 = self.T, self.d, self.y0
+        if upper:
+            # S >= y0 on E => K > y0/d - T; integrand <= (T / max(d K, y0) - a)_+
+            k0 = int(math.floor(y0 / d)) - T + 1
+            ky = int(math.ceil(y0 / d))
+            flat = np.maximum(T / y0 - a, 0.0) * self._rng(self.pA, np.array(k0), ky)
+            kz = np.ceil(T / (a * d)).astype(np.int64)  # T/(k d) > a  <=>  k < T/(a d)
+            lo = np.full(np.shape(a), max(ky, 1))
+            v = flat + (T / d) * self._rng(self.pK, lo, kz) - a * self._rng(self.pA, lo, kz)
+            fl = self.gam * ((T / d) * self.pK[min(max(ky, 1), self.n)]
+                             + (a + T / y0) * self.pA[min(max(k0, 0), self.n)])
+            v = v + fl + (self.p.err + self.p.wrap + self.p.drop) * T / y0 + self.tail0
+            return np.minimum(np.maximum(v, 0.0), 1.0)
+        # integrand >= (T / ((K + T) d) - a)_+ on E; keep (K + T) d >= y0
+        k2 = max(int(math.ceil(y0 / d)) - T, 0)
+        kz = np.ceil(T / (a * d) - T).astype(np.int64)
+        lo = np.full(np.shape(a), k2)
+        v = (T / d) * self._rng(self.pKT, lo, kz) - a * self._rng(self.pA, lo, kz)
+        fl = self.gam * ((T / d) * self.pKT[min(k2, self.n)] + a * self.pA[min(k2, self.n)])
+        v = v - fl - (self.p.err + self.p.wrap) * T / y0
+        return np.maximum(v, 0.0)
+
+
+def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
+                        tail: float = 1e-15) -> dict[str, PLD]:
+    """Pessimistic and optimistic PLDs of one epoch of Balanced Iteration Subsampling with
+    k = 1 (Dong, Chen, Ozgur 2025, Thm 3.8 pair) and the Gaussian mechanism (noise multiplier
+    ``sigma``): keys ``"remove"``, ``"add"`` (pessimistic) and ``"remove_opt"``,
+    ``"add_opt"`` (optimistic).  The optimistic ones are lower bounds because the pair
+    (P, Q) is realised by neighbouring datasets (a record contributing 1 in one coordinate).
+    """
     s = 1.0 / sigma
     T = int(steps)
-    # loss window from the certified RDP curves (Chernoff): P(L > l) <= e^{b(D_{b+1} - l)}
+    d = float(lattice)
+    n = _fft_size(s, T, d)
+    cache: dict = {}
+    law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    law_p = _SumLaw(s, T, s * s, d, n, cache)
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
-    fwd, _ = _part.forward_divergence(s, T, 1, alphas)
     rev = _part.reverse_divergence(s, T, 1, alphas)
-    log_tail = math.log(1 / tail)
-    l_max = float(np.min(fwd + log_tail / (alphas - 1)))
-    l_min = -float(np.min(rev + log_tail / (alphas - 1)))
-    if lattice is None:
-        lattice = 2e-3
-    # Z lattice step d_z (E Z = 1): S is known within T d_z, the loss within ~ d_z e^{-l}
-    d_z = lattice
-    m = int(math.ceil(T * math.exp(l_max) / d_z)) + 1
-    if m > _MAX_POINTS:
-        raise ValueError(
-            f"the BIS PLD lattice would need {m} points (steps={T}, sigma={sigma}); "
-            "use the RDP accountant")
-    if h is None:
-        h = max(lattice, (l_max - l_min) / 20000.0)
-    chains = {}
-    for name, scale, count, rounding in (("Q", 1.0, T, "down"), ("P", math.exp(s * s), T - 1,
-                                                                  "up")):
-        for mode in ("up", "down"):
-            z = _lattice_pmf(s, 1.0, d_z, m, rounding, mode)
-            total = z.times(count, m) if count > 0 else None
-            if name == "P":
-                first = _lattice_pmf(s, scale, d_z, m, rounding, mode)
-                total = first if total is None else total.add(first, m)
-            chains[name, mode] = total
-    i_lo = int(math.floor(l_min / h)) - 1
-    i_hi = int(math.ceil(l_max / h)) + 1
-    l_idx = np.arange(i_lo, i_hi + 1)
-    pos = np.arange(m + 1) * d_z  # lattice values of S
+    fwd, _ = _part.forward_divergence(s, T, 1, alphas)
+    l_min = -float(np.min(rev + math.log(1 / tail) / (alphas - 1)))
 
-    def upper_tail(c: _Lattice, y: np.ndarray) -> np.ndarray:  # mass with S > y, upper
-        suffix = np.concatenate([np.cumsum(c.arr[::-1])[::-1], [0.0]])
-        j = np.searchsorted(pos, y, side="right")
-        return np.minimum(suffix[j] + c.over + c.err, 1.0)
+    def p_above(y: np.ndarray) -> np.ndarray:  # P(S > y) <= e^{(alpha-1)(D_alpha(P||Q) - l)}
+        lv = np.log(np.asarray(y) / T)
+        rdp = np.exp(np.min((alphas[:, None] - 1) * (fwd[:, None] - lv[None, :]), axis=0))
+        return np.minimum(law_p.above(np.asarray(y), True), np.minimum(rdp, 1.0))
 
-    def lower_tail(c: _Lattice, y: np.ndarray) -> np.ndarray:  # mass with S > y, lower
-        suffix = np.concatenate([np.cumsum(c.arr[::-1])[::-1], [0.0]])
-        j = np.searchsorted(pos, y, side="right")
-        return np.maximum(suffix[j] - c.err, 0.0)
+    def q_below(y: np.ndarray) -> np.ndarray:  # Q(S < y) <= e^{(alpha-1)(D_alpha(Q||P) + l)}
+        lv = np.log(np.asarray(y) / T)
+        rdp = np.exp(np.min((alphas[:, None] - 1) * (rev[:, None] + lv[None, :]), axis=0))
+        return np.minimum(law_q.below(np.asarray(y), True), np.minimum(rdp, 1.0))
 
-    def upper_below(c: _Lattice, y: np.ndarray) -> np.ndarray:  # mass with S < y, upper
-        prefix = np.concatenate([[0.0], np.cumsum(c.arr)])
-        j = np.searchsorted(pos, y, side="left")
-        return np.minimum(prefix[j] + c.err, 1.0)
-
-    def lower_below(c: _Lattice, y: np.ndarray) -> np.ndarray:  # mass with S < y, lower
-        prefix = np.concatenate([[0.0], np.cumsum(c.arr)])
-        j = np.searchsorted(pos, y, side="left")
-        return np.maximum(prefix[j] - c.err, 0.0)
-
+    ex = _Expectations(law_q, law_p, p_above, q_below)
+    l_top = math.log(n * d / T)
+    lo = min(l_min, -l_top)
+    hi = max(l_top, -l_min)
+    l_idx = np.arange(int(math.floor(lo / h)) - 1, int(math.ceil(hi / h)) + 2)
     a = np.exp(l_idx * h)
-    y_remove = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
-    u_remove = upper_tail(chains["P", "up"], y_remove) - a * lower_tail(chains["Q", "down"],
-                                                                      y_remove)
+    y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
     y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
-    u_add = upper_below(chains["Q", "up"], y_add) - a * lower_below(chains["P", "down"], y_add)
-    return _gcm_pld(l_idx, h, u_remove), _gcm_pld(l_idx, h, u_add)
+    u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
+                       ex.remove(a, True))
+    u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
+                       ex.add(a, True))
+    lo_rem = np.maximum(law_p.above(y_rem, False) - a * law_q.above(y_rem, True),
+                        ex.remove(a, False))
+    lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
+                        ex.add(a, False))
+    return {
+        "remove": _gcm_pld(l_idx, h, u_rem),
+        "add": _gcm_pld(l_idx, h, u_add),
+        "remove_opt": _lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
+                                         law_q.above(y_rem, False)),
+        "add_opt": _lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
+                                      law_p.below(y_add, False)),
+    }
+
+
+def bis_epoch_plds(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
+                   tail: float = 1e-15) -> tuple[PLD, PLD]:
+    """(remove, add) pessimistic PLDs of one epoch of Balanced Iteration Subsampling with
+    k = 1 and the Gaussian mechanism of noise multiplier ``sigma`` (sensitivity 1)."""
+    out = bis_epoch_two_sided(sigma, steps, h, lattice, tail)
+    return out["remove"], out["add"]
+
+
+def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
+                   lattice: float = 2e-3) -> tuple[PLD, PLD, PLD, PLD]:
+    """(remove, add, remove_opt, add_opt) PLDs of ``epochs`` epochs of BIS with k = 1:
+    pessimistic (upper bounds) and optimistic (lower bounds, realised pair)."""
+    out = bis_epoch_two_sided(sigma, steps, h, lattice)
+    E = int(epochs)
+    return tuple(out[key].self_compose(E) for key in ("remove", "add", "remove_opt",
+                                                          "add_opt"))
 
 
 def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
@@ -244,37 +539,57 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
 
 
 class BISPLDAnalysis(RunAnalysis):
-    """E epochs of Balanced Iteration Subsampling, certified upper bounds only."""
+    """E epochs of Balanced Iteration Subsampling: certified upper bounds (any k) and, for
+    k = 1, certified lower bounds (optimistic PLDs of the realised worst-case pair)."""
 
     def __init__(self, sigma: float, steps_per_epoch: int, participations: int, epochs: int
                  ) -> None:
         self.sigma, self.T, self.epochs = float(sigma), int(steps_per_epoch), int(epochs)
         self.k = int(participations)
         self._plds: list[PLD] | None = None
+        self._opt: list[PLD] = []
 
     @property
     def plds(self) -> list[PLD] | None:
-        """The composed (remove, add) PLDs, or None when a lattice would be too large."""
+        """The composed pessimistic (remove, add) PLDs, or None when a lattice would be too
+        large (the optimistic ones, k = 1 only, are in ``self.optimistic``)."""
         if self._plds is None:
             try:
-                self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                if self.k == 1 and self.T > 1:
+                    out = bis_lower_plds(self.sigma, self.T, self.epochs)
+                    self._plds, self._opt = list(out[:2]), list(out[2:])
+                else:
+                    self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
             except ValueError:
                 self._plds = []
         return self._plds or None
+
+    @property
+    def optimistic(self) -> list[PLD]:
+        _ = self.plds
+        return self._opt
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
         if self.plds is None:
             return None, None
         up = np.max([p.epsilon(d) for p in self.plds], axis=0)
-        return Bound(_shape(up, d), "upper", SOURCE), None
+        lo = None
+        if self.optimistic:
+            low = np.max([p.epsilon(d) for p in self.optimistic], axis=0)
+            lo = Bound(_shape(np.minimum(low, up), d), "lower", SOURCE_LOWER)
+        return Bound(_shape(up, d), "upper", SOURCE), lo
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
         if self.plds is None:
             return None, None
         up = np.max([p.delta(e) for p in self.plds], axis=0)
-        return Bound(_shape(up, e), "upper", SOURCE), None
+        lo = None
+        if self.optimistic:
+            low = np.max([p.delta(e) for p in self.optimistic], axis=0)
+            lo = Bound(_shape(np.minimum(low, up), e), "lower", SOURCE_LOWER)
+        return Bound(_shape(up, e), "upper", SOURCE), lo
 
 
 def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:

@@ -1,0 +1,126 @@
+"""Two-sided PLD bounds for Balanced Iteration Subsampling with k = 1 (Dong, Chen, Ozgur 2025,
+Thm 3.8 pair): references from quadrature (T = 2), Monte Carlo with confidence intervals
+(T = 10, 1000) and mpmath (lattice cell masses)."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import privamp as pa
+from privamp.accounting import partitioning_pld as bp
+
+
+def test_cell_masses_and_error_bound_vs_mpmath():
+    s, d, n = 1.0, 2e-3, 4096
+    cells, top, err = bp._cell_masses(s, s * s, d, n)
+    mpmath.mp.dps = 40
+
+    def cdf(w):  # P(e^{s^2} Z <= w), Z = exp(s X - s^2/2)
+        if w == 0:
+            return mpmath.mpf(0)
+        return mpmath.ncdf((mpmath.log(w) - s * s + mpmath.mpf(s * s) / 2) / s)
+
+    idx = [0, 1, 2, 10, 300, 1000, 4095]
+    ref = [cdf(mpmath.mpf(j + 1) * d) - cdf(mpmath.mpf(j) * d) for j in idx]
+    for j, r in zip(idx, ref, strict=True):
+        assert abs(cells[j] - float(r)) <= err
+        assert cells[j] == pytest.approx(float(r), rel=1e-9)
+    assert top == pytest.approx(float(1 - cdf(mpmath.mpf(n) * d)), rel=1e-9)
+    assert err < 1e-11
+
+
+def _t2_reference(s: float, eps: float, direction: str) -> float:
+    """H_{e^eps} for T = 2 by quadrature: S = W_1 + Z_2, L = log(S / 2)."""
+
+    def prob(shift: float, y: float, above: bool) -> float:
+        # P(W_1 + Z_2 > y) (or <), W_1 = exp(s X_1 - s^2/2 + shift), Z_2 = exp(s X_2 - s^2/2)
+        def f(x1: float) -> float:
+            rest = y - math.exp(s * x1 - s * s / 2 + shift)
+            if rest <= 0:
+                return stats.norm.pdf(x1) * (1.0 if above else 0.0)
+            x2 = (math.log(rest) + s * s / 2) / s
+            return stats.norm.pdf(x1) * (stats.norm.sf(x2) if above else stats.norm.cdf(x2))
+
+        x_cut = (math.log(y) + s * s / 2 - shift) / s  # W_1 > y beyond
+        lo = integrate.quad(f, -14, x_cut, limit=500, epsabs=1e-15)[0]
+        hi = stats.norm.sf(x_cut) if above else 0.0
+        return lo + hi
+
+    a = math.exp(eps)
+    if direction == "remove":
+        y = 2 * a
+        return prob(s * s, y, True) - a * prob(0.0, y, True)
+    y = 2 / a
+    return prob(0.0, y, False) - a * prob(s * s, y, False)
+
+
+@pytest.mark.parametrize("sigma", [1.0, 2.0])
+def test_t2_bounds_bracket_quadrature(sigma):
+    out = bp.bis_epoch_two_sided(sigma, 2)
+    for eps in (0.0, 0.5, 1.0):
+        for direction in ("remove", "add"):
+            ref = _t2_reference(1 / sigma, eps, direction)
+            up = float(out[direction].delta(eps))
+            lo = float(out[direction + "_opt"].delta(eps))
+            assert lo <= ref <= up
+            assert up - lo <= 0.15 * ref + 1e-6
+
+
+def test_training_t10_two_epochs_monte_carlo():
+    sigma, T, E, eps = 1.0, 10, 2, 0.5
+    run = pa.Training(pa.Gaussian(sigma), pa.BalancedIteration(T, 1), epochs=E)
+    g = run.delta(eps, accountant="pld")
+    assert g.lower is not None and g.lower.kind == "lower" and g.upper.kind == "upper"
+    s, n = 1 / sigma, 400_000
+    rng = np.random.default_rng(11)
+    vals = []
+    for direction in ("remove", "add"):
+        x = rng.standard_normal((n, E, T))
+        if direction == "remove":  # H(P || Q) = E_P[(1 - e^{eps - L})_+], record in step 1
+            x[:, :, 0] += s
+        z = np.exp(s * x - s * s / 2)
+        loss = np.log(z.mean(axis=2)).sum(axis=1)  # L = log dP/dQ at the sample
+        if direction == "add":  # H(Q || P) = E_Q[(1 - e^{eps + L})_+]
+            v = np.maximum(1 - np.exp(eps + loss), 0.0)
+        else:
+            v = np.maximum(1 - np.exp(eps - loss), 0.0)
+        vals.append((v.mean(), v.std() / math.sqrt(n)))
+    worst = max(vals)
+    assert g.lower.value <= worst[0] + 5 * worst[1]
+    assert g.upper.value >= worst[0] - 5 * worst[1]
+    assert g.upper.value - g.lower.value <= 0.05 * worst[0]
+    e = run.epsilon(1e-3, accountant="pld")
+    assert 0 <= e.lower.value <= e.upper.value
+
+
+def test_t1000_one_epoch_monte_carlo_and_order():
+    sigma, T = 1.0, 1000
+    run = pa.Training(pa.Gaussian(sigma), pa.BalancedIteration(T, 1), epochs=1)
+    epss = np.array([0.0, 0.02, 0.05])
+    g = run.delta(epss, accountant="pld")
+    s, n = 1 / sigma, 20_000
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((n, T))
+    x[:, 0] += s  # remove direction under P (record in step 1)
+    loss = np.log(np.exp(s * x - s * s / 2).mean(axis=1))
+    for i, eps in enumerate(epss):
+        v = np.maximum(1 - np.exp(eps - loss), 0.0)
+        mean, se = v.mean(), v.std() / math.sqrt(n)
+        assert g.lower.value[i] <= mean + 5 * se
+        assert g.upper.value[i] >= mean - 5 * se
+    assert np.all(g.lower.value <= g.upper.value)
+    assert g.upper.value[0] - g.lower.value[0] <= 0.1 * g.upper.value[0]
+    # epsilon side: a certified interval, below the Poisson-subsampled baseline's upper bound
+    e = run.epsilon(np.array([1e-5, 1e-8]), accountant="pld")
+    assert np.all(e.lower.value <= e.upper.value) and np.all(e.lower.value > 0)
+
+
+def test_k2_keeps_upper_only():
+    run = pa.Training(pa.Gaussian(2.0), pa.BalancedIteration(4, 2), epochs=1)
+    g = run.delta(0.5, accountant="pld")
+    assert g.upper is not None and g.lower is None
