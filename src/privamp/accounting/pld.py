@@ -69,9 +69,11 @@ _TRUNC_BUDGET = 1e-13
 #: relative allowance for float error in the suffix sums used by delta() / epsilon()
 _QUERY_REL = 1e-9
 _MAX_LOSS = 700.0
-#: self_compose(method="auto") uses Fourier-domain powering only for PLDs with at least this
-#: many atoms, and only while at most this fraction of the coefficients must be powered
+#: self_compose(method="auto") uses Fourier-domain powering only for T >= _POWER_MIN_T and
+#: PLDs with at least _POWER_MIN_ATOMS atoms, and only while at most _POWER_MAX_KEPT of the
+#: Fourier coefficients must be powered
 _POWER_MIN_ATOMS = 256
+_POWER_MIN_T = 16
 _POWER_MAX_KEPT = 1.0 / 32.0
 PESSIMISTIC_SOURCE = (
     "PLD, pessimistic connect-the-dots discretisation (Doroshenko et al. 2022), FFT composition"
@@ -150,8 +152,9 @@ class PLD:
 
         ``method="power"``: one FFT pair, the transform raised to the T-th power on a window
         chosen by Chernoff bounds (:func:`privamp.numerics.fft.self_convolve_power`, certified
-        l1 error); ``"squaring"``: repeated squaring, O(n log n log T); ``"auto"``: power,
-        falling back to squaring when the window is too long or a check fails.
+        l1 error); ``"squaring"``: repeated squaring, O(n log n log T); ``"auto"``: power
+        for T >= 16 and PLDs with >= 256 atoms, falling back to squaring when the window is
+        too long, too many coefficients must be powered, or a check fails.
 
         ``truncation`` is the tail mass truncated after each convolution; by default
         ``1e-13 / (2 T)``, so that all truncations together change delta by <= 1e-13 (the
@@ -161,10 +164,11 @@ class PLD:
         if method not in ("auto", "power", "squaring"):
             raise ValueError(f"method must be 'auto', 'power' or 'squaring', got {method!r}")
         tau = _TRUNC_BUDGET / (2.0 * T) if truncation is None else float(truncation)
-        # auto: the power method is slow when p has few atoms (many Fourier coefficients
-        # of modulus near 1 must be powered in long double); squaring is cheap then
+        # auto: squaring is cheaper for small T, and when p has few atoms (then many
+        # Fourier coefficients of modulus near 1 must be powered in long double)
         if T >= 2 and (method == "power" or (
-                method == "auto" and np.count_nonzero(self.masses) >= _POWER_MIN_ATOMS)):
+                method == "auto" and T >= _POWER_MIN_T
+                and np.count_nonzero(self.masses) >= _POWER_MIN_ATOMS)):
             out = self._power_self_compose(T, 0.5 * T * tau,
                                            1.0 if method == "power" else _POWER_MAX_KEPT)
             if out is not None:
