@@ -140,7 +140,10 @@ class PLD:
         m1, m2 = float(self.masses.sum()), float(other.masses.sum())
         p1, p2 = self.inf_mass, other.inf_mass
         inf_mass = p1 * (m2 + p2) + m1 * p2
-        slack = self.slack + other.slack + err
+        # each slack acts as extra mass at +inf; in the product it meets the other factor's
+        # whole mass (which may exceed 1 by the rounding factors)
+        t1, t2 = max(m1 + p1, 1.0), max(m2 + p2, 1.0)
+        slack = self.slack * t2 + other.slack * t1 + self.slack * other.slack + err
         # FFT roundoff leaves O(err) l1 garbage spread over the whole array, so the tails are
         # cut at max(truncation, err); this at most doubles the roundoff allowance.
         return _truncated(self.h, self.offset + other.offset, z, inf_mass, self.kind, slack,
