@@ -17,7 +17,8 @@ binary power and one inverse FFT.  Wrapped mass (K >= N on E) is bounded by Cher
 e^{-theta N d} prod_i E[e^{theta W_i}; W_i < N d] (moment generating functions bounded above
 from coarse cells); the FFT roundoff by an l1 bound (Higham 2002, Thm 24.2, with the power
 rule |a^m - b^m| <= m R^{m-1} |a - b|).  N is the smallest power of two with dropped and
-wrapped mass <= 1e-12.
+wrapped mass <= 2e-11 (the lattice step d is
+doubled, up to 3 times, when N would exceed 2^24).
 
 *Dominating grid pair* (upper bounds).  At the loss grid l_i = i h the profile of each
 direction, D(a) = P(L > l) - a Q(L > l) (remove) and Q(-L > l) - a P(-L > l) (add), is
@@ -63,29 +64,30 @@ SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.
 
 _U = float(np.finfo(float).eps) / 2.0
 _MAX_FFT = 1 << 24  # largest circular lattice (beyond: the accountant abstains)
-_ALIAS_BUDGET = 1e-12  # certified bound allowed for wrapped + dropped mass, per pair
+_ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
 
 
 def _cell_masses(s: float, log_scale: float, d: float, n: int
                  ) -> tuple[np.ndarray, float, float]:
     """P(W in [j d, (j+1) d)), j < n, W = e^{log_scale} Z, Z = exp(s X - s^2/2), X ~ N(0, 1);
-    the mass P(W >= n d); and a bound on the l1 float error of the cells.
+    the mass P(W >= n d); and eta, a bound on the Kolmogorov distance between the computed
+    cells (as a sub-probability law) and the exact ones.
 
-    Each cell is a difference of the smaller normal tails at its edges (log_ndtr, accurate
-    to a few ulp in the log), so its absolute error is
-    <= 4u ((2 + |log t_j|) t_j + (2 + |log t_{j+1}|) t_{j+1}) + 2u cell_j with
-    t = min(Phi(x), 1 - Phi(x)) at the edges; the sum of t over the edges is about E W / d.
+    Below the median the cells are differences of computed CDF values, above it differences
+    of computed survival values (scipy ndtr, a few ulp relative), so the computed law is
+    exactly the law with CDF G, |G - F| <= 4u (CDF values) + 4u (survival values) + u (the
+    subtractions, each rounding <= u cell, summing to <= u): eta = 16u with margin.
+    Kolmogorov distance is subadditive under convolution, |mu^{*T} - nu^{*T}| <= T eta.
     """
     edges = np.arange(n + 1) * d
     with np.errstate(divide="ignore"):
         x = (np.log(edges) - log_scale + s * s / 2) / s
-    cells = np.exp(log_diff_ndtr(x[:-1], x[1:]))
-    top = float(np.exp(log_diff_ndtr(x[-1:], np.array([np.inf]))[0]))
-    lt = special.log_ndtr(-np.abs(x))
-    t = np.exp(lt)
-    # log_ndtr within a few ulp of the log: relative error of a tail <= 4u (2 + |log t|)
-    err = 8.0 * _U * float(np.sum(t * (2.0 + np.abs(np.where(t > 0, lt, 0.0))))) + 2.0 * _U
-    return cells, top * (1 + 1e-12), err
+    cdf = special.ndtr(x)
+    sf = special.ndtr(-x)
+    cells = np.where(x[1:] <= 0.0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
+    cells = np.maximum(cells, 0.0)
+    top = float(sf[-1])
+    return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
 
 
 def _log_mgf_upper(s: float, log_scale: float, top: float, thetas: np.ndarray) -> np.ndarray:
@@ -148,7 +150,7 @@ def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
         spec = sfft.rfft(cells.astype(np.longdouble)).astype(np.complex128)
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
         k = max(math.log2(n), 1.0)
-        l2 = math.sqrt(float(np.sum(cells * cells))) * (1 + 1e-12) + err
+        l2 = math.sqrt(float(np.sum(cells * cells))) * (1 + 1e-12)
         a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
@@ -160,7 +162,9 @@ class _SumLaw:
 
     ``c`` (length N, the computed circular law of K over the event E that no W_i >= N d)
     satisfies ``c >= rho - e`` and ``c <= rho + wrap + e`` with rho the exact law of K on E
-    restricted to [0, N), ``wrap >= 0`` summing to <= ``self.wrap`` and ``|e|_1 <= self.err``;
+    restricted to [0, N), ``wrap >= 0`` summing to <= ``self.wrap`` and ``e`` a signed error
+    whose sum over any range is <= ``self.err`` (weighted by a monotone weight in [0, w]:
+    <= ``self.err`` w);
     ``self.drop >= P(E^c)``.  On E: d K <= S < d K + T d.
     """
 
@@ -182,16 +186,19 @@ class _SumLaw:
         # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
         # (Higham 2002, Thm 24.2, eta = 6u per stage, safety factor 2); with
         # ||F v||_2 = sqrt(N) ||v||_2 and l1 <= sqrt(N) l2 on the output the l1 error is
-        # <= ||dY||_2 + 12 u log2(N) ||Y_hat||_2 (+ its own error).  Input cells: an l1 error
-        # e per factor changes the T-fold convolution by <= T e (1 + e)^T in l1.
+        # <= ||dY||_2 + 12 u log2(N) ||Y_hat||_2 (+ its own error).
         k = max(math.log2(n), 1.0)
         eta = 2.0 * 6.0 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
         y_norm = math.sqrt(float(np.sum(y.real ** 2 + y.imag ** 2)) * 2.0)  # both halves
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
         d_y = r_pow * ((T - 1) * a0 + a1) + rel * y_norm * 1.01
-        e_in = max(e0, e1)
-        self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + T * e_in * (1 + e_in) ** T
+        # input cells: Kolmogorov distance <= T eta_in after convolution; range sums then move
+        # by <= 2 T eta_in, monotone-weighted sums by <= 3 T eta_in max(weight) (Abel
+        # summation), the mass wrapped from >= N by <= T eta_in more
+        e_in = T * max(e0, e1)
+        self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + 3.0 * e_in
+        self.wrap += e_in
         c = np.maximum(c, 0.0)  # clipping moves entries towards the nonnegative exact ones
         self.c = c
         # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
@@ -442,7 +449,14 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     s = 1.0 / sigma
     T = int(steps)
     d = float(lattice)
-    n = _fft_size(s, T, d)
+    for _ in range(3):  # coarser lattices (first-order cost in d) when the circle is too big
+        try:
+            n = _fft_size(s, T, d)
+            break
+        except ValueError:
+            d *= 2.0
+    else:
+        n = _fft_size(s, T, d)
     cache: dict = {}
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
     law_p = _SumLaw(s, T, s * s, d, n, cache)
