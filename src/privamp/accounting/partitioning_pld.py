@@ -439,12 +439,13 @@ class _Expectations:
 
 
 def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
-                        tail: float = 1e-15) -> dict[str, PLD]:
+                        tail: float = 1e-15) -> dict[str, PLD | None]:
     """Pessimistic and optimistic PLDs of one epoch of Balanced Iteration Subsampling with
     k = 1 (Dong, Chen, Ozgur 2025, Thm 3.8 pair) and the Gaussian mechanism (noise multiplier
     ``sigma``): keys ``"remove"``, ``"add"`` (pessimistic) and ``"remove_opt"``,
-    ``"add_opt"`` (optimistic).  The optimistic ones are lower bounds because the pair
-    (P, Q) is realised by neighbouring datasets (a record contributing 1 in one coordinate).
+    ``"add_opt"`` (optimistic; None if the lower profile is degenerate).  The optimistic
+    ones are lower bounds because the pair (P, Q) is realised by neighbouring datasets (a
+    record contributing 1 in one coordinate).
     """
     s = 1.0 / sigma
     T = int(steps)
@@ -491,14 +492,16 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
                         ex.remove(a, False))
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
                         ex.add(a, False))
-    return {
-        "remove": _gcm_pld(l_idx, h, u_rem),
-        "add": _gcm_pld(l_idx, h, u_add),
-        "remove_opt": _lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
-                                         law_q.above(y_rem, False)),
-        "add_opt": _lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
-                                      law_p.below(y_add, False)),
-    }
+    out: dict[str, PLD | None] = {"remove": _gcm_pld(l_idx, h, u_rem),
+                                  "add": _gcm_pld(l_idx, h, u_add)}
+    try:  # a degenerate lower profile only loses the lower bound
+        out["remove_opt"] = _lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
+                                               law_q.above(y_rem, False))
+        out["add_opt"] = _lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
+                                            law_p.below(y_add, False))
+    except ValueError:
+        out["remove_opt"] = out["add_opt"] = None
+    return out
 
 
 def bis_epoch_plds(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
@@ -510,13 +513,13 @@ def bis_epoch_plds(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2
 
 
 def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
-                   lattice: float = 2e-3) -> tuple[PLD, PLD, PLD, PLD]:
+                   lattice: float = 2e-3) -> tuple[PLD | None, ...]:
     """(remove, add, remove_opt, add_opt) PLDs of ``epochs`` epochs of BIS with k = 1:
     pessimistic (upper bounds) and optimistic (lower bounds, realised pair)."""
     out = bis_epoch_two_sided(sigma, steps, h, lattice)
     E = int(epochs)
-    return tuple(out[key].self_compose(E) for key in ("remove", "add", "remove_opt",
-                                                          "add_opt"))
+    return tuple(None if out[key] is None else out[key].self_compose(E)
+                 for key in ("remove", "add", "remove_opt", "add_opt"))
 
 
 def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
@@ -571,7 +574,10 @@ class BISPLDAnalysis(RunAnalysis):
             try:
                 if self.k == 1 and self.T > 1:
                     out = bis_lower_plds(self.sigma, self.T, self.epochs)
-                    self._plds, self._opt = list(out[:2]), list(out[2:])
+                    self._plds = list(out[:2])
+                    self._opt = [p for p in out[2:] if p is not None]
+                    if len(self._opt) < 2:
+                        self._opt = []
                 else:
                     self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
             except ValueError:
