@@ -434,7 +434,8 @@ class _Expectations:
         lo = np.full(np.shape(a), k2)
         v = (T / d) * self._rng(self.pKT, lo, kz) - a * self._rng(self.pA, lo, kz)
         fl = self.gam * ((T / d) * self.pKT[min(k2, self.n)] + a * self.pA[min(k2, self.n)])
-        v = v - fl - (self.p.err + self.p.wrap) * T / y0
+        wmax = T / ((k2 + T) * d)  # the largest weight kept
+        v = v - fl - (self.p.err + self.p.wrap) * wmax
         return np.maximum(v, 0.0)
 
 
