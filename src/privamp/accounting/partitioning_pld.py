@@ -243,17 +243,7 @@ def _gcm_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
     a = np.exp(l_idx * h)
     xs = np.concatenate([[0.0], a])
     ys = np.concatenate([[1.0], u])
-    hull: list[int] = []
-    for i in range(len(xs)):
-        while len(hull) >= 2:
-            i0, i1 = hull[-2], hull[-1]
-            # remove i1 if it lies on or above the segment i0 -> i
-            cross = (xs[i1] - xs[i0]) * (ys[i] - ys[i0]) - (ys[i1] - ys[i0]) * (xs[i] - xs[i0])
-            if cross <= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(i)
+    hull = _lower_hull(xs, ys)
     hx, hy = xs[hull], ys[hull]
     slopes = np.diff(hy) / np.diff(hx)  # nonpositive, increasing
     after = np.concatenate([slopes[1:], [0.0]])
@@ -327,6 +317,8 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
 
 
 def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
+    """Indices of the lower convex hull of the points (xs increasing): a point is removed when
+    it lies on or above the segment joining its neighbours on the hull."""
     hull: list[int] = []
     for i in range(len(xs)):
         while len(hull) >= 2:
