@@ -284,7 +284,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     _print_guarantee("Poisson subsampling (what DP-SGD analyses assume):", g, False)
     print(f"  ({dt:.2f} s)\n")
     schemes: list[tuple[str, Scheme]] = [
-        ("fixed-size batches, fresh random batch each step (substitution)",
+        ("fixed-size batches, fresh random batch each step (substitution, sensitivity 2C)",
          WithoutReplacement(256, 60000)),
         ("shuffled batches, zero-out neighbours (what most code actually runs)",
          Shuffle(250, 60000)),
