@@ -420,8 +420,9 @@ def _second_order(u: float, a: np.ndarray) -> np.ndarray:
             c = c * (a - n + 1) / n
             acc = acc + c * u**n
         return acc
-    with np.errstate(over="ignore", divide="ignore"):
-        return np.expm1(a * math.log1p(u)) - a * u
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        # u = -1 (a law with an empty atom) gives log1p(u) = -inf and (1 + u)^a = 0
+        return np.expm1(a * np.log1p(u)) - a * u
 
 
 def _bern_log_psi(a: np.ndarray, q: float, delta: float) -> np.ndarray:
@@ -440,8 +441,8 @@ def _bern_log_psi(a: np.ndarray, q: float, delta: float) -> np.ndarray:
         else:
             out.append(a * math.log(pp) + (1 - a) * math.log(qq))
     direct = np.logaddexp(out[0], out[1]) * (1 + 1e-14)
-    if q <= 0.0 or q >= 1.0:
-        return direct
+    if q <= 0.0 or q >= 1.0 or p <= 0.0 or p >= 1.0:
+        return direct  # an empty atom: no cancellation to guard against
     small = direct < 1.0
     if small.any():
         b = a[small]
