@@ -431,3 +431,26 @@ def test_self_compose_method_validation():
     p, _ = discretise(GaussianPair(1.0), 0.01)
     with pytest.raises(ValueError, match="method"):
         p.self_compose(3, method="fast")
+
+
+def test_auto_grid_small_rate_directions_against_dp_accounting():
+    """Poisson-subsampled Gaussian at a small rate with few expected selections (w T = 2):
+    the automatic grid gives the remove direction the finer step and the add direction a
+    coarser one; the add direction's certified upper bound stays below the remove
+    direction's certified lower bound (so the coarse grid costs no width), and the run's
+    interval contains dp_accounting's connect-the-dots estimate (an upper estimate, so at
+    least the lower bound) and is narrow."""
+    from dp_accounting.pld import privacy_loss_distribution as pldm
+
+    sigma, q, T, delta = 0.7, 1e-3, 2000, 1e-5
+    ref = pldm.from_gaussian_mechanism(
+        sigma, sampling_prob=q, value_discretization_interval=1e-4, use_connect_dots=True
+    ).self_compose(T).get_epsilon_for_delta(delta)
+    a = PLDAnalysis(pa.Gaussian(sigma), q, T)
+    up, lo = a.epsilon(delta)
+    assert a.grid[1] > a.grid[0]
+    (p_rm, o_rm), (p_add, _) = a.pld.directions
+    assert float(p_add.epsilon(delta)) < float(o_rm.epsilon(delta))
+    assert lo.value <= ref * (1 + 1e-9)
+    assert up.value >= ref * (1 - 2e-3)
+    assert (up.value - lo.value) <= 0.01 * up.value
