@@ -687,23 +687,20 @@ class PLDAnalysis(RunAnalysis):
             self._pld = TwoSidedPLD(dirs).self_compose(self.steps)
         return self._pld
 
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        d = np.asarray(delta, dtype=float)
+    def _query(self, x: np.ndarray, which: str) -> BoundPair:
+        x = np.asarray(x, dtype=float)
         if self.rate == 0.0:
-            z = Bound(np.zeros_like(d) if d.ndim else 0.0, "exact", "rate 0: no privacy loss")
+            z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
             return z, z
-        up, lo = self.pld.epsilon(d)
-        return Bound(_shape(up, d), "upper", PESSIMISTIC_SOURCE), Bound(
-            _shape(lo, d), "lower", OPTIMISTIC_SOURCE)
+        up, lo = getattr(self.pld, which)(x)
+        return Bound(_shape(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
+            _shape(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._query(delta, "epsilon")
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
-        e = np.asarray(epsilon, dtype=float)
-        if self.rate == 0.0:
-            z = Bound(np.zeros_like(e) if e.ndim else 0.0, "exact", "rate 0: no privacy loss")
-            return z, z
-        up, lo = self.pld.delta(e)
-        return Bound(_shape(up, e), "upper", PESSIMISTIC_SOURCE), Bound(
-            _shape(lo, e), "lower", OPTIMISTIC_SOURCE)
+        return self._query(epsilon, "delta")
 
 
 def pld_analysis(run, h: float | None = None) -> PLDAnalysis:

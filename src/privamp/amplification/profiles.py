@@ -348,13 +348,8 @@ def profile(
     ``"white-box"`` (mechanism at distance k) or ``"black-box"`` (generic group privacy).
     ``epsilon``: >= 0, scalar or array; returns a float array of the same shape.
     """
-    relation = Substitution() if relation is None else relation
-    _validate(mechanism, scheme, relation, group)
-    eps = check_epsilon(epsilon)
-    shape = eps.shape
-    vals, _, _ = _profile(mechanism, scheme, np.atleast_1d(eps).ravel(), relation, group,
-                          dataset_size)
-    return vals.reshape(shape)
+    b = profile_bound(mechanism, scheme, epsilon, relation, group, dataset_size)
+    return np.asarray(b.value, dtype=float)
 
 
 def profile_bound(
