@@ -23,8 +23,12 @@ number of compositions, and one below (``optimistic``) stays below; additive err
   rounding losses down.  An atom strictly inside a bin costs any grid-supported optimistic
   pair O(h) on a half-line, so for discrete pairs the accountant aligns the grid with the
   atoms (:func:`_aligned_step`).
-* Float error: one-step masses carry a relative safety factor (1 +- 1e-10) and an additive
-  allowance for the tail evaluations; direct-sum convolutions are corrected by their
+* Float error: one-step masses carry a relative safety factor (1 +- 1e-12, for relative
+  errors of the splits and the isotonic regression); the tail evaluations' error at each
+  grid point is bounded (:func:`_tail_errors`) and covered by a relative part (masses scaled
+  by 1 +- rho) where the profile is large against it and an additive part (``slack``)
+  elsewhere (:func:`_relative_split`) -- a relative error costs a T-fold composition T rho
+  times delta, an additive one T s; direct-sum convolutions are corrected by their
   relative error bound; FFT convolutions add a certified l1 bound (Higham 2002, Thm 24.2)
   to ``slack``; queries add a relative 1e-9.  All of these are in the safe direction.
 * Composition: FFT convolution of the P-masses (:func:`privamp.numerics.fft.convolve_nonneg`)
@@ -70,7 +74,7 @@ __all__ = [
 _U = UNIT_ROUNDOFF
 #: relative safety factor applied to the masses of one discretised step (covers relative
 #: float error in the tail evaluations and in the isotonic regression)
-_REL_SAFETY = 1e-10
+_REL_SAFETY = 1e-12
 #: default l1 budget of the tails dropped/moved by truncation over a whole self-composition
 _TRUNC_BUDGET = 1e-13
 #: relative allowance for float error in the suffix sums used by delta() / epsilon()
@@ -356,25 +360,52 @@ def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
     return i_lo, np.arange(i_lo, i_hi + 1) * h
 
 
-def _float_allowance(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> float:
-    """Allowance for float error in the tail evaluations (each taken within 4 ulp).
+def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
 
-    The grid profile at a grid point a_k is P^(L > l_k) - a_k Q^(L > l_k), where the
-    computed tails telescope from the bin masses: above the median they equal the computed
-    upper tail at l_k, below it (lower tail at the median - lower tail at l_k) + upper tail
-    at the median.  So the error at a_k is <= 12 u (1 + a_k min(Q(L <= l_k), Q(L > l_k)) +
-    a_med) with a_med = e^{l} at the Q-median; between grid points it is interpolated.  The
-    per-bin relative errors of the split (the e_i) are covered by the relative safety factor.
+    The tails are evaluated within 4 ulp (relative) and each bin mass is the rounded
+    difference of the two smaller tails, so the tails telescoped from the stored masses are
+    within 12 u of the true ones relative to R_k = (stored mass above l_k) above the
+    distribution's switch point (where the upper tail becomes the smaller one), and within
+    12 u (total + R_k) below it.  The profile at a_k is P(L > l_k) - a_k Q(L > l_k), so
+    ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.
     """
-    cq = np.cumsum(qm)[:-1]  # Q(L <= l_k)
-    tq = np.minimum(cq, np.cumsum(qm[::-1])[::-1][1:])  # upper tails summed from the top
-    med = int(np.searchsorted(cq, 0.5 * qm.sum()))
-    a_med = float(a[min(med, len(a) - 1)])
-    worst = float(np.max(np.minimum(a, 1e300) * tq))
-    return float(16 * _U * (2.0 + worst + a_med))
+    def side(m: np.ndarray) -> np.ndarray:
+        inner = m[1:-1]
+        above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+        tot = float(m.sum())
+        below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
+        # switch: first k whose mass above is below the mass at or below
+        err = np.where(above <= below, above, tot + above)
+        return err
+
+    return 24.0 * _U * (side(pm) + a * side(qm)) + 1e-300
 
 
-def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]:
+def _relative_split(vertex: np.ndarray, err: np.ndarray) -> tuple[float, float]:
+    """(rho, s) with ``rho * G(a) + s >= Err(a)`` on every segment, for a grid profile G
+    with values ``vertex`` at the grid points and an error Err at most ``max(E_k, E_k+1)``
+    on segment k (G decreases, so G >= G_{k+1} there).
+
+    A relative part rho costs a T-fold composition ``T rho`` times the (small) delta it is
+    queried at, an additive part ``T s``; rho is the largest ratio E / G over the segments
+    where G is not tiny, at most 1e-10; s covers the rest.  ``vertex`` is lowered by the
+    float error of its own summation and by E first (it stands in for the true profile).
+    """
+    n = len(vertex)
+    if n < 2:
+        return 0.0, float(err.max()) if len(err) else 0.0
+    e_seg = np.maximum(err[:-1], err[1:])
+    g_low = np.maximum(vertex[1:] * (1.0 - 4.0 * n * _U) - err[1:], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(g_low > 0, e_seg / g_low, np.inf)
+    rho = float(min(np.max(np.where(ratio <= 1e-10, ratio, 0.0)), 1e-10)) * (1.0 + 1e-6)
+    s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
+    return rho, s * (1.0 + 1e-6)
+
+
+def discretise(pair: LossPair, h: float, tail: float = 1e-16,
+               optimistic: bool = True) -> tuple[PLD, PLD | None]:
     """(pessimistic, optimistic) grid PLDs of one ordered pair on the grid ``j h``.
 
     The grid covers ``pair.loss_range(tail)``.  Pessimistic: connect-the-dots (Doroshenko
@@ -389,7 +420,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]
     if finite <= 0.0:  # all of P sits at loss +inf (e.g. randomized response with theta = 1)
         p_inf = float(pair.p_inf)
         return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + _REL_SAFETY), 1.0), "pessimistic"),
-                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic"))
+                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic")
+                if optimistic else None)
     i_lo, l = _grid(pair, h, tail)
     pm_all, qm_all = pair.bin_masses(l)
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
@@ -397,7 +429,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]
     em1 = math.expm1(h)
     dlt = a[:-1] * em1  # a_{i+1} - a_i
     e = np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)  # Q-mass sent to the bin's upper end
-    allowance = _float_allowance(pm_all, qm_all, a)
+    errs = _tail_errors(pm_all, qm_all, a)
 
     # --- pessimistic ---
     up = a[1:] * e
@@ -406,13 +438,20 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16) -> tuple[PLD, PLD]
     pess[:-1] += low
     pess[1:] += up
     pess[0] += pm_all[0]
-    pess *= 1 + _REL_SAFETY
-    p = PLD(h, i_lo, pess, float(pm_all[-1]) * (1 + _REL_SAFETY), "pessimistic", allowance)
+    p_inf = float(pm_all[-1])
+    rho, s = _relative_split(PLD(h, i_lo, pess, p_inf, "pessimistic")._get_tables()[2] + p_inf,
+                             errs)
+    fac = 1.0 + _REL_SAFETY + rho
+    p = PLD(h, i_lo, pess * fac, p_inf * fac, "pessimistic", s)
+    if not optimistic:
+        return _strip(p), None
 
     # --- optimistic ---
     o = _optimistic_masses(pair, l, a, dlt, qb, e)
-    o *= 1 - _REL_SAFETY
-    opt = PLD(h, i_lo, o, pair.p_inf * (1 - _REL_SAFETY), "optimistic", 2 * allowance)
+    rho, s = _relative_split(PLD(h, i_lo, o, pair.p_inf, "optimistic")._get_tables()[2]
+                             + pair.p_inf, 2.0 * errs)
+    fac = 1.0 - _REL_SAFETY - rho
+    opt = PLD(h, i_lo, o * fac, pair.p_inf * fac, "optimistic", s)
     return _strip(p), _strip(opt)
 
 
@@ -420,10 +459,11 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
                        qb: np.ndarray, e: np.ndarray) -> np.ndarray:
     """P-masses on the grid of a pair whose profile lies below D everywhere.
 
-    Chord slopes m_i = -Q(L > l_{i+1}) - e_i; gap bound g_i = Delta_i A B / (A + B) with
-    A = Q_i - e_i, B = e_i (D lies above the tangents at both ends, of slopes m_i - A and
-    m_i + B); vertex lowering mu_i = max(g_{i-1}, g_i); values v_i = W_i - mu_i with
-    W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K' with v_K' <= 0, where the
+    Chord slopes m_i = -Q(L > l_{i+1}) - e_i; with A = Q_i - e_i, B = e_i, D lies above the
+    tangents at both ends of segment i (slopes m_i - A and m_i + B), i.e. above the chord
+    minus a tent of height g_i = Delta_i A B / (A + B) peaked at relative position
+    t_i = B / (A + B); vertex lowerings mu_i come from :func:`_vertex_lowering`; values
+    v_i = W_i - mu_i with W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K' with v_K' <= 0, where the
     value is set to 0 and v_{K'-1} <= Q(L >= l_K') Delta (the tangent through (a_K', 0) with
     the left derivative, a subgradient);
     a virtual point at a = 0 on the line of slope -Q(L >= l_0) through (a_0, v_0) covers
@@ -436,12 +476,11 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     m = -qgt[1:] - e
     A = qb - e
     with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(qb > 0, dlt * A * e / np.where(qb > 0, qb, 1.0), 0.0)
-    mu = np.empty(K + 1)
-    mu[0] = g[0]
-    mu[K] = g[K - 1]
-    if K > 1:
-        mu[1:K] = np.maximum(g[:-1], g[1:])
+        pos = qb > 0
+        safe = np.where(pos, qb, 1.0)
+        g = np.where(pos, dlt * A * e / safe, 0.0)
+        t = np.clip(np.where(pos, e / safe, 0.5), 0.0, 1.0)
+    mu = _vertex_lowering(g, t)
     w = np.zeros(K + 1)
     w[:K] = np.cumsum((-m * dlt)[::-1])[::-1]
     v = w - mu
@@ -467,6 +506,72 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     out = np.zeros(K + 1)
     out[: kend + 1] = a[: kend + 1] * q
     return out
+
+
+#: segments per block of the chained vertex lowering (blocks are chained in parallel)
+_CHAIN_BLOCK = 32
+#: a tent peak at relative position t < _CHAIN_LEFT loads the segment's left vertex instead
+_CHAIN_LEFT = 1e-3
+
+
+def _vertex_lowering(g: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Lowerings mu_0..mu_K >= 0 of the chord vertices such that every lowered segment lies
+    below the tent envelope of its segment (hence below D).
+
+    The lowered segment i runs from (a_i, D_i - mu_i) to (a_{i+1}, D_{i+1} - mu_{i+1}); the
+    envelope is the chord minus a tent of height g_i at relative position t_i (zero at both
+    ends).  Line minus envelope is concave and piecewise linear with its only kink at the
+    tent's peak, so the segment lies below the envelope iff it does at the ends and at the
+    peak: mu_i, mu_{i+1} >= 0 and ``(1 - t_i) mu_i + t_i mu_{i+1} >= g_i``.
+
+    Any such mu is sound; small ones give a tight optimistic PLD.  ``mu_i = max(g_{i-1},
+    g_i)`` satisfies the constraints but lowers both ends of a segment by its whole gap; the
+    chain ``mu_{i+1} = max(0, (g_i - (1 - t_i) mu_i) / t_i)`` makes every constraint tight
+    (this is the optimistic analogue of connect-the-dots: each segment touches the envelope
+    at its peak, and for a pair with one atom per bin -- where the envelope *is* the profile --
+    it is a post-processing of the pair).  For speed the chain runs in blocks of
+    ``_CHAIN_BLOCK`` segments in parallel, each block starting from the max-rule value
+    (feasible on both sides); a block's last vertex takes the max of both values.  A final
+    check in float (with g inflated by 1e-9 relative) raises any vertex of a violated
+    constraint to the max-rule value, which satisfies it.
+    """
+    K = len(g)
+    gi = g * (1.0 + 1e-9)
+    mu_max = np.empty(K + 1)
+    mu_max[0] = gi[0]
+    mu_max[K] = gi[K - 1]
+    if K > 1:
+        mu_max[1:K] = np.maximum(gi[:-1], gi[1:])
+    L = _CHAIN_BLOCK
+    nb = -(-K // L)
+    pad = nb * L - K
+    gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L)
+    tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L)
+    mm = np.concatenate((mu_max, np.zeros(pad))).reshape(-1)  # vertices 0..nb L
+    up = 1.0 + 4.0 * _U
+    # vertex values of block b: columns 0..L (columns 0 and L shared with the neighbours)
+    chain = np.zeros((nb, L + 1))
+    chain[:, 0] = mm[0 : nb * L : L]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(L):
+            tk, gk = tp[:, i], gp[:, i]
+            near_left = tk < _CHAIN_LEFT
+            # peak next to the left vertex: raise it to g / (1 - t) (tiny) and free the right
+            need = gk / np.where(near_left, 1.0 - tk, 1.0) * up
+            chain[:, i] = np.where(near_left, np.maximum(chain[:, i], need), chain[:, i])
+            x = (gk - (1.0 - tk) * chain[:, i]) / np.where(near_left, 1.0, tk)
+            chain[:, i + 1] = np.where(near_left, 0.0, np.maximum(x, 0.0) * up)
+    mu = np.zeros(nb * L + 1)
+    mu[: nb * L] = chain[:, :L].reshape(-1)
+    # a block's last vertex is the next block's first: both values must hold
+    mu[L : nb * L + 1 : L] = np.maximum(mu[L : nb * L + 1 : L], chain[:, L])
+    mu = mu[: K + 1]
+    lhs = (1.0 - t) * mu[:-1] + t * mu[1:]
+    bad = np.nonzero(lhs < gi)[0]
+    if len(bad):
+        mu[bad] = np.maximum(mu[bad], mu_max[bad])
+        mu[bad + 1] = np.maximum(mu[bad + 1], mu_max[bad + 1])
+    return mu
 
 
 def _strip(p: PLD) -> PLD:
