@@ -69,9 +69,11 @@ __all__ = [
     "PLDAnalysis",
     "auto_grid",
     "pld_analysis",
+    "compose_two_level",
 ]
 
 _U = UNIT_ROUNDOFF
+_U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 #: relative safety factor applied to the masses of one discretised step (covers relative
 #: float error in the tail evaluations and in the isotonic regression)
 _REL_SAFETY = 1e-12
@@ -254,6 +256,75 @@ class PLD:
             return None
         return _strip(PLD(self.h, T * self.offset + start, z, inf_t, self.kind, slack))
 
+    def coarsen(self, factor: int) -> PLD:
+        """This PLD on the grid of step ``k h`` (``k = factor``), of the same kind.
+
+        Pessimistic: connect-the-dots of its atoms (Doroshenko et al. 2022): an atom at loss
+        (kJ + r) h sends the P-fraction ``f_r = (1 - e^{-r h}) / (1 - e^{-k h})`` to
+        (J + 1) k h and the rest to J k h, which keeps its P- and Q-masses, so the profile
+        is the chord interpolation of this one's at the coarse points -- above it, by
+        convexity.  Masses are rounded up by their relative float error.
+
+        Optimistic: the atoms of each coarse bin (J k h, (J + 1) k h] are merged into one
+        (a post-processing, so the profile can only drop), and the merged pair is
+        discretised like any pair (lowered chords chained at the tents, convex minorant),
+        whose tent envelope is then exactly the merged pair's profile.
+        """
+        factor = check_int("factor", factor, minimum=1)
+        if factor == 1:
+            return self
+        if self.kind == "optimistic":
+            return self._coarsen_optimistic(factor)
+        k = factor
+        first = self.offset // k  # floor
+        shift = self.offset - first * k  # position of masses[0] inside its coarse bin
+        n_bins = -(-(shift + len(self.masses)) // k)
+        buf = np.zeros(n_bins * k)
+        buf[shift : shift + len(self.masses)] = self.masses
+        buf = buf.reshape(n_bins, k)
+        r = np.arange(k)
+        f = np.expm1(-r * self.h) / math.expm1(-k * self.h)
+        out = np.zeros(n_bins + 1)
+        out[1:] += buf @ f
+        out[:-1] += buf @ (1.0 - f)
+        out *= 1.0 + 4.0 * (k + 8) * _U
+        return _strip(PLD(k * self.h, first, out, self.inf_mass, self.kind, self.slack))
+
+    def _coarsen_optimistic(self, k: int) -> PLD:
+        h, n = self.h, len(self.masses)
+        idx = self.offset + np.arange(n)
+        J = (idx - 1) // k  # bin (J k h, (J + 1) k h] holds index J k + 1 .. (J + 1) k
+        j0 = int(J[0]) - 1  # one empty bin below keeps the total P-mass (see discretise)
+        nbins = int(J[-1]) - j0 + 1
+        pb = np.bincount(J - j0, weights=self.masses, minlength=nbins)
+        with np.errstate(under="ignore"):
+            qb = np.bincount(J - j0, weights=self.masses * np.exp(-idx * h), minlength=nbins)
+        H = k * h
+        l = (j0 + np.arange(nbins + 1)) * H
+        a = np.exp(l)
+        em1 = math.expm1(H)
+        dlt = a[:-1] * em1
+        e = np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+        qgt = np.zeros(nbins + 1)
+        # suffix sums in long double: relative error <= nbins u_ld, a few double ulp
+        qgt[:-1] = np.cumsum(qb[::-1].astype(np.longdouble))[::-1]
+        # an atom merged at the top end of a bin (all its mass at index (J + 1) k) has
+        # loss l_{J+1}: Q(L >= l_i) adds it
+        at_top = np.zeros(nbins + 1)
+        top = np.bincount(J - j0, weights=np.where(idx % k == 0, self.masses, 0.0)
+                          * np.exp(-np.minimum(idx * h, _MAX_LOSS)), minlength=nbins)
+        at_top[1:] = np.where(np.isclose(top, qb, rtol=1e-12, atol=0.0), qb, 0.0)
+        o = _optimistic_masses(l, a, dlt, qb, e, qgt, lambda i: qgt[i] + at_top[i])
+        pm = np.concatenate(([0.0], pb, [0.0]))
+        qm = np.concatenate(([0.0], qb, [0.0]))
+        ulps = 4.0 + k + 2.0 * nbins * _U_LD / _U  # bincount sums, long-double suffix sums
+        errs = _tail_errors(pm, qm, a, ulps=ulps)
+        rho, s = _relative_split(
+            PLD(H, j0, o, self.inf_mass, "optimistic")._get_tables()[2] + self.inf_mass,
+            2.0 * errs)
+        fac = 1.0 - _REL_SAFETY - rho
+        return _strip(PLD(H, j0, o * fac, self.inf_mass * fac, "optimistic", self.slack + s))
+
     # -- queries ----------------------------------------------------------------------------
     def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """R_j = sum_{i>=j} p_i e^{-(l_i - l_j)} and G_j = sum_{i>j} p_i (1 - e^{-(l_i-l_j)})
@@ -360,7 +431,8 @@ def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
     return i_lo, np.arange(i_lo, i_hi + 1) * h
 
 
-def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> np.ndarray:
+def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
+                 ) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
 
     The tails are evaluated within 4 ulp (relative) and each bin mass is the rounded
@@ -368,7 +440,8 @@ def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> np.ndarray:
     within 12 u of the true ones relative to R_k = (stored mass above l_k) above the
     distribution's switch point (where the upper tail becomes the smaller one), and within
     12 u (total + R_k) below it.  The profile at a_k is P(L > l_k) - a_k Q(L > l_k), so
-    ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.
+    ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
+    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
     """
     def side(m: np.ndarray) -> np.ndarray:
         inner = m[1:-1]
@@ -379,7 +452,7 @@ def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray) -> np.ndarray:
         err = np.where(above <= below, above, tot + above)
         return err
 
-    return 24.0 * _U * (side(pm) + a * side(qm)) + 1e-300
+    return 6.0 * ulps * _U * (side(pm) + a * side(qm)) + 1e-300
 
 
 def _relative_split(vertex: np.ndarray, err: np.ndarray) -> tuple[float, float]:
@@ -447,7 +520,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
         return _strip(p), None
 
     # --- optimistic ---
-    o = _optimistic_masses(pair, l, a, dlt, qb, e)
+    o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
+                           lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
     rho, s = _relative_split(PLD(h, i_lo, o, pair.p_inf, "optimistic")._get_tables()[2]
                              + pair.p_inf, 2.0 * errs)
     fac = 1.0 - _REL_SAFETY - rho
@@ -455,8 +529,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     return _strip(p), _strip(opt)
 
 
-def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.ndarray,
-                       qb: np.ndarray, e: np.ndarray) -> np.ndarray:
+def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
+                       e: np.ndarray, qgt: np.ndarray, q_ge) -> np.ndarray:
     """P-masses on the grid of a pair whose profile lies below D everywhere.
 
     Chord slopes m_i = -Q(L > l_{i+1}) - e_i; with A = Q_i - e_i, B = e_i, D lies above the
@@ -469,10 +543,11 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     a virtual point at a = 0 on the line of slope -Q(L >= l_0) through (a_0, v_0) covers
     [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
     slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.
+
+    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i).
     """
     K = len(l) - 1
-    qgt = pair.tail(l, "Q", True, True)  # Q(L > l_i), i = 0..K
-    qge0 = float(pair.tail(l[:1], "Q", True, False)[0])  # Q(L >= l_0)
+    qge0 = float(q_ge(0))  # Q(L >= l_0)
     m = -qgt[1:] - e
     A = qb - e
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -489,7 +564,7 @@ def _optimistic_masses(pair: LossPair, l: np.ndarray, a: np.ndarray, dlt: np.nda
     # slopes on segments 0..kend-1
     s = m[:kend] - (mu[1 : kend + 1] - mu[:kend]) / dlt[:kend]
     # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
-    q_at = float(pair.tail(l[kend : kend + 1], "Q", True, False)[0])
+    q_at = float(q_ge(kend))
     v_last = min(float(v[kend - 1]), q_at * float(dlt[kend - 1]))
     v_last = max(v_last, 0.0)
     s[kend - 1] = -v_last / dlt[kend - 1]
@@ -574,6 +649,11 @@ def _vertex_lowering(g: np.ndarray, t: np.ndarray) -> np.ndarray:
     return mu
 
 
+def _zero_pld(h: float) -> PLD:
+    """The optimistic PLD of the trivial lower bound (profile 0)."""
+    return PLD(h, 0, np.zeros(1), 0.0, "optimistic")
+
+
 def _strip(p: PLD) -> PLD:
     nz = np.nonzero(p.masses > 0)[0]
     if len(nz) == 0:
@@ -653,11 +733,13 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
 
     h = (interquartile range of the single-step loss under P) / 120, but coarse enough that
     the T-fold grid (about 20 sqrt(T) sd(L) + the single-step range, after truncation) has
-    at most ``points`` points.  For Poisson-subsampled Gaussian at rates w <= 0.1 the
-    points go where the run's bounds are decided: the remove direction ``(w P + (1-w) Q,
-    Q)`` gets ``_LEAD_POINTS`` times the budget (and IQR / 160 when w T <= 10: with few
-    expected selections the bulk's spread understates the scale that matters), the add
-    direction, whose profile lies far below, ``1 / _SECONDARY_COST`` of it.
+    at most ``points`` points.  For the remove direction ``(w P + (1-w) Q, Q)`` of
+    Poisson-subsampled Gaussian at rates w <= 0.1, h is at most ``_LEAD_STEP`` (the
+    connect-the-dots error is second order in h whatever the loss's spread, and the chained
+    optimistic discretisation keeps the lower bound within a fraction of a percent at that
+    step), and for its add direction ``_SECONDARY_COST`` times coarser (its profile lies far
+    below; :class:`PLDAnalysis` composes only its pessimistic side and refines it if it ever
+    decides the upper bound).
     """
     atoms = _atoms(pair)
     if atoms is not None and len(atoms[0]):
@@ -670,12 +752,8 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
         width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
         return float(min(max(width / points, sd / 2000.0), 0.05))
     coarse = _secondary_direction(pair)
-    lead = (isinstance(pair, MixturePair) and isinstance(pair.base, GaussianPair)
-            and pair.w <= 0.1)
-    if coarse:
-        points = points / _SECONDARY_COST
-    elif lead:
-        points = points * _LEAD_POINTS
+    lead = _lead_direction(pair)
+    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
     lo, hi = pair.loss_range(1e-12)
     grid = np.linspace(lo, hi, 4001)
     cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
@@ -684,72 +762,31 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
     tot = max(float(w.sum()), 1e-300)
     mean = float(np.sum(w * mid)) / tot
     sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
-    quart = np.interp([0.25, 0.75], cdf, grid)
-    iqr = float(quart[1] - quart[0])
-    spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
-    # few expected selections (w T small): the bulk's spread understates the scale that
-    # matters, so resolve it finer
-    h = spread / (_SPREAD_BINS if lead and pair.w * T <= 10.0 else 120.0)
-    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
     width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
-    h = max(h, width / points, (hi_d - lo_d) / (2e6 / (_SECONDARY_COST if coarse else 1.0)))
-    h = float(min(h, 0.05))
-    if lead:
-        h = _least_drift_step(pair, h)
-    return h
+    if lead or coarse:
+        h = _LEAD_STEP * (_SECONDARY_COST if coarse else 1.0)
+        if T >= _TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
+            points *= _TWO_LEVEL_FACTOR
+    else:
+        quart = np.interp([0.25, 0.75], cdf, grid)
+        iqr = float(quart[1] - quart[0])
+        spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
+        h = spread / 120.0
+    h = max(h, width / points, (hi_d - lo_d) / 2e6)
+    return float(min(h, 0.05))
 
 
-class _RangedPair(LossPair):
-    """A pair with a fixed grid range (delegates everything else): for scoring steps."""
-
-    def __init__(self, base: LossPair, lo: float, hi: float) -> None:
-        self.base, self._range = base, (lo, hi)
-        self.p_inf, self.q_minf = base.p_inf, base.q_minf
-
-    def tail(self, l, dist, upper, strict):
-        return self.base.tail(l, dist, upper, strict)
-
-    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return self.base.bin_masses(edges)
-
-    def loss_range(self, tail: float) -> tuple[float, float]:
-        return self._range
-
-
-def _least_drift_step(pair: LossPair, h0: float) -> float:
-    """The step in [0.75 h0, h0] whose one-step pessimistic and optimistic grid pairs
-    have the closest mean losses under P (on the bulk of the loss, at most 10000 bins).
-
-    When the single-step loss is concentrated on a few bins (small sampling rates), the
-    optimistic grid pair's mean loss sits below the true one by a fraction of h that
-    depends on how the bulk falls on the grid; T steps turn it into a shift T * drift of
-    the composed loss, which is what widens the certified interval.  A heuristic only.
-    """
-    lo, hi = pair.loss_range(1e-6)
-    hi = min(hi, lo + 1e4 * h0)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return h0
-    ranged = _RangedPair(pair, lo, hi)
-    best, best_score = h0, math.inf
-    for h in h0 * np.linspace(0.75, 1.0, 16):
-        try:
-            p, o = discretise(ranged, float(h), 1e-16)
-        except ValueError:
-            continue
-        score = abs(float(np.dot(p.masses, p.losses)) - float(np.dot(o.masses, o.losses)))
-        if score < best_score:
-            best, best_score = float(h), score
-    return best
-
-
-#: bins per single-step loss spread (interquartile range) of the leading direction
-_SPREAD_BINS = 160.0
-#: points budget multiplier of the leading (remove) direction of small-rate Poisson
-#: subsampling, paid for by the coarser secondary direction
-_LEAD_POINTS = 1.1
-#: the secondary (add) direction of a Poisson-subsampled pair gets this fraction of the
-#: points of the leading one
+#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian
+_LEAD_STEP = 6e-5
+#: the secondary (add) direction of a Poisson-subsampled pair gets a grid this much coarser
 _SECONDARY_COST = 4.0
+
+
+def _lead_direction(pair: LossPair) -> bool:
+    """True for the remove direction ``(w P + (1 - w) Q, Q)`` of Poisson-subsampled Gaussian
+    at a small rate ``w <= 0.1``."""
+    return (isinstance(pair, MixturePair) and isinstance(pair.base, GaussianPair)
+            and pair.w <= 0.1)
 
 
 def _secondary_direction(pair: LossPair) -> bool:
@@ -758,8 +795,51 @@ def _secondary_direction(pair: LossPair) -> bool:
     accountant handles (the run's bounds are maxima over directions), so a coarser grid there
     costs no width of the run's interval, only time saved.  A heuristic: soundness never
     depends on the grid."""
-    return (isinstance(pair, SwappedPair) and isinstance(pair.base, MixturePair)
-            and isinstance(pair.base.base, GaussianPair) and pair.base.w <= 0.1)
+    return isinstance(pair, SwappedPair) and _lead_direction(pair.base)
+
+
+#: two-level composition: first-level length and coarsening factor, used for T >= _TWO_LEVEL_MIN_T
+_TWO_LEVEL_T1 = 1000
+_TWO_LEVEL_FACTOR = 8
+_TWO_LEVEL_MIN_T = 5000
+
+
+def _optimistic_factor(w: float) -> int:
+    """Coarsening of the optimistic side of the leading direction: the chained optimistic
+    discretisation's error shrinks with the spread of the single-step loss (about w), so at
+    rates above 1e-3 a grid ``round(sqrt(w / 1e-3))`` times coarser (at most 3) keeps the
+    lower bound as close as the finest one at w = 1e-3 (a heuristic; the bound stays
+    certified)."""
+    return int(min(max(round(math.sqrt(w / 1e-3)), 1), 3))
+
+
+def compose_two_level(p: PLD, T: int) -> PLD:
+    """The T-fold composition of a PLD in two levels: ``T1 = 1000`` steps on p's grid, then
+    that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a
+    pessimistic PLD, merged atoms and chained lowered chords for an optimistic one) and
+    composed ``T // T1`` times, times the coarsened remainder.
+
+    Every stage keeps the PLD's kind, so the result bounds the truth the same way.  The
+    coarse stage's discretisation error (second order in the step, once per T1 steps) adds
+    a fraction to the fine one's (once per step), while its window is 8 times shorter: for
+    long runs this is both faster and about as tight as one level on p's grid.  One level
+    for T < 5000.
+    """
+    T = check_int("T", T, minimum=1)
+    if T < _TWO_LEVEL_MIN_T:
+        return p.self_compose(T)
+    tau = _TRUNC_BUDGET / (2.0 * T)
+    t1 = _TWO_LEVEL_T1
+    t2, r = divmod(T, t1)
+    k = _TWO_LEVEL_FACTOR
+    coarse = p.self_compose(t1, truncation=tau).coarsen(k)
+    try:  # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
+        out = coarse.self_compose(t2, truncation=tau, method="power")
+    except ValueError:
+        out = coarse.self_compose(t2, truncation=tau)
+    if r:
+        out = out.compose(p.self_compose(r, truncation=tau).coarsen(k), truncation=tau)
+    return out
 
 
 class PLDAnalysis(RunAnalysis):
@@ -780,23 +860,54 @@ class PLDAnalysis(RunAnalysis):
     @property
     def pld(self) -> TwoSidedPLD:
         if self._pld is None:
-            pairs = poisson_pairs(self.mechanism, self.rate)
-            tail = min(1e-16, 1e-13 / self.steps)
+            self._pairs = poisson_pairs(self.mechanism, self.rate)
+            self._tail = min(1e-16, 1e-13 / self.steps)
+            self._partial = []
             dirs = []
-            for pair in pairs:
+            for i, pair in enumerate(self._pairs):
                 h = self.h if self.h is not None else auto_grid(pair, self.steps)
                 if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
                     h = _aligned_step(pair, h)
                 self.grid.append(h)
-                dirs.append(discretise(pair, h, tail))
-            self._pld = TwoSidedPLD(dirs).self_compose(self.steps)
+                if self.h is None and _secondary_direction(pair):
+                    # pessimistic side only: a lower bound from the other direction is
+                    # valid, and this one is refined if it ever decides the upper bound
+                    p, _ = discretise(pair, h, self._tail, optimistic=False)
+                    self._partial.append(i)
+                    dirs.append((compose_two_level(p, self.steps), _zero_pld(h)))
+                elif self.h is None and _lead_direction(pair):
+                    p, o = discretise(pair, h, self._tail)
+                    o = o.coarsen(_optimistic_factor(pair.w))
+                    dirs.append((compose_two_level(p, self.steps),
+                                 compose_two_level(o, self.steps)))
+                else:
+                    p, o = discretise(pair, h, self._tail)
+                    dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
+            self._pld = TwoSidedPLD(dirs)
         return self._pld
+
+    def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
+        """Compose a coarse, pessimistic-only direction fully (on the finest grid in use) if
+        its upper bound exceeds every full direction's at some query point."""
+        pld = self.pld
+        full = [i for i in range(len(pld.directions)) if i not in self._partial]
+        if not self._partial or not full:
+            return
+        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
+        h = min(self.grid[i] for i in full)
+        for i in list(self._partial):
+            if np.any(getattr(pld.directions[i][0], which)(x) > best):
+                p, o = discretise(self._pairs[i], h, self._tail)
+                pld.directions[i] = (p.self_compose(self.steps), o.self_compose(self.steps))
+                self.grid[i] = h
+                self._partial.remove(i)
 
     def _query(self, x: np.ndarray, which: str) -> BoundPair:
         x = np.asarray(x, dtype=float)
         if self.rate == 0.0:
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
             return z, z
+        self._refine_if_deciding(x, which)
         up, lo = getattr(self.pld, which)(x)
         return Bound(_shape(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             _shape(lo, x), "lower", OPTIMISTIC_SOURCE)

@@ -75,8 +75,15 @@ class LossPair(ABC):
     def loss_range(self, tail: float) -> tuple[float, float]:
         """(lo, hi) with P(hi < L < inf), Q(-inf < L < lo), P(-inf < L < lo) all <= tail.
 
-        Found by bisection on the tail functions over [-1e4, 1e4].
+        Found by a vectorised bracket search on the tail functions over [-1e4, 1e4] (to
+        about 2e-5; callers round outwards to their grids and account the mass outside
+        exactly, so only the cost depends on the precision).  Cached per tail.
         """
+        cache = self.__dict__.setdefault("_loss_range_cache", {})
+        key = float(tail)
+        if key in cache:
+            return cache[key]
+
         def upper_p(x: np.ndarray) -> np.ndarray:
             return self.tail(x, "P", True, True) - self.p_inf
 
@@ -84,13 +91,29 @@ class LossPair(ABC):
             return self.tail(x, "Q", False, True) - self.q_minf
 
         big = 1e4
-        t = np.array(tail)
-        hi = float(bisect_monotone(upper_p, t, -big, big, increasing=False, iterations=80))
-        lo = float(
-            bisect_monotone(lower_q, t, -big, big, increasing=True, iterations=80, side="lo")
-        )
+        hi = _bracket(upper_p, key, -big, big, increasing=False, side="hi")
+        lo = _bracket(lower_q, key, -big, big, increasing=True, side="lo")
         lo = min(lo, hi)
+        cache[key] = (lo, hi)
         return lo, hi
+
+
+def _bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: str,
+             rounds: int = 6, points: int = 32) -> float:
+    """Bracket search for monotone scalar f: ``points - 1`` interior points per round; the
+    bracket [lo, hi] keeps f(lo) on the "solution to the right" side (f < target for
+    increasing f, f > target for decreasing) and f(hi) on the other.  Returns the bracket's
+    ``side`` end, like :func:`privamp.numerics.bisect_monotone`."""
+    for _ in range(rounds):
+        xs = lo + (hi - lo) * np.arange(1, points) / points
+        with np.errstate(all="ignore"):
+            v = np.asarray(f(xs), dtype=float)
+        right = v < target if increasing else v > target
+        k = int(np.argmin(right)) if not right.all() else len(xs)  # leading True count
+        new_lo = float(xs[k - 1]) if k > 0 else lo
+        new_hi = float(xs[k]) if k < len(xs) else hi
+        lo, hi = new_lo, new_hi
+    return hi if side == "hi" else lo
 
 
 def _as_array(l: np.ndarray | float) -> np.ndarray:
