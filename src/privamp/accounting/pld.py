@@ -537,9 +537,9 @@ def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.nda
     tangents at both ends of segment i (slopes m_i - A and m_i + B), i.e. above the chord
     minus a tent of height g_i = Delta_i A B / (A + B) peaked at relative position
     t_i = B / (A + B); vertex lowerings mu_i come from :func:`_vertex_lowering`; values
-    v_i = W_i - mu_i with W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K' with v_K' <= 0, where the
-    value is set to 0 and v_{K'-1} <= Q(L >= l_K') Delta (the tangent through (a_K', 0) with
-    the left derivative, a subgradient);
+    v_i = W_i - mu_i with W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K'
+    with v_K' <= 0, where the value is set to 0 and v_{K'-1} <= Q(L >= l_K') Delta (the
+    tangent through (a_K', 0) with the left derivative, a subgradient);
     a virtual point at a = 0 on the line of slope -Q(L >= l_0) through (a_0, v_0) covers
     [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
     slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.

@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy import special
 
-from ..numerics import bisect_monotone, log1mexp
+from ..numerics import log1mexp
 
 __all__ = [
     "LossPair",
