@@ -197,3 +197,18 @@ def test_secondary_direction_is_refined_when_it_decides():
     assert o_new.total_mass > 0.5  # a real optimistic side now
     # the recomputed direction is the genuine one again: below the remove direction
     assert float(p_new.epsilon(1e-5)) <= float(up.value)
+
+
+def test_optimistic_keeps_rare_large_losses_at_tiny_rates():
+    """Poisson rate 1e-5, sigma = 0.3, a grid step about the spread of the unselected bulk:
+    the chained lowering must not drive a bulk vertex to value <= 0 (which would end the
+    optimistic grid there and drop the rare selected outcomes with large losses).  The
+    optimistic side keeps the P-mass above loss 1 (closed form from the pair's tails) and
+    stays below the true profile."""
+    pair = poisson_pairs(pa.Gaussian(0.3), 1e-5)[0]
+    p, o = discretise(pair, 1.5448872e-05, 1e-18)
+    true_above = float(pair.tail(np.array([1.0]), "P", True, True)[0])
+    assert o.masses[o.losses > 1.0].sum() == pytest.approx(true_above, rel=1e-3)
+    eps = np.linspace(-1e-4, 8.0, 4001)
+    assert np.all(o.delta(eps) <= pair.delta(eps) + 1e-15)
+    assert np.all(p.delta(eps) >= pair.delta(eps) - 1e-15)

@@ -455,14 +455,15 @@ def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.
     return 6.0 * ulps * _U * (side(pm) + a * side(qm)) + 1e-300
 
 
-def _relative_split(vertex: np.ndarray, err: np.ndarray) -> tuple[float, float]:
+def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
+                    ) -> tuple[float, float]:
     """(rho, s) with ``rho * G(a) + s >= Err(a)`` on every segment, for a grid profile G
     with values ``vertex`` at the grid points and an error Err at most ``max(E_k, E_k+1)``
     on segment k (G decreases, so G >= G_{k+1} there).
 
     A relative part rho costs a T-fold composition ``T rho`` times the (small) delta it is
     queried at, an additive part ``T s``; rho is the largest ratio E / G over the segments
-    where G is not tiny, at most 1e-10; s covers the rest.  ``vertex`` is lowered by the
+    where G is not tiny, at most ``rho_max``; s covers the rest.  ``vertex`` is lowered by the
     float error of its own summation and by E first (it stands in for the true profile).
     """
     n = len(vertex)
@@ -472,21 +473,28 @@ def _relative_split(vertex: np.ndarray, err: np.ndarray) -> tuple[float, float]:
     g_low = np.maximum(vertex[1:] * (1.0 - 4.0 * n * _U) - err[1:], 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(g_low > 0, e_seg / g_low, np.inf)
-    rho = float(min(np.max(np.where(ratio <= 1e-10, ratio, 0.0)), 1e-10)) * (1.0 + 1e-6)
+    rho = float(min(np.max(np.where(ratio <= rho_max, ratio, 0.0)), rho_max)) * (1.0 + 1e-6)
     s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
     return rho, s * (1.0 + 1e-6)
 
 
 def discretise(pair: LossPair, h: float, tail: float = 1e-16,
-               optimistic: bool = True) -> tuple[PLD, PLD | None]:
+               optimistic: bool = True, rho_max: float = 1e-10) -> tuple[PLD, PLD | None]:
     """(pessimistic, optimistic) grid PLDs of one ordered pair on the grid ``j h``.
 
     The grid covers ``pair.loss_range(tail)``.  Pessimistic: connect-the-dots (Doroshenko
     et al. 2022); the P-mass below the grid is moved up to its first point, the P-mass above
     it (and at +inf) goes to ``inf_mass``.  Optimistic: lowered chords + greatest convex
     minorant (see module docstring), anchored at value 0 at the grid's end.
+
+    ``optimistic=False`` skips the optimistic side (returned as None).  ``rho_max`` caps the
+    relative part of the float-error allowance (:func:`_relative_split`); a T-fold
+    composition multiplies its deltas by up to ``(1 + rho)^T``, so callers composing many
+    steps may raise it to about ``1e-4 / T`` to turn more of the allowance relative.
     """
     h = check_positive("h", h)
+    if not 0 < rho_max <= 1e-6:
+        raise ValueError(f"rho_max must be in (0, 1e-6], got {rho_max}")
     if not 0 < tail < 1e-3:
         raise ValueError(f"tail must be in (0, 1e-3), got {tail}")
     finite = float(np.asarray(pair.tail(np.array([np.inf]), "P", False, True))[0])
@@ -513,7 +521,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     pess[0] += pm_all[0]
     p_inf = float(pm_all[-1])
     rho, s = _relative_split(PLD(h, i_lo, pess, p_inf, "pessimistic")._get_tables()[2] + p_inf,
-                             errs)
+                             errs, rho_max)
     fac = 1.0 + _REL_SAFETY + rho
     p = PLD(h, i_lo, pess * fac, p_inf * fac, "pessimistic", s)
     if not optimistic:
@@ -523,7 +531,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
                            lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
     rho, s = _relative_split(PLD(h, i_lo, o, pair.p_inf, "optimistic")._get_tables()[2]
-                             + pair.p_inf, 2.0 * errs)
+                             + pair.p_inf, 2.0 * errs, rho_max)
     fac = 1.0 - _REL_SAFETY - rho
     opt = PLD(h, i_lo, o * fac, pair.p_inf * fac, "optimistic", s)
     return _strip(p), _strip(opt)
@@ -555,9 +563,9 @@ def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.nda
         safe = np.where(pos, qb, 1.0)
         g = np.where(pos, dlt * A * e / safe, 0.0)
         t = np.clip(np.where(pos, e / safe, 0.5), 0.0, 1.0)
-    mu = _vertex_lowering(g, t)
     w = np.zeros(K + 1)
     w[:K] = np.cumsum((-m * dlt)[::-1])[::-1]
+    mu = _vertex_lowering(g, t, cap=w)
     v = w - mu
     nonpos = np.nonzero(v[1:] <= 0)[0]
     kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
@@ -589,7 +597,8 @@ _CHAIN_BLOCK = 32
 _CHAIN_LEFT = 1e-3
 
 
-def _vertex_lowering(g: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
+                     ) -> np.ndarray:
     """Lowerings mu_0..mu_K >= 0 of the chord vertices such that every lowered segment lies
     below the tent envelope of its segment (hence below D).
 
@@ -606,9 +615,13 @@ def _vertex_lowering(g: np.ndarray, t: np.ndarray) -> np.ndarray:
     at its peak, and for a pair with one atom per bin -- where the envelope *is* the profile --
     it is a post-processing of the pair).  For speed the chain runs in blocks of
     ``_CHAIN_BLOCK`` segments in parallel, each block starting from the max-rule value
-    (feasible on both sides); a block's last vertex takes the max of both values.  A final
-    check in float (with g inflated by 1e-9 relative) raises any vertex of a violated
-    constraint to the max-rule value, which satisfies it.
+    (feasible on both sides); a block's last vertex takes the max of both values.  Where
+    the chain would lower the right vertex below zero value (beyond ``cap``, the chord's
+    value there) or the peak sits at the left end (t < ``_CHAIN_LEFT``), the segment loads
+    its left vertex instead (``mu_i >= g_i / (1 - t_i)``, ``mu_{i+1} = 0``), or both ends by
+    g_i if that too exceeds the cap.  A final check in float (with g inflated by 1e-9
+    relative) raises any vertex of a violated constraint to the max-rule value, which
+    satisfies it.
     """
     K = len(g)
     gi = g * (1.0 + 1e-9)
@@ -625,17 +638,23 @@ def _vertex_lowering(g: np.ndarray, t: np.ndarray) -> np.ndarray:
     mm = np.concatenate((mu_max, np.zeros(pad))).reshape(-1)  # vertices 0..nb L
     up = 1.0 + 4.0 * _U
     # vertex values of block b: columns 0..L (columns 0 and L shared with the neighbours)
+    if cap is None:
+        cap = np.full(K + 1, np.inf)
+    cp = np.concatenate((cap, np.full(pad, np.inf)))  # vertices 0..nb L
+    vidx = np.arange(nb) * L
     chain = np.zeros((nb, L + 1))
     chain[:, 0] = mm[0 : nb * L : L]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         for i in range(L):
             tk, gk = tp[:, i], gp[:, i]
-            near_left = tk < _CHAIN_LEFT
-            # peak next to the left vertex: raise it to g / (1 - t) (tiny) and free the right
-            need = gk / np.where(near_left, 1.0 - tk, 1.0) * up
-            chain[:, i] = np.where(near_left, np.maximum(chain[:, i], need), chain[:, i])
-            x = (gk - (1.0 - tk) * chain[:, i]) / np.where(near_left, 1.0, tk)
-            chain[:, i + 1] = np.where(near_left, 0.0, np.maximum(x, 0.0) * up)
+            fwd = np.maximum((gk - (1.0 - tk) * chain[:, i]) / np.where(tk > 0, tk, 1.0),
+                             0.0) * up
+            left = (tk < _CHAIN_LEFT) | (fwd > cp[vidx + i + 1])
+            need = gk / np.where(tk < 1.0, 1.0 - tk, 1.0) * up
+            both = left & (need > cp[vidx + i])  # left vertex cannot take it alone
+            new_left = np.where(both, gk * up, need)
+            chain[:, i] = np.where(left, np.maximum(chain[:, i], new_left), chain[:, i])
+            chain[:, i + 1] = np.where(both, gk * up, np.where(left, 0.0, fwd))
     mu = np.zeros(nb * L + 1)
     mu[: nb * L] = chain[:, :L].reshape(-1)
     # a block's last vertex is the next block's first: both values must hold
@@ -764,7 +783,9 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
     sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
     width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
     if lead or coarse:
-        h = _LEAD_STEP * (_SECONDARY_COST if coarse else 1.0)
+        base = pair.base if coarse else pair
+        h = min(_LEAD_STEP, _loss_iqr(base) / _LEAD_IQR_BINS)
+        h *= _SECONDARY_COST if coarse else 1.0
         if T >= _TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
             points *= _TWO_LEVEL_FACTOR
     else:
@@ -772,12 +793,30 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
         iqr = float(quart[1] - quart[0])
         spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
         h = spread / 120.0
-    h = max(h, width / points, (hi_d - lo_d) / 2e6)
+    h = max(h, width / points,
+            (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (_SECONDARY_COST if coarse else 1.0)))
     return float(min(h, 0.05))
 
 
-#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian
+#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
+#: at most _LEAD_STEP, and at most the interquartile range of its loss / _LEAD_IQR_BINS
 _LEAD_STEP = 6e-5
+_LEAD_IQR_BINS = 15.0
+#: at most this many grid points for one step's PLD
+_MAX_SINGLE_POINTS = 2e6
+
+
+def _loss_iqr(pair: LossPair) -> float:
+    """Interquartile range of the loss under P (bracket search on the tails)."""
+    from ..mechanisms.pairs import _bracket
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        return pair.tail(x, "P", False, False)
+
+    lo, hi = pair.loss_range(1e-12)
+    q1 = _bracket(cdf, 0.25, lo, hi, increasing=True, side="hi", rounds=5)
+    q3 = _bracket(cdf, 0.75, lo, hi, increasing=True, side="hi", rounds=5)
+    return max(q3 - q1, 1e-12)
 #: the secondary (add) direction of a Poisson-subsampled pair gets a grid this much coarser
 _SECONDARY_COST = 4.0
 
@@ -813,6 +852,13 @@ def _optimistic_factor(w: float) -> int:
     return int(min(max(round(math.sqrt(w / 1e-3)), 1), 3))
 
 
+def _power_or_squaring(p: PLD, T: int, tau: float) -> PLD:
+    try:
+        return p.self_compose(T, truncation=tau, method="power")
+    except ValueError:
+        return p.self_compose(T, truncation=tau)
+
+
 def compose_two_level(p: PLD, T: int) -> PLD:
     """The T-fold composition of a PLD in two levels: ``T1 = 1000`` steps on p's grid, then
     that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a
@@ -832,11 +878,9 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     t1 = _TWO_LEVEL_T1
     t2, r = divmod(T, t1)
     k = _TWO_LEVEL_FACTOR
-    coarse = p.self_compose(t1, truncation=tau).coarsen(k)
-    try:  # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
-        out = coarse.self_compose(t2, truncation=tau, method="power")
-    except ValueError:
-        out = coarse.self_compose(t2, truncation=tau)
+    coarse = _power_or_squaring(p, t1, tau).coarsen(k)
+    # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
+    out = _power_or_squaring(coarse, t2, tau)
     if r:
         out = out.compose(p.self_compose(r, truncation=tau).coarsen(k), truncation=tau)
     return out
@@ -862,6 +906,7 @@ class PLDAnalysis(RunAnalysis):
         if self._pld is None:
             self._pairs = poisson_pairs(self.mechanism, self.rate)
             self._tail = min(1e-16, 1e-13 / self.steps)
+            self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
             self._partial = []
             dirs = []
             for i, pair in enumerate(self._pairs):
@@ -872,16 +917,17 @@ class PLDAnalysis(RunAnalysis):
                 if self.h is None and _secondary_direction(pair):
                     # pessimistic side only: a lower bound from the other direction is
                     # valid, and this one is refined if it ever decides the upper bound
-                    p, _ = discretise(pair, h, self._tail, optimistic=False)
+                    p, _ = discretise(pair, h, self._tail, optimistic=False,
+                                      rho_max=self._rho)
                     self._partial.append(i)
                     dirs.append((compose_two_level(p, self.steps), _zero_pld(h)))
                 elif self.h is None and _lead_direction(pair):
-                    p, o = discretise(pair, h, self._tail)
+                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
                     o = o.coarsen(_optimistic_factor(pair.w))
                     dirs.append((compose_two_level(p, self.steps),
                                  compose_two_level(o, self.steps)))
                 else:
-                    p, o = discretise(pair, h, self._tail)
+                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
                     dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
             self._pld = TwoSidedPLD(dirs)
         return self._pld
@@ -897,7 +943,7 @@ class PLDAnalysis(RunAnalysis):
         h = min(self.grid[i] for i in full)
         for i in list(self._partial):
             if np.any(getattr(pld.directions[i][0], which)(x) > best):
-                p, o = discretise(self._pairs[i], h, self._tail)
+                p, o = discretise(self._pairs[i], h, self._tail, rho_max=self._rho)
                 pld.directions[i] = (p.self_compose(self.steps), o.self_compose(self.steps))
                 self.grid[i] = h
                 self._partial.remove(i)

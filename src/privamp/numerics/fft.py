@@ -201,7 +201,8 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     complex128 (relative u).  The inverse real FFT in float64 (exact for the circular
     convolution = aliased x) then errs per entry by at most
     ``(1/N) [sum over the full Hermitian spectrum of those errors + C log2(N) u sum |Y|]``,
-    times a safety factor 2; the l1 bound is the window length times that.
+    times a safety factor 2; the l1 bound is the window length times that, or (if smaller)
+    ``sqrt(W / N)`` times the l2 norms of the same error terms (Parseval), times 2.
     """
     p = np.asarray(p, dtype=float)
     n = len(p)
@@ -261,7 +262,14 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     coef_sum = float(np.sum(wts * coef))
     y_sum = float(np.sum(wts[keep] * absYk))
     entry = 2.0 * (coef_sum + _FFT_C * k * UNIT_ROUNDOFF * y_sum) / N
-    err = W * entry * (1.0 + 1e-6)
+    # l2 route: the inverse DFT maps coefficient errors E to entry errors of l2 norm
+    # ||E||_2 / sqrt(N) (Parseval), and its own roundoff is <= C k u ||Y||_2 / sqrt(N)
+    # (Higham 2002, Thm 24.2); over W entries the l1 norm is <= sqrt(W) times the l2 norm.
+    # Much smaller than the entrywise route when the window is long against the spread.
+    coef_l2 = math.sqrt(float(np.sum(wts * coef * coef)))
+    y_l2 = math.sqrt(float(np.sum(wts[keep] * absYk * absYk)))
+    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + _FFT_C * k * UNIT_ROUNDOFF * y_l2)
+    err = min(W * entry, l2_route) * (1.0 + 1e-6)
     if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
         return None
     Yd = np.zeros(len(X), dtype=complex)
