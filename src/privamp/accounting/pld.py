@@ -228,8 +228,12 @@ class PLD:
         if res is None:
             return None
         start, z, err, tau_lo, tau_hi = res
+        # sum of n nonnegative terms: relative error <= (n + 1) u; round the way that
+        # raises (pessimistic) or lowers (optimistic) the mass at +inf, (m + pinf)^T - m^T
         pess = self.kind == "pessimistic"
-        m = math.fsum(p.tolist())
+        m_sum = float(np.sum(p))
+        m_hi = m_sum * (1.0 + (len(p) + 2) * _U)
+        m = m_hi if pess else m_sum * (1.0 - (len(p) + 2) * _U)
         pinf = self.inf_mass
         rel = 16.0 * (T + 8) * _U + 1e-15  # float error of powers: exponents carry T u
         if m > 0:
@@ -237,7 +241,7 @@ class PLD:
         else:
             inf_t = pinf**T
         inf_t *= (1.0 + rel) if pess else (1.0 - rel)
-        mm = max(m * (1.0 + 2 * _U) + pinf, 1.0)
+        mm = max(m_hi * (1.0 + 2 * _U) + pinf, 1.0)
         s = self.slack
         grow = 0.0
         if s > 0:

@@ -176,6 +176,30 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
 
 
+_CHERNOFF_POINTS = 4096
+
+
+def _blocked_log_masses(p: np.ndarray, end: str) -> tuple[np.ndarray, np.ndarray]:
+    """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
+    consecutive entries, each block's mass put at its last (``end="max"``) or first
+    (``"min"``) index.  Moving mass up can only raise the moment generating function
+    M(lam) = sum p_i e^{lam i} for lam > 0 (down: for the reversed positions), so a Chernoff
+    bound for the blocked measure holds for p (:func:`_chernoff_upper`); the blocks cost at
+    most one block length in the bound."""
+    n = len(p)
+    if n <= 2 * _CHERNOFF_POINTS:
+        nz = np.nonzero(p > 0)[0]
+        return np.log(p[nz]), nz.astype(float)
+    b = -(-n // _CHERNOFF_POINTS)
+    nb = -(-n // b)
+    buf = np.zeros(nb * b)
+    buf[:n] = p
+    sums = buf.reshape(nb, b).sum(axis=1) * (1.0 + (b + 2) * UNIT_ROUNDOFF)
+    pos = np.minimum(np.arange(nb) * b + (b - 1), n - 1) if end == "max" else np.arange(nb) * b
+    keep = sums > 0
+    return np.log(sums[keep]), pos[keep].astype(float)
+
+
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
                         max_len: int = _MAX_POWER_LEN, max_kept_fraction: float = 1.0
                         ) -> tuple[int, np.ndarray, float, float, float] | None:
@@ -211,13 +235,11 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         return None
     if not 0.0 < tau < 1.0:
         return None
-    nz = np.nonzero(p > 0)[0]
-    idx = nz.astype(float)
-    logp = np.log(p[nz])
     span = T * (n - 1)
     log_tau = math.log(tau)
-    x_hi = _chernoff_upper(logp, idx, T, log_tau)
-    x_rev = _chernoff_upper(logp[::-1], (n - 1) - idx[::-1], T, log_tau)
+    x_hi = _chernoff_upper(*_blocked_log_masses(p, "max"), T, log_tau)
+    lp, ix = _blocked_log_masses(p, "min")
+    x_rev = _chernoff_upper(lp[::-1], (n - 1) - ix[::-1], T, log_tau)
     if x_hi is None or x_rev is None:
         return None
     x_lo = span - x_rev
