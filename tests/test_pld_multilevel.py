@@ -91,7 +91,7 @@ def test_coarsen_pessimistic_is_connect_the_dots_of_the_atoms():
     assert c.h == pytest.approx(8e-4)
     assert c.kind == "pessimistic"
     assert c.total_mass == pytest.approx(p.total_mass, rel=1e-12)
-    grid = c.losses[(c.losses > -0.01) & (c.losses < 2.0)]
+    grid = c.losses[(c.losses > -0.01) & (c.losses < 2.0)][::7]
     direct = atoms_delta(p.losses, p.masses, grid) + p.inf_mass
     coarse = atoms_delta(c.losses, c.masses, grid) + c.inf_mass
     np.testing.assert_allclose(coarse, direct, rtol=1e-10, atol=1e-18)
