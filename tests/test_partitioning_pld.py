@@ -121,7 +121,70 @@ def test_t1000_one_epoch_monte_carlo_and_order():
     assert np.all(e.lower.value <= e.upper.value) and np.all(e.lower.value > 0)
 
 
-def test_k2_keeps_upper_only():
+def test_k2_delta_interval_brackets_monte_carlo():
+    """k = 2 of T = 4, sigma = 2: delta(0.5) has both bounds, around a Monte Carlo estimate
+    of the true profile (max over both directions)."""
     run = pa.Training(pa.Gaussian(2.0), pa.BalancedIteration(4, 2), epochs=1)
     g = run.delta(0.5, accountant="pld")
-    assert g.upper is not None and g.lower is None
+    assert g.upper is not None and g.lower is not None
+    est = [_bis_mc_profile(2.0, 4, 2, np.array([0.5]), n=400_000, direction=d)
+           for d in ("remove", "add")]
+    hi = max(m[0] + 5 * e[0] for m, e in est)
+    lo = max(m[0] - 5 * e[0] for m, e in est)
+    assert g.lower.value <= hi
+    assert g.upper.value >= lo
+
+
+def _bis_mc_profile(sigma, T, k, eps, n=1_000_000, seed=7, direction="remove"):
+    """Monte Carlo of one BIS epoch's profile, remove: E_Q[(LR - e^eps)_+], add:
+    E_P[(1/LR - e^eps)_+] = E_Q[(1 - e^eps LR)_+], with LR = mean over k-subsets S of
+    exp(s sum_S Y - k s^2 / 2), Y ~ N(0, I_T); (mean, standard error)."""
+    import itertools
+
+    s = 1.0 / sigma
+    rng = np.random.default_rng(seed)
+    subsets = np.array(list(itertools.combinations(range(T), k)))
+    tot = np.zeros(len(eps))
+    tot2 = np.zeros(len(eps))
+    for _ in range(10):
+        z = np.exp(s * rng.standard_normal((n // 10, T)) - s * s / 2)
+        lr = np.mean(np.prod(z[:, subsets], axis=2), axis=1)
+        if direction == "remove":
+            v = np.maximum(lr[:, None] - np.exp(eps)[None, :], 0.0)
+        else:
+            v = np.maximum(1.0 - np.exp(eps)[None, :] * lr[:, None], 0.0)
+        tot += v.sum(axis=0)
+        tot2 += (v * v).sum(axis=0)
+    mean = tot / n
+    return mean, np.sqrt(tot2 / n - mean**2) / np.sqrt(n)
+
+
+def test_k2_statistic_lower_and_block_upper_bracket_monte_carlo():
+    """k = 2 of T = 6, sigma = 1: the statistic lower bound and the block upper bound
+    bracket a Monte Carlo estimate of the true profile (5 standard errors)."""
+    from privamp.accounting.partitioning_pld import bis_plds, bis_statistic_lower_plds
+
+    eps = np.array([0.0, 0.25, 0.5, 1.0, 1.5])
+    mc, se = _bis_mc_profile(1.0, 6, 2, eps)
+    low = bis_statistic_lower_plds(1.0, 6, 2)
+    assert low is not None
+    up = bis_plds(1.0, 6, 2, 1)
+    lo_d = low[0].delta(eps)
+    up_d = up[0].delta(eps)
+    assert np.all(lo_d <= mc + 5 * se)
+    assert np.all(up_d >= mc - 5 * se)
+    assert np.all(lo_d >= 0.75 * mc)  # informative, not just valid
+
+
+def test_k_gt_1_training_interval_and_unresolved_lattice():
+    import privamp as pa
+    from privamp.accounting.partitioning_pld import bis_statistic_lower_plds
+
+    g = pa.Training(pa.Gaussian(1.0), pa.BalancedIteration(100, 2), epochs=2).epsilon(
+        1e-5, accountant="pld")
+    assert g.lower is not None and g.lower.kind == "lower"
+    assert 0.0 < g.lower.value <= g.upper.value <= 1.1 * g.lower.value
+    # sigma = 2, T = 1000, k = 4: the lattice cannot resolve the statistic -> no lower bound
+    assert bis_statistic_lower_plds(2.0, 1000, 4) is None
+    with pytest.raises(ValueError, match="participations"):
+        bis_statistic_lower_plds(1.0, 10, 10)

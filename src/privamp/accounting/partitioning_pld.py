@@ -1,6 +1,7 @@
 """Certified two-sided bounds on the (eps, delta) privacy of Balanced Iteration Subsampling
 (Dong, Chen, Ozgur 2025, Thm 3.8; with k = 1 also called "random allocation") through
-privacy loss distributions.  k > 1 (upper bounds only) reduces to k = 1: see :func:`bis_plds`.
+privacy loss distributions.  k > 1: upper bounds by reduction to k = 1 (:func:`bis_plds`),
+lower bounds from a statistic of the output (:func:`bis_statistic_lower_plds`).
 
 One epoch of T steps, Gaussian noise, shift s = c / sigma: the dominating pair is
 P = (1/T) sum_i N(s e_i, I_T) vs Q = N(0, I_T) (App. A.12), whose privacy loss is
@@ -51,12 +52,13 @@ from .pld import PLD
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = ["bis_epoch_plds", "bis_epoch_two_sided", "bis_lower_plds", "bis_plds",
-           "BISPLDAnalysis"]
+           "bis_statistic_lower_plds", "BISPLDAnalysis"]
 
 
-SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling with k = 1 (Dong, Chen, Ozgur 2025, "
-                "Thm 3.8 pair, realised by neighbouring datasets; privamp: dominated grid "
-                "pair from certified lattice tails, FFT composition)")
+SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair, "
+                "realised by neighbouring datasets; privamp: dominated grid pair from "
+                "certified lattice tails -- k = 1 exact loss, k > 1 threshold tests on the "
+                "statistic sum_i exp(s Y_i - s^2/2) --, FFT composition)")
 SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
           "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
           "grid pair, FFT composition)")
@@ -105,13 +107,15 @@ def _log_mgf_upper(s: float, log_scale: float, top: float, thetas: np.ndarray) -
     return mx + np.log(np.exp(vals - mx[:, None]).sum(axis=1)) + 1e-9
 
 
-def _wrap_bound(s: float, T: int, first_log_scale: float, top: float) -> float:
+def _wrap_bound(s: float, T: int, first_log_scale: float, top: float, shifted: int = 1
+                ) -> float:
     """Chernoff bound on P(sum of the T lattice-floored, truncated coordinates >= top):
-    min_theta e^{-theta top} E[e^{theta W_1}; W_1 < top] prod_{i >= 2} E[e^{theta Z}; Z < top]."""
+    min_theta e^{-theta top} prod_{i <= m} E[e^{theta W_i}; W_i < top]
+    prod_{i > m} E[e^{theta Z}; Z < top], with m = ``shifted`` coordinates W_i = e^{first} Z_i."""
     thetas = np.geomspace(1e-6, 50.0, 300)
     lm = _log_mgf_upper(s, 0.0, top, thetas)
     lm1 = _log_mgf_upper(s, first_log_scale, top, thetas)
-    logb = (T - 1) * lm + lm1 - thetas * top
+    logb = (T - shifted) * lm + shifted * lm1 - thetas * top
     return float(np.exp(min(float(np.min(logb)), 0.0)))
 
 
@@ -157,7 +161,8 @@ def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
 
 
 class _SumLaw:
-    """Certified description of S = sum_{i<=T} W_i, W_1 = e^{first} Z_1, W_i = Z_i (i >= 2),
+    """Certified description of S = sum_{i<=T} W_i, W_i = e^{first} Z_i for the first
+    ``shifted`` coordinates (1 by default), W_i = Z_i for the others,
     through the floored lattice sum K = sum_i floor(W_i / d) on the circle Z_N.
 
     ``c`` (length N, the computed circular law of K over the event E that no W_i >= N d)
@@ -169,17 +174,21 @@ class _SumLaw:
     """
 
     def __init__(self, s: float, T: int, first: float, d: float, n: int,
-                 cache: dict | None = None) -> None:
+                 cache: dict | None = None, shifted: int = 1) -> None:
         self.T, self.d, self.n = T, d, n
+        m = int(shifted)
+        if not 1 <= m <= T:
+            raise ValueError(f"shifted must be in [1, {T}], got {shifted}")
         cache = {} if cache is None else cache
         f0, top, e0, a0 = _factor(s, 0.0, d, n, cache)
         f1, top1, e1, a1 = _factor(s, first, d, n, cache)
-        self.drop = min(((T - 1) * top + top1) * (1 + 1e-9), 1.0)
-        self.wrap = _wrap_bound(s, T, first, n * d) * 1.01
+        self.drop = min(((T - m) * top + m * top1) * (1 + 1e-9), 1.0)
+        self.wrap = _wrap_bound(s, T, first, n * d, m) * 1.01
         # circular convolution power: binary powering of the spectra, one inverse FFT
-        y, count = _power(f0, T - 1) if T > 1 else (np.ones_like(f0), 0)
-        y *= f1
-        count += 1
+        y, count = _power(f0, T - m) if T > m else (np.ones_like(f0), 0)
+        y1, count1 = _power(f1, m)
+        y *= y1
+        count += count1 + 1
         c = sfft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
         # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
@@ -192,7 +201,7 @@ class _SumLaw:
         r_pow = (1.0 + max(a0, a1)) ** T
         y_norm = math.sqrt(float(np.sum(y.real ** 2 + y.imag ** 2)) * 2.0)  # both halves
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
-        d_y = r_pow * ((T - 1) * a0 + a1) + rel * y_norm * 1.01
+        d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
         # input cells: Kolmogorov distance <= T eta_in after convolution; range sums then move
         # by <= 2 T eta_in, monotone-weighted sums by <= 3 T eta_in max(weight) (Abel
         # summation), the mass wrapped from >= N by <= T eta_in more
@@ -332,13 +341,14 @@ def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
     return hull
 
 
-def _fft_size(s: float, T: int, d: float) -> int:
+def _fft_size(s: float, T: int, d: float, shifted: int = 1) -> int:
     """Smallest power of two N with certified wrapped + dropped mass <= the budget."""
     n = 1 << 10
     while n <= _MAX_FFT:
         x = (math.log(n * d) + s * s / 2) / s
         drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
-        if drop <= _ALIAS_BUDGET / 2 and _wrap_bound(s, T, s * s, n * d) <= _ALIAS_BUDGET / 2:
+        if drop <= _ALIAS_BUDGET / 2 and (
+                _wrap_bound(s, T, s * s, n * d, shifted) <= _ALIAS_BUDGET / 2):
             return n
         n <<= 1
     raise ValueError(
@@ -497,6 +507,67 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     return out
 
 
+def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
+                             h: float = 1e-3, lattice: float = 2e-3
+                             ) -> tuple[PLD, PLD] | None:
+    """Optimistic (remove, add) PLDs of one epoch of Balanced Iteration Subsampling with any
+    k = ``participations`` (lower bounds), from a statistic of the output.
+
+    The epoch's pair P = mean over k-subsets S of N(s 1_S, I_T) vs Q = N(0, I_T) (Dong,
+    Chen, Ozgur 2025, Thm 3.8) is realised by neighbouring datasets, and any function of the
+    output gives a pair it dominates (post-processing).  privamp uses
+    S1 = sum_i exp(s Y_i - s^2 / 2) (the k = 1 likelihood ratio): under Q a sum of T i.i.d.
+    log-normals, under P the same with k of them scaled by e^{s^2}, both certified on a
+    lattice (:class:`_SumLaw`).  At each grid loss l_i the threshold tests {S1 > y} (remove)
+    and {S1 < y} (add), with y = T a_i^{+-gamma} for gamma in [1/k, 1], bound the profile of
+    the true pair from below; a grid pair below those points (lowered chords with the slope
+    bounds Q(L > l) <= min(1, e^{-l}), greatest convex minorant,
+    :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: S1 is not
+    sufficient for k > 1, the lattice costs about d in the loss, and the slope bounds cost
+    first order in h.  None when the lattice would be too large or the profile degenerate.
+    """
+    s = 1.0 / float(sigma)
+    T, k = int(steps), int(participations)
+    if not 1 <= k < T:
+        raise ValueError(f"participations must be in [1, steps), got {k}")
+    d = float(lattice)
+    if k * math.expm1(s * s) < T * d:
+        # the lattice's uncertainty in S1 (T d) exceeds the statistic's mean shift under P
+        # (k (e^{s^2} - 1)): the tests cannot separate the pair
+        return None
+    n = None
+    for _ in range(4):
+        try:
+            n = _fft_size(s, T, d, k)
+            break
+        except ValueError:
+            d *= 2.0
+    if n is None:
+        return None
+    cache: dict = {}
+    law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    law_p = _SumLaw(s, T, s * s, d, n, cache, shifted=k)
+    l_top = math.log(n * d / T)
+    top = k * l_top + 1.0
+    l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
+    a = np.exp(l_idx * h)
+    gammas = np.linspace(1.0 / k, 1.0, 12)
+    d_rem = np.zeros(len(a))
+    d_add = np.zeros(len(a))
+    for g in gammas:
+        y = T * a**g
+        d_rem = np.maximum(d_rem, law_p.above(y, False) - a * law_q.above(y, True))
+        y = T * a ** (-g)
+        d_add = np.maximum(d_add, law_q.below(y, False) - a * law_p.below(y, True))
+    q_up = np.minimum(1.0, np.exp(-l_idx * h))
+    q_low = np.zeros(len(a))
+    try:
+        return (_lower_profile_pld(l_idx, h, d_rem, q_up, q_low),
+                _lower_profile_pld(l_idx, h, d_add, q_up, q_low))
+    except ValueError:
+        return None
+
+
 def bis_epoch_plds(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
                    tail: float = 1e-15) -> tuple[PLD, PLD]:
     """(remove, add) pessimistic PLDs of one epoch of Balanced Iteration Subsampling with
@@ -549,8 +620,10 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
 
 
 class BISPLDAnalysis(RunAnalysis):
-    """E epochs of Balanced Iteration Subsampling: certified upper bounds (any k) and, for
-    k = 1, certified lower bounds (optimistic PLDs of the realised worst-case pair)."""
+    """E epochs of Balanced Iteration Subsampling: certified upper bounds (any k) and
+    certified lower bounds -- k = 1: optimistic PLDs of the realised worst-case pair; k > 1:
+    of a statistic of its output (:func:`bis_statistic_lower_plds`), when its lattice
+    resolves the statistic (else no lower bound)."""
 
     def __init__(self, sigma: float, steps_per_epoch: int, participations: int, epochs: int
                  ) -> None:
@@ -573,6 +646,10 @@ class BISPLDAnalysis(RunAnalysis):
                         self._opt = []
                 else:
                     self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                    if 1 < self.k < self.T:
+                        low = bis_statistic_lower_plds(self.sigma, self.T, self.k)
+                        if low is not None:
+                            self._opt = [o.self_compose(self.epochs) for o in low]
             except ValueError:
                 self._plds = []
         return self._plds or None
