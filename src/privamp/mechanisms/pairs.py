@@ -247,11 +247,36 @@ class MixturePair(LossPair):
 
     def tail(self, l, dist, upper, strict):
         l = _as_array(l)
+        return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
+                               strict, {})
+
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`LossPair.bin_masses`, with the preimages and the base tails computed
+        once for both distributions."""
+        edges = np.asarray(edges, dtype=float)
+        l0 = self._preimage(np.maximum(edges, self.floor))
+        memo: dict = {}
+        out = []
+        for dist in ("P", "Q"):
+            up = self._tail_from(edges, l0, dist, True, True, memo)
+            lo = self._tail_from(edges, l0, dist, False, False, memo)
+            use_up = up[:-1] < lo[1:]
+            inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
+            out.append(np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]])))
+        return out[0], out[1]
+
+    def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
+                   strict: bool, memo: dict) -> np.ndarray:
         w, b = self.w, self.base
-        l0 = self._preimage(np.maximum(l, self.floor))
-        pb = b.tail(l0, "P", upper, strict)
-        qb = b.tail(l0, "Q", upper, strict)
-        val = qb if dist == "Q" else w * pb + (1.0 - w) * qb
+
+        def base_tail(d: str) -> np.ndarray:
+            key = (d, upper, strict)
+            if key not in memo:
+                memo[key] = b.tail(l0, d, upper, strict)
+            return memo[key]
+
+        qb = base_tail("Q")
+        val = qb if dist == "Q" else w * base_tail("P") + (1.0 - w) * qb
         # At and below the floor the base loss is -inf; fix the tails there exactly.
         qmi = b.q_minf
         total = 1.0
