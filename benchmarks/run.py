@@ -146,6 +146,17 @@ def main() -> int:
                         target.append((q, sigma, T, lohi["lo"], lohi["hi"], val, t_pld, t))
                     rows.append((q, sigma, T, name, f"{val:.4f}", t, m, ratio))
                 print(f"done q={q} sigma={sigma} T={T}", file=sys.stderr)
+    # the canonical DP-SGD setting of issue 2 (q = 256/60000, sigma = 1.1, 60 epochs)
+    qc, sc, Tc = 256 / 60000, 1.1, 14063
+    lohi_c: dict[str, float] = {}
+
+    def run_canonical() -> float:
+        lohi_c["hi"], lohi_c["lo"] = privamp_pld(qc, sc, Tc)
+        return lohi_c["hi"]
+
+    _, t_c, _ = measure(run_canonical, False)
+    v_dp, t_dp, _ = measure(lambda: dpa_pld(qc, sc, Tc), False)
+    target.append((qc, sc, Tc, lohi_c["lo"], lohi_c["hi"], v_dp, t_c, t_dp))
     lines = [
         "# privamp vs peers: Poisson-subsampled Gaussian, epsilon at delta = 1e-5",
         "",

@@ -864,10 +864,11 @@ def _power_or_squaring(p: PLD, T: int, tau: float) -> PLD:
 
 
 def compose_two_level(p: PLD, T: int) -> PLD:
-    """The T-fold composition of a PLD in two levels: ``T1 = 1000`` steps on p's grid, then
-    that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a
-    pessimistic PLD, merged atoms and chained lowered chords for an optimistic one) and
-    composed ``T // T1`` times, times the coarsened remainder.
+    """The T-fold composition of a PLD in two levels: ``T1`` (700..1400, the one leaving the
+    smallest remainder r = T mod T1) steps on p's grid, then that PLD coarsened 8 times
+    (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a pessimistic PLD, merged atoms
+    and chained lowered chords for an optimistic one) and composed ``T // T1`` times, times
+    r coarsened single steps.
 
     Every stage keeps the PLD's kind, so the result bounds the truth the same way.  The
     coarse stage's discretisation error (second order in the step, once per T1 steps) adds
@@ -879,14 +880,17 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     if T < _TWO_LEVEL_MIN_T:
         return p.self_compose(T)
     tau = _TRUNC_BUDGET / (2.0 * T)
-    t1 = _TWO_LEVEL_T1
+    # first-level length near 1000 leaving the smallest remainder (ties: nearest 1000)
+    cands = np.arange(int(0.7 * _TWO_LEVEL_T1), int(1.4 * _TWO_LEVEL_T1) + 1)
+    rem = T % cands
+    t1 = int(cands[np.lexsort((np.abs(cands - _TWO_LEVEL_T1), rem))[0]])
     t2, r = divmod(T, t1)
     k = _TWO_LEVEL_FACTOR
     coarse = _power_or_squaring(p, t1, tau).coarsen(k)
     # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
     out = _power_or_squaring(coarse, t2, tau)
-    if r:
-        out = out.compose(p.self_compose(r, truncation=tau).coarsen(k), truncation=tau)
+    if r:  # r < t2 steps, each coarsened on its own (r H^2 against T h^2: a small share)
+        out = out.compose(p.coarsen(k).self_compose(r, truncation=tau), truncation=tau)
     return out
 
 
