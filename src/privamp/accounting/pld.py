@@ -92,7 +92,7 @@ PESSIMISTIC_SOURCE = (
     "PLD, pessimistic connect-the-dots discretisation (Doroshenko et al. 2022), FFT composition"
 )
 OPTIMISTIC_SOURCE = (
-    "PLD, optimistic discretisation by lowered chords and convex minorant (privamp), "
+    "PLD, optimistic discretisation by chained lowered chords and convex minorant (privamp), "
     "FFT composition"
 )
 
