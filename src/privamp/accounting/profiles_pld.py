@@ -350,7 +350,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             def step(p):  # each pair is composed on its own grid
                 return self.h if self.h is not None else auto_grid(p, T)
 
-            ups = [discretise(p, step(p), tail)[0].self_compose(T) for p in self.upper_pairs]
+            ups = [discretise(p, step(p), tail, optimistic=False)[0].self_compose(T)
+                   for p in self.upper_pairs]
             los = [discretise(p, step(p), tail)[1].self_compose(T) for p in self.lower_pairs]
             self._plds = (ups, los)
         return self._plds
