@@ -335,3 +335,22 @@ def test_bis_statistic_lower_bounds_monte_carlo() -> None:
         assert float(add.delta(eps)) <= v.mean() + 6 * v.std() / math.sqrt(N)
     # non-vacuous: the lower bound is informative at eps = 0
     assert float(rem.delta(0.0)) > 0.3
+
+
+@pytest.mark.parametrize("sigma,w,h", [(0.2, 1e-8, 3e-3), (0.2, 0.99, 0.2), (20.0, 1e-5, 2e-5),
+                                       (20.0, 0.5, 1e-4), (1.0, 1e-3, 6e-5), (5.0, 0.1, 0.2)])
+def test_discretise_subsampled_gaussian_both_directions_closed_form(sigma: float, w: float,
+                                                                    h: float) -> None:
+    # Claims 1-2 on the pairs the accountant uses: remove (w P + (1-w) Q, Q) and add
+    # (Q, w P + (1-w) Q) at extreme rates and noise scales, tiny and coarse grids, against
+    # their closed forms (mpmath), at spread points and at the first 20 grid points.
+    from privamp.mechanisms.pairs import MixturePair, SwappedPair
+    s = 1.0 / sigma
+    rem = MixturePair(GaussianPair(s), w)
+    for pair, fn in ((rem, _mix_rem), (SwappedPair(rem), _mix_add)):
+        pess, opt = discretise(pair, h)
+        hi = pair.loss_range(1e-12)[1]
+        eps = np.concatenate((np.linspace(0.0, max(hi, 0.01), 12), np.arange(20) * h))
+        ex = np.array([fn(s, w, float(e)) for e in eps])
+        assert np.all(pess.delta(eps) >= ex - _FLOAT)
+        assert np.all(opt.delta(eps) <= ex + _FLOAT)
