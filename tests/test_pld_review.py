@@ -354,3 +354,37 @@ def test_discretise_subsampled_gaussian_both_directions_closed_form(sigma: float
         ex = np.array([fn(s, w, float(e)) for e in eps])
         assert np.all(pess.delta(eps) >= ex - _FLOAT)
         assert np.all(opt.delta(eps) <= ex + _FLOAT)
+
+
+def _gauss_eps(S: float, d: float) -> float:
+    """Smallest eps >= 0 with delta_S(eps) <= d for the Gaussian pair of shift S (mpmath
+    bisection, 200 halvings: exact to double precision)."""
+    mp.mp.dps = 40
+
+    def f(e):
+        return mp.ncdf(S / 2 - e / S) - mp.e**e * mp.ncdf(-S / 2 - e / S) - d
+
+    lo, hi = mp.mpf(0), mp.mpf(S * S + 20 * S)
+    if f(lo) <= 0:
+        return 0.0
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if f(mid) > 0:
+            lo = mid
+        else:
+            hi = mid
+    return float(hi)
+
+
+@pytest.mark.parametrize("sigma,T,h", [(1.0, 1, 1e-3), (0.5, 10, 1e-3), (5.0, 5000, 1e-3)])
+def test_epsilon_inversion_brackets_closed_form(sigma: float, T: int, h: float) -> None:
+    # PLD.epsilon: pessimistic >= the true epsilon(delta) >= optimistic (1e-12 relative
+    # is the bisection's and the double rounding's noise).
+    s = 1.0 / sigma
+    pess, opt = discretise(GaussianPair(s), h)
+    up, lo = compose_two_level(pess, T), compose_two_level(opt, T)
+    ds = np.array([0.5, 1e-1, 1e-3, 1e-6, 1e-10])
+    ex = np.array([_gauss_eps(s * math.sqrt(T), float(d)) for d in ds])
+    assert np.all(up.epsilon(ds) >= ex * (1 - 1e-12))
+    assert np.all(opt.epsilon(ds) <= up.epsilon(ds))
+    assert np.all(lo.epsilon(ds) <= ex * (1 + 1e-12))
