@@ -312,13 +312,9 @@ class PLD:
         qgt = np.zeros(nbins + 1)
         # suffix sums in long double: relative error <= nbins u_ld, a few double ulp
         qgt[:-1] = np.cumsum(qb[::-1].astype(np.longdouble))[::-1]
-        # an atom merged at the top end of a bin (all its mass at index (J + 1) k) has
-        # loss l_{J+1}: Q(L >= l_i) adds it
-        at_top = np.zeros(nbins + 1)
-        top = np.bincount(J - j0, weights=np.where(idx % k == 0, self.masses, 0.0)
-                          * np.exp(-np.minimum(idx * h, _MAX_LOSS)), minlength=nbins)
-        at_top[1:] = np.where(np.isclose(top, qb, rtol=1e-12, atol=0.0), qb, 0.0)
-        o = _optimistic_masses(l, a, dlt, qb, e, qgt, lambda i: qgt[i] + at_top[i])
+        # Q(L >= l_i) is only used as a lower bound on the slope's size (the tangent lines
+        # of the construction must stay below D), so Q(L > l_i) <= Q(L >= l_i) serves
+        o = _optimistic_masses(l, a, dlt, qb, e, qgt, lambda i: qgt[i])
         pm = np.concatenate(([0.0], pb, [0.0]))
         qm = np.concatenate(([0.0], qb, [0.0]))
         ulps = 4.0 + k + 2.0 * nbins * _U_LD / _U  # bincount sums, long-double suffix sums
@@ -592,6 +588,12 @@ def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.nda
     q = np.maximum(inc, 0.0)
     out = np.zeros(K + 1)
     out[: kend + 1] = a[: kend + 1] * q
+    # a pooled slope (weighted mean of m slopes of one sign) carries a relative error
+    # <= (m + 2) u, and the profile at a is the integral of |slope| to its right, so scaling
+    # the masses down by 4 (m + 2) u covers it (m: the longest run of pooled slopes)
+    runs = np.flatnonzero(np.diff(fit) != 0.0)
+    m = int(np.max(np.diff(np.concatenate(([-1], runs, [len(fit) - 1]))))) if len(fit) else 1
+    out *= 1.0 - 4.0 * (m + 2) * _U
     return out
 
 
