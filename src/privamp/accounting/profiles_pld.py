@@ -223,6 +223,19 @@ class GaussianShiftMixturePair(LossPair):
             lo = np.minimum(lo, hi - 1.0)
             # where l is barely above the floor the preimage may lie below lo: widen
             lo = np.where(self.loss(lo) > tgt, -1e4, lo)
+            if tgt.size > 4096:
+                # tabulate L on a grid and tighten each bracket to one grid cell, so that
+                # Newton starts next to the root (from above: L(grid point) >= tgt)
+                xg = np.linspace(max(float(lo.min()), -60.0 - 1.0 / self.s - 1.0),
+                                 float(hi.max()), 16385)
+                lg = self.loss(xg)
+                i = np.searchsorted(lg, tgt, side="left")
+                inside = i < len(xg)
+                ic = np.minimum(i, len(xg) - 1)
+                hi = np.where(inside & (lg[ic] >= tgt), np.minimum(hi, xg[ic]), hi)
+                below = np.maximum(i - 1, 0)
+                lo = np.where((i > 0) & (lg[below] < tgt), np.maximum(lo, xg[below]), lo)
+                lo = np.minimum(lo, hi)
             x[ok] = self._newton(tgt, hi, lo)
         return x.reshape(l.shape)
 
@@ -248,7 +261,11 @@ class GaussianShiftMixturePair(LossPair):
             x = new
             if done.all():
                 return x
-        return bisect_monotone(self.loss, tgt, lo, hi, increasing=True, iterations=80)
+        # bisection only where the iteration has not settled
+        rest = ~done
+        x[rest] = bisect_monotone(self.loss, tgt[rest], lo[rest], hi[rest], increasing=True,
+                                  iterations=80)
+        return x
 
     def tail(self, l, dist, upper, strict):
         l = _arr(l)
