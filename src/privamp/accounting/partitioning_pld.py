@@ -700,7 +700,9 @@ def _applies(run) -> bool:
 
 @run_accountant("pld", applies=_applies,
                 description="Balanced Iteration: certified upper bound by a dominating grid PLD "
-                            "(k > 1 through k one-participation blocks), FFT composition")
+                            "(k > 1 through k one-participation blocks) and lower bound by a "
+                            "dominated one (k > 1: threshold tests on a statistic), FFT "
+                            "composition")
 def _build(run) -> BISPLDAnalysis:
     mech = run.mechanism
     return BISPLDAnalysis(mech.sigma / mech.sensitivity, run.scheme.steps,
