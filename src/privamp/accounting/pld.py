@@ -306,9 +306,7 @@ class PLD:
         H = k * h
         l = (j0 + np.arange(nbins + 1)) * H
         a = np.exp(l)
-        em1 = math.expm1(H)
-        dlt = a[:-1] * em1
-        e = np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+        dlt, e = _bin_split(pb, qb, a, H)
         qgt = np.zeros(nbins + 1)
         # suffix sums in long double: relative error <= nbins u_ld, a few double ulp
         qgt[:-1] = np.cumsum(qb[::-1].astype(np.longdouble))[::-1]
@@ -319,11 +317,8 @@ class PLD:
         qm = np.concatenate(([0.0], qb, [0.0]))
         ulps = 4.0 + k + 2.0 * nbins * _U_LD / _U  # bincount sums, long-double suffix sums
         errs = _tail_errors(pm, qm, a, ulps=ulps)
-        rho, s = _relative_split(
-            PLD(H, j0, o, self.inf_mass, "optimistic")._get_tables()[2] + self.inf_mass,
-            2.0 * errs)
-        fac = 1.0 - _REL_SAFETY - rho
-        return _strip(PLD(H, j0, o * fac, self.inf_mass * fac, "optimistic", self.slack + s))
+        return _strip(_with_float_allowance(H, j0, o, self.inf_mass, "optimistic", 2.0 * errs,
+                                            slack=self.slack))
 
     # -- queries ----------------------------------------------------------------------------
     def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -507,9 +502,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     pm_all, qm_all = pair.bin_masses(l)
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
     a = np.exp(l)
-    em1 = math.expm1(h)
-    dlt = a[:-1] * em1  # a_{i+1} - a_i
-    e = np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)  # Q-mass sent to the bin's upper end
+    dlt, e = _bin_split(pb, qb, a, h)
     errs = _tail_errors(pm_all, qm_all, a)
 
     # --- pessimistic ---
@@ -519,22 +512,36 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     pess[:-1] += low
     pess[1:] += up
     pess[0] += pm_all[0]
-    p_inf = float(pm_all[-1])
-    rho, s = _relative_split(PLD(h, i_lo, pess, p_inf, "pessimistic")._get_tables()[2] + p_inf,
-                             errs, rho_max)
-    fac = 1.0 + _REL_SAFETY + rho
-    p = PLD(h, i_lo, pess * fac, p_inf * fac, "pessimistic", s)
+    p = _with_float_allowance(h, i_lo, pess, float(pm_all[-1]), "pessimistic", errs, rho_max)
     if not optimistic:
         return _strip(p), None
 
     # --- optimistic ---
     o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
                            lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
-    rho, s = _relative_split(PLD(h, i_lo, o, pair.p_inf, "optimistic")._get_tables()[2]
-                             + pair.p_inf, 2.0 * errs, rho_max)
-    fac = 1.0 - _REL_SAFETY - rho
-    opt = PLD(h, i_lo, o * fac, pair.p_inf * fac, "optimistic", s)
+    opt = _with_float_allowance(h, i_lo, o, pair.p_inf, "optimistic", 2.0 * errs, rho_max)
     return _strip(p), _strip(opt)
+
+
+def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(Delta_i = a_{i+1} - a_i, e_i = the Q-mass of bin i sent to its upper end) for bins
+    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h: the
+    connect-the-dots split keeping each bin's P- and Q-mass."""
+    em1 = math.expm1(h)
+    return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+
+
+def _with_float_allowance(h: float, offset: int, masses: np.ndarray, inf_mass: float,
+                          kind: str, errs: np.ndarray, rho_max: float = 1e-10,
+                          slack: float = 0.0) -> PLD:
+    """The grid PLD of ``kind`` with its masses (and inf_mass) scaled by 1 +- (relative
+    safety + rho) and ``s`` added to ``slack``, (rho, s) covering the float errors ``errs``
+    at the grid points (:func:`_relative_split` of its own profile there)."""
+    vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
+    rho, s = _relative_split(vertex, errs, rho_max)
+    fac = 1.0 + (_REL_SAFETY + rho) * (1.0 if kind == "pessimistic" else -1.0)
+    return PLD(h, offset, masses * fac, inf_mass * fac, kind, slack + s)
 
 
 def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
