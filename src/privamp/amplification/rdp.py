@@ -37,7 +37,6 @@ import math
 from dataclasses import replace
 from functools import lru_cache
 
-import mpmath
 import numpy as np
 from scipy.special import gammaln
 from scipy.stats import hypergeom
@@ -143,6 +142,7 @@ def _log_binom(n, k):
 # ----------------------------------------------------------------------------------------
 def _mp_psi(mech: Mechanism, distance: int):
     """Psi_i = exp((i-1) eps(i)) of the base mechanism as an mpmath function of integer i."""
+    import mpmath  # high precision is needed here only; keeps `import privamp` light
     if isinstance(mech, Gaussian):
         s = mpmath.mpf(mech.sensitivity) * distance / mpmath.mpf(mech.sigma)
         return lambda i: mpmath.exp(mpmath.mpf(i) * (i - 1) * s * s / 2)
@@ -163,6 +163,8 @@ def _log_pearson_vajda(kind: type, params: tuple, distance: int, lmax: int) -> n
     """log B(l) for even l = 2..lmax, B(l) = sum_i C(l,i) (-1)^(l-i) Psi_i = E_Q[(P/Q - 1)^l]
     (the Pearson-Vajda chi^l divergence, Wang et al. 2019, App. B.5), evaluated exactly in
     high-precision arithmetic (precision raised until two evaluations agree to 1e-30)."""
+    import mpmath
+
     mech = kind(*params)
     psi = _mp_psi(mech, distance)
     ls = list(range(2, lmax + 1, 2))
