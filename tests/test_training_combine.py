@@ -63,5 +63,63 @@ def test_best_takes_min_upper_and_max_lower_elementwise():
 
 def test_unknown_or_inapplicable_accountant_is_a_clear_error():
     run = pa.Training(pa.Gaussian(1.0), _ToyScheme(), steps=3)
-    with pytest.raises(ValueError, match="not a known accountant"):
+    with pytest.raises(ValueError, match="accountant must be .best. or one of"):
         run.epsilon(1e-5, accountant="nope")
+
+
+@dataclass(frozen=True)
+class _DecliningScheme(pa.Scheme):
+    name = "toy-declining"
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True)
+class _BuggyScheme(pa.Scheme):
+    name = "toy-buggy"
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return 1
+
+
+def _declines(run):
+    raise pa.NotApplicable("toy-c handles no such run")
+
+
+def _buggy(run):
+    raise ValueError("a bug inside an accountant")
+
+
+run_accountant("toy-c", lambda run: isinstance(run.scheme, (_DecliningScheme, _BuggyScheme)))(
+    _declines
+)
+run_accountant("toy-d", lambda run: isinstance(run.scheme, _DecliningScheme))(
+    lambda run: _Fixed(np.array(2.0), None, "D")
+)
+run_accountant("toy-e", lambda run: isinstance(run.scheme, _BuggyScheme))(_buggy)
+
+
+def test_best_records_which_accountants_declined_and_why():
+    g = pa.Training(pa.Gaussian(1.0), _DecliningScheme(), steps=2).epsilon(1e-5)
+    assert float(g.upper.value) == 2.0 and g.upper.source == "D"
+    assert g.declined == (("toy-c", "toy-c handles no such run"),)
+    assert "toy-c does not apply" in str(g)
+    assert g.to_dict()["declined"] == [
+        {"accountant": "toy-c", "reason": "toy-c handles no such run"}
+    ]
+
+
+def test_a_bug_in_an_accountant_is_not_taken_for_declining():
+    run = pa.Training(pa.Gaussian(1.0), _BuggyScheme(), steps=2)
+    with pytest.raises(ValueError, match="a bug inside an accountant") as info:
+        run.epsilon(1e-5)
+    assert not isinstance(info.value, pa.NotApplicable)
+
+
+def test_no_accountant_left_is_not_applicable_with_reasons():
+    run = pa.Training(pa.Gaussian(1.0), _DecliningScheme(), steps=2)
+    with pytest.raises(pa.NotApplicable, match="toy-c handles no such run"):
+        run.epsilon(1e-5, accountant="toy-c")

@@ -17,6 +17,7 @@ from .amplification.batching import ABLQ, calibrate_interval
 from .amplification.partitioning import SubsampledModelSplit, partial_split_rdp
 from .amplification.profiles import profile, profile_bound
 from .amplification.registry import rdp, rdp_curve, rdp_methods
+from .errors import NotApplicable
 from .interop import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .results import Bound, Guarantee
@@ -41,6 +42,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Bound",
     "Guarantee",
+    "NotApplicable",
     "Mechanism",
     "Gaussian",
     "Laplace",

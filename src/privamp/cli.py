@@ -28,6 +28,7 @@ import numpy as np
 from . import __version__
 from .accounting import Training, calibrate, compare
 from .amplification.registry import rdp_curve, rdp_methods
+from .errors import NotApplicable
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .results import Guarantee
 from .sampling import (
@@ -304,7 +305,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
             print(f"  ({time.perf_counter() - t0:.2f} s)\n")
             if isinstance(scheme, Shuffle) and gg.lower is not None:
                 shuffle_lower = float(gg.lower.value)
-        except ValueError as exc:
+        except NotApplicable as exc:
             print(f"{title}: not available yet ({exc})\n")
     if shuffle_lower is not None and g.upper is not None:
         ratio = shuffle_lower / float(g.upper.value)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .accounting import Training
+from .errors import NotApplicable
 from .mechanisms import Gaussian
 from .sampling import Relation, Scheme
 
@@ -49,7 +50,7 @@ def plot_epsilon_vs_sigma(
             run = Training(Gaussian(s, sensitivity), scheme, epochs=epochs, relation=relation)
             try:
                 g = run.epsilon(delta)
-            except ValueError:
+            except NotApplicable:
                 up.append(np.nan)
                 lo.append(np.nan)
                 continue

@@ -100,14 +100,18 @@ class Guarantee:
     """Two-sided knowledge of one quantity (epsilon or delta of a run).
 
     ``upper`` is a sound upper bound (or the exact value), ``lower`` a certified lower bound
-    (or the exact value); either may be ``None`` when no method gives one.  ``float(g)`` is
-    the upper bound, the number that is safe to report.
+    (or the exact value); either may be ``None`` when no method gives one (never both).
+    ``float(g)`` is the upper bound, the number that is safe to report.  ``declined`` lists the
+    accountants that did not apply to this run, as ``(name, reason)`` pairs.
     """
 
     upper: Bound | None
     lower: Bound | None
+    declined: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
+        if self.upper is None and self.lower is None:
+            raise ValueError("a Guarantee holds at least one bound (upper or lower)")
         if self.upper is not None and not self.upper.is_upper:
             raise ValueError(
                 f"Guarantee.upper must be an upper or exact Bound, got {self.upper.kind}"
@@ -143,10 +147,13 @@ class Guarantee:
         return np.asarray(self.upper.value) - np.asarray(self.lower.value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "upper": None if self.upper is None else self.upper.to_dict(),
             "lower": None if self.lower is None else self.lower.to_dict(),
         }
+        if self.declined:
+            out["declined"] = [{"accountant": n, "reason": r} for n, r in self.declined]
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -161,4 +168,6 @@ class Guarantee:
             lines.append(f"  upper: {self.upper.source}")
         if self.lower is not None:
             lines.append(f"  lower: {self.lower.source}")
+        for name, why in self.declined:
+            lines.append(f"  ({name} does not apply: {why})")
         return "\n".join(lines)

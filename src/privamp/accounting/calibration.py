@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_delta, check_positive
+from ..errors import NotApplicable
 from ..results import Bound, Guarantee
 from ..sampling import Scheme
 from .training import Training
@@ -40,7 +41,7 @@ def calibrate(
         run = make_run(sigma)
         try:
             g = run.epsilon(d, accountant=accountant)
-        except ValueError:
+        except NotApplicable:
             if not probe:
                 raise
             # the accountant declines this noise level (e.g. losses too large to discretise
@@ -119,7 +120,7 @@ def compare(
         try:
             g = r.epsilon(delta) if delta is not None else r.delta(epsilon)
             rows.append((scheme.name, g, ""))
-        except ValueError as exc:
+        except NotApplicable as exc:
             rows.append((scheme.name, None, f"not available: {exc}"))
     quantity = "epsilon" if delta is not None else "delta"
     return Comparison(quantity, float(delta if delta is not None else epsilon), tuple(rows))

@@ -47,6 +47,7 @@ from scipy.optimize import isotonic_regression
 from scipy.signal import lfilter
 
 from .._validation import check_int, check_positive
+from ..errors import NotApplicable
 from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from ..mechanisms.pairs import (
     DiscretePair,
@@ -986,7 +987,7 @@ def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
     """The PLD analysis of a :class:`~privamp.Training` run with an explicit grid step
     ``h`` (``None``: automatic).  ``Training.epsilon(accountant="pld")`` uses h=None."""
     if not _applies(run):
-        raise ValueError(
+        raise NotApplicable(
             "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
             "response runs under add/remove or zero-out with group 1"
         )

@@ -35,6 +35,7 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_orders
 from ..amplification.registry import REGISTRY, rdp_curve, rdp_methods
+from ..errors import NotApplicable
 from ..mechanisms import Mechanism
 from ..results import Bound
 from ..sampling import AddRemove, BalancedIteration, Deterministic, Relation, Scheme, Shuffle
@@ -351,7 +352,7 @@ def compositions(run) -> int:
     if isinstance(run.scheme, _PER_EPOCH):
         per = run.scheme.steps_per_epoch
         if run.steps % per:
-            raise ValueError(
+            raise NotApplicable(
                 f"steps={run.steps} is not a whole number of epochs of {run.scheme} "
                 f"({per} steps per epoch); the RDP accountant composes whole epochs"
             )

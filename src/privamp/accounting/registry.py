@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..errors import NotApplicable
 from ..results import Bound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,7 +73,12 @@ def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
     chosen = [a for a in found if a.name == name]
     if not chosen:
         names = sorted({a.name for a in found}) or ["none"]
-        known = name in ACCOUNTANTS
-        what = "does not apply to this run" if known else "is not a known accountant"
-        raise ValueError(f"accountant {name!r} {what}; applicable here: {', '.join(names)}")
+        if name in ACCOUNTANTS:
+            raise NotApplicable(
+                f"accountant {name!r} does not apply to this run; applicable here: "
+                f"{', '.join(names)}"
+            )
+        raise ValueError(
+            f"accountant must be 'best' or one of {', '.join(sorted(ACCOUNTANTS))}, got {name!r}"
+        )
     return chosen

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
+from ..errors import NotApplicable
 from ..mechanisms import Mechanism
 from ..results import Bound, Guarantee
 from ..sampling import AddRemove, Relation, Scheme
@@ -57,54 +58,78 @@ class Training:
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:
         """The analyses of the accountants ``name`` ("best" = all applicable), built once.
 
-        With ``"best"``, an accountant that declines this particular run (raises ValueError,
-        e.g. the RDP accountant for a partial epoch) is skipped as long as another one answers.
+        With ``"best"``, an accountant that declines this particular run (raises
+        :class:`~privamp.NotApplicable`, e.g. the RDP accountant for a partial epoch) is skipped
+        as long as another one answers; any other exception is a bug and propagates.
         """
+        return self._analyses(name)[0]
+
+    def _analyses(self, name: str) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
         accountants = applicable(self, name)
         if not accountants:
-            raise ValueError(
+            raise NotApplicable(
                 f"no accountant handles {type(self.mechanism).__name__} with "
                 f"{type(self.scheme).__name__} under {self.relation} yet"
             )
         out = []
-        errors: list[ValueError] = []
+        declined: list[tuple[str, str]] = []
+        errors: list[NotApplicable] = []
         for acc in accountants:
             key = f"{acc.name}:{id(acc)}"
             if key not in self._cache:
                 try:
                     self._cache[key] = acc.build(self)
-                except ValueError as exc:
+                except NotApplicable as exc:
                     if name != "best":
                         raise
-                    errors.append(exc)
-                    continue
-            out.append((acc.name, self._cache[key]))
+                    self._cache[key] = exc
+            built = self._cache[key]
+            if isinstance(built, NotApplicable):
+                errors.append(built)
+                declined.append((acc.name, str(built)))
+                continue
+            out.append((acc.name, built))
         if not out:
             raise errors[0]
-        return out
+        return out, declined
 
-    def _query(self, accountant: str, ask) -> list:
-        pairs, errors = [], []
-        for _, an in self.analysis(accountant):
+    def _query(self, accountant: str, ask) -> tuple[list[BoundPair], tuple[tuple[str, str], ...]]:
+        analyses, declined = self._analyses(accountant)
+        pairs: list[BoundPair] = []
+        errors: list[NotApplicable] = []
+        for acc_name, an in analyses:
             try:
                 pairs.append(ask(an))
-            except ValueError as exc:
+            except NotApplicable as exc:
                 if accountant != "best":
                     raise
                 errors.append(exc)
+                declined.append((acc_name, str(exc)))
         if not pairs:
             raise errors[0]
-        return pairs
+        return pairs, tuple(declined)
 
     def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
-        """Bounds on the run's epsilon at ``delta`` (in (0, 1), scalar or array)."""
+        """Bounds on the run's epsilon at ``delta`` (in (0, 1), scalar or array).
+
+        Raises:
+            NotApplicable: no accountant (or not the one named) handles this run.
+            ValueError: ``delta`` outside (0, 1).
+        """
         d = check_delta(delta)
-        return _combine(self._query(accountant, lambda an: an.epsilon(d)), np.shape(delta))
+        pairs, declined = self._query(accountant, lambda an: an.epsilon(d))
+        return _combine(pairs, np.shape(delta), declined)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
-        """Bounds on the run's delta at ``epsilon`` (>= 0, scalar or array)."""
+        """Bounds on the run's delta at ``epsilon`` (>= 0, scalar or array).
+
+        Raises:
+            NotApplicable: no accountant (or not the one named) handles this run.
+            ValueError: ``epsilon`` negative or NaN.
+        """
         e = check_epsilon(epsilon)
-        return _combine(self._query(accountant, lambda an: an.delta(e)), np.shape(epsilon))
+        pairs, declined = self._query(accountant, lambda an: an.delta(e))
+        return _combine(pairs, np.shape(epsilon), declined)
 
     def __str__(self) -> str:
         return (
@@ -128,11 +153,16 @@ def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:
     return Bound(value, kind, source)
 
 
-def _combine(pairs: list[BoundPair], shape: tuple) -> Guarantee:
+def _combine(
+    pairs: list[BoundPair], shape: tuple, declined: tuple[tuple[str, str], ...] = ()
+) -> Guarantee:
     uppers = [u for u, _ in pairs if u is not None]
     lowers = [lo for _, lo in pairs if lo is not None]
     upper = _pick(uppers, True, shape)
     lower = _pick(lowers, False, shape)
     if upper is not None and upper.kind == "exact":
         lower = upper
-    return Guarantee(upper, lower)
+    if upper is None and lower is None:
+        raise NotApplicable("no accountant gave a bound for this run" + "".join(
+            f"; {name} declined: {why}" for name, why in declined))
+    return Guarantee(upper, lower, declined)

@@ -666,6 +666,7 @@ def calibrate_interval(target_epsilon: float, delta: float, steps_per_epoch: int
 # Run accountants: Training(Gaussian, Deterministic | Shuffle, whole epochs, ZeroOut | AddRemove)
 # ------------------------------------------------------------------------------------------
 from ..accounting.registry import BoundPair, RunAnalysis, run_accountant  # noqa: E402
+from ..errors import NotApplicable  # noqa: E402
 from ..mechanisms import Gaussian  # noqa: E402
 from ..sampling import AddRemove, Deterministic, Shuffle, ZeroOut  # noqa: E402
 
@@ -682,7 +683,7 @@ def _run_params(run) -> tuple[float, int, int]:
     """(shift of the deterministic pair over the run, steps per epoch, epochs)."""
     T = int(run.scheme.steps_per_epoch)
     if run.steps % T:
-        raise ValueError(
+        raise NotApplicable(
             f"steps must be a whole number of epochs for {run.scheme.name} batching "
             f"(a multiple of steps_per_epoch={T}), got steps={run.steps}"
         )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_orders
+from ..errors import NotApplicable
 from ..mechanisms import Mechanism
 from ..sampling import AddRemove, Relation, Scheme
 
@@ -110,13 +111,13 @@ def _applicable(mechanism, scheme, relation, method):
         if not chosen:
             names = ", ".join(m.name for m in found) or "none"
             if method in REGISTRY:
-                raise ValueError(
+                raise NotApplicable(
                     f"method {method!r} does not apply to {type(mechanism).__name__} with "
                     f"{type(scheme).__name__} under {relation}; applicable: {names}"
                 )
             raise ValueError(f"unknown method {method!r}; applicable here: {names}")
     if not chosen:
-        raise ValueError(
+        raise NotApplicable(
             f"no Rényi-DP result is available for {type(mechanism).__name__} with "
             f"{type(scheme).__name__} under {relation}"
         )

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..accounting import Training
 from ..amplification import batching as _b
+from ..errors import NotApplicable
 from ..mechanisms import Gaussian
 from ..sampling import Poisson, ZeroOut
 
@@ -70,7 +71,7 @@ def _poisson(sigma: float, T: int, epochs: int, accountant: str, what: str,
         run = _poisson_run(sigma, T, epochs)
         g = run.epsilon(at, accountant=accountant) if what == "epsilon" else \
             run.delta(at, accountant=accountant)
-    except (ValueError, MemoryError) as exc:
+    except NotApplicable as exc:
         return None, None, f"{accountant} unavailable: {exc}"
     up = None if g.upper is None else np.asarray(g.upper.value, dtype=float)
     lo = None if g.lower is None else np.asarray(g.lower.value, dtype=float)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..amplification import partitioning as _p
+from ..errors import NotApplicable
 
 __all__ = ["FIGURES", "table1", "rdp_to_delta", "rdp_to_epsilon", "calibrate_sigma"]
 
@@ -170,7 +171,7 @@ def _poisson_pld_delta(sigma: float, rate: float, steps: int, eps: float) -> flo
         from ..sampling import Poisson
 
         g = Training(Gaussian(sigma), Poisson(rate), steps=steps).delta(eps, accountant="pld")
-    except Exception:  # noqa: BLE001 - the accountant may be missing; the curve is left out
+    except NotApplicable:  # the accountant declines this run: the curve is left out
         return None
     return None if g.upper is None else float(g.upper.value)
 
@@ -180,7 +181,7 @@ def _bis_pld_delta(sigma: float, T: int, k: int, eps: float) -> float | None:
         from ..accounting.partitioning_pld import bis_plds
 
         rem, add = bis_plds(sigma, T, k)
-    except ValueError:
+    except NotApplicable:
         return None
     return float(max(rem.delta(eps), add.delta(eps)))
 
