@@ -31,7 +31,13 @@ def run_cli(*args: str) -> tuple[int, str, str]:
         (["epsilon", "--sigma", "nan", "--scheme", "poisson", "--rate", "0.1", "--steps", "10",
           "--delta", "1e-5"], "sigma must be a number"),
         (["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "0",
-          "--delta", "1e-5"], "steps must be an integer in [1, inf]"),
+          "--delta", "1e-5"], "argument --steps: expected a whole number >= 1, got '0'"),
+        (["compare", "--sigma", "1", "--steps", "0", "--delta", "1e-5"],
+         "argument --steps: expected a whole number >= 1"),
+        (["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "10"],
+         "the following arguments are required: --delta"),
+        (["delta", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "2.5",
+          "--epsilon", "1"], "expected a whole number >= 1, got '2.5'"),
         (["delta", "--sigma", "1", "--scheme", "shuffle", "--batch-size", "7",
           "--dataset-size", "100", "--epochs", "1", "--epsilon", "1"], "divide"),
         (["delta", "--sigma", "1", "--scheme", "without-replacement", "--batch-size", "700",
@@ -47,7 +53,24 @@ def test_bad_input_is_one_line_and_status_2(args, needle, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert needle in err
-    assert err.count("\n") == 1 and err.startswith("privamp: error:")
+    assert err.count("\n") == 1
+    assert err.startswith((f"privamp {args[0]}: error:", "privamp: error:"))
+
+
+def test_counts_accept_scientific_notation():
+    from privamp.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "1e-3", "--steps", "1e12",
+         "--delta", "1e-5"])
+    assert args.steps == 10**12 and isinstance(args.steps, int)
+
+
+def test_fixed_batches_under_add_remove_say_they_were_analysed_as_zero_out(capsys):
+    assert main(["epsilon", "--sigma", "1", "--scheme", "shuffle", "--batch-size", "10",
+                 "--dataset-size", "100", "--epochs", "1", "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("add/remove analysed as zero-out") == 2  # upper and lower
 
 
 def test_unknown_subcommand_exits_2():

@@ -44,3 +44,25 @@ def test_randomized_response_group_rdp_is_finite_and_monotone(theta):
     assert np.isfinite(got).all() and (np.diff(got) >= -1e-12).all()
     # never above randomized response without subsampling (closed form, group irrelevant)
     assert (got <= pa.RandomizedResponse(theta).rdp(a).value + 1e-12).all()
+
+
+def test_empty_order_or_delta_arrays_are_refused_with_the_parameter_name():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10)
+    with pytest.raises(ValueError, match="delta must hold at least one value"):
+        run.epsilon([])
+    with pytest.raises(ValueError, match="alpha must hold at least one value"):
+        pa.rdp(pa.Gaussian(1.0), pa.Poisson(0.01), [])
+
+
+def test_messages_show_the_offending_values_not_an_array_repr():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10)
+    with pytest.raises(ValueError) as info:
+        run.epsilon(np.array([1.0]))
+    assert "array(" not in str(info.value) and "got 1 (of 1 values)" in str(info.value)
+
+
+def test_a_with_replacement_batch_may_exceed_the_dataset():
+    s = pa.WithReplacement(3, 2)
+    assert (s.batch_size, s.dataset_size) == (3, 2)
+    with pytest.raises(ValueError, match="batch_size must be in"):
+        pa.WithoutReplacement(3, 2)

@@ -89,30 +89,46 @@ def _array(name: str, value: object) -> np.ndarray:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+    if arr.size == 0:
+        raise ValueError(f"{name} must hold at least one value, got an empty array")
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
     return arr
 
 
+def _bad(arr: np.ndarray, mask: np.ndarray) -> str:
+    """The offending entries of ``arr`` for a message: a plain number for a scalar, else the
+    first few values and their count."""
+    bad = arr[mask]
+    if arr.ndim == 0:
+        return f"{float(arr):g}"
+    shown = ", ".join(f"{float(v):g}" for v in bad[:3])
+    more = f" and {bad.size - 3} more" if bad.size > 3 else ""
+    return f"{shown}{more} (of {arr.size} values)"
+
+
 def check_delta(value: object, name: str = "delta") -> np.ndarray:
     """delta in (0, 1), scalar or array."""
     arr = _array(name, value)
-    if ((arr <= 0) | (arr >= 1)).any():
-        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+    mask = ((arr <= 0) | (arr >= 1))
+    if mask.any():
+        raise ValueError(f"{name} must be in (0, 1), got {_bad(arr, mask)}")
     return arr
 
 
 def check_epsilon(value: object, name: str = "epsilon") -> np.ndarray:
     """epsilon in [0, inf), finite, scalar or array."""
     arr = _array(name, value)
-    if ((arr < 0) | ~np.isfinite(arr)).any():
-        raise ValueError(f"{name} must be in [0, inf) and finite, got {value!r}")
+    mask = ((arr < 0) | ~np.isfinite(arr))
+    if mask.any():
+        raise ValueError(f"{name} must be in [0, inf) and finite, got {_bad(arr, mask)}")
     return arr
 
 
 def check_orders(value: object, name: str = "alpha") -> np.ndarray:
     """Rényi orders: real numbers > 1, finite."""
     arr = _array(name, value)
-    if ((arr <= 1) | ~np.isfinite(arr)).any():
-        raise ValueError(f"{name} (Rényi order) must be in (1, inf), got {value!r}")
+    mask = ((arr <= 1) | ~np.isfinite(arr))
+    if mask.any():
+        raise ValueError(f"{name} (Rényi order) must be in (1, inf), got {_bad(arr, mask)}")
     return arr

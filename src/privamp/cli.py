@@ -159,12 +159,14 @@ def _print_guarantee(title: str, g: Guarantee, as_json: bool) -> None:
     print(title)
     if g.exact:
         print(f"  exact  {float(g.upper.value):.6g}   {g.upper.source}")
-        return
-    for label, b in (("upper", g.upper), ("lower", g.lower)):
-        if b is None:
-            print(f"  {label}  {'-':>10}   no {label} bound available for this setting")
-        else:
-            print(f"  {label}  {float(b.value):>10.6g}   {b.source}")
+    else:
+        for label, b in (("upper", g.upper), ("lower", g.lower)):
+            if b is None:
+                print(f"  {label}  {'-':>10}   no {label} bound available for this setting")
+            else:
+                print(f"  {label}  {float(b.value):>10.6g}   {b.source}")
+    for name, why in g.declined:
+        print(f"  ({name} does not apply: {why})")
 
 
 # -- commands -------------------------------------------------------------------------------
@@ -314,6 +316,25 @@ def cmd_demo(args: argparse.Namespace) -> None:
 
 
 # -- parser ---------------------------------------------------------------------------------
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``privamp <command>: error: <what>`` on stderr and exit
+    status 2, pointing at ``--help`` instead of printing the whole usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _count(text: str) -> int:
+    """A whole number >= 1 for --steps, --batch-size, ...: also accepts 1e12 or 1000.0."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if not (x >= 1 and x.is_integer()):
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return int(x)
+
+
 def _run_flags(p: argparse.ArgumentParser, *, scheme_required: bool = True) -> None:
     m = p.add_argument_group("mechanism")
     m.add_argument("--mechanism", choices=("gaussian", "laplace", "rr"), default="gaussian")
@@ -325,23 +346,23 @@ def _run_flags(p: argparse.ArgumentParser, *, scheme_required: bool = True) -> N
     s.add_argument("--scheme", choices=SCHEMES, default="poisson" if not scheme_required else None,
                    required=scheme_required)
     s.add_argument("--rate", type=float, help="Poisson sampling rate")
-    s.add_argument("--batch-size", type=int)
-    s.add_argument("--dataset-size", type=int)
-    s.add_argument("--participations", type=int, default=1, help="balanced: steps per record")
-    s.add_argument("--balanced-steps", type=int, help="balanced: steps per epoch")
-    s.add_argument("--parts", type=int, help="model split: number of submodels")
-    s.add_argument("--selected", type=int, default=1, help="model split: parts per record")
+    s.add_argument("--batch-size", type=_count)
+    s.add_argument("--dataset-size", type=_count)
+    s.add_argument("--participations", type=_count, default=1, help="balanced: steps per record")
+    s.add_argument("--balanced-steps", type=_count, help="balanced: steps per epoch")
+    s.add_argument("--parts", type=_count, help="model split: number of submodels")
+    s.add_argument("--selected", type=_count, default=1, help="model split: parts per record")
     s.add_argument("--relation", choices=tuple(RELATIONS), default="add-remove")
-    s.add_argument("--group", type=int, default=1, help="group size K")
+    s.add_argument("--group", type=_count, default=1, help="group size K")
     r = p.add_argument_group("run")
-    r.add_argument("--steps", type=int)
+    r.add_argument("--steps", type=_count)
     r.add_argument("--epochs", type=float)
     r.add_argument("--accountant", default="best", help="best | pld | rdp | ...")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="privamp",
         description="How private is this training run, given how it samples its data?",
     )
@@ -395,7 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a one-line usage error (status 2)
+        return int(stop.code or 0)
     try:
         args.func(args)
     except (CliError, ValueError) as exc:

@@ -694,17 +694,30 @@ def _run_params(run) -> tuple[float, int, int]:
     return s_all, T, E
 
 
+_AS_ZERO_OUT = (
+    "; add/remove analysed as zero-out: the added or removed record changes only its own "
+    "batch, the other batches are fixed (Chua et al. 2024, Sec. 2)"
+)
+
+
+def _relation_note(run) -> str:
+    """What was analysed: Chua et al. 2024 analyse fixed batches under zero-out neighbours; a
+    run declared under add/remove gets that analysis, and its sources say so."""
+    return _AS_ZERO_OUT if isinstance(run.relation, AddRemove) else ""
+
+
 class _DeterministicAnalysis(RunAnalysis):
-    def __init__(self, s_all: float) -> None:
-        self.s_all = s_all
+    def __init__(self, s_all: float, note: str = "") -> None:
+        self.s_all, self.note = s_all, note
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         b = Bound(_shape(_gauss_epsilon(np.ravel(delta), self.s_all), delta), "exact",
-                  SRC_DET + " (inverted)")
+                  SRC_DET + " (inverted)" + self.note)
         return b, b
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
-        b = Bound(_shape(_gauss_delta(np.ravel(epsilon), self.s_all), epsilon), "exact", SRC_DET)
+        b = Bound(_shape(_gauss_delta(np.ravel(epsilon), self.s_all), epsilon), "exact",
+                  SRC_DET + self.note)
         return b, b
 
 
@@ -712,26 +725,27 @@ class _ShuffleAnalysis(RunAnalysis):
     """Upper: Thm 4.1 (deterministic curve).  Lower (one record, group = 1): eq. (7) sets for
     the pair (P_S, Q_S), composed over epochs."""
 
-    def __init__(self, s_all: float, s_one: float | None, T: int, E: int) -> None:
-        self.s_all, self.s_one, self.T, self.E = s_all, s_one, T, E
+    def __init__(self, s_all: float, s_one: float | None, T: int, E: int,
+                 note: str = "") -> None:
+        self.s_all, self.s_one, self.T, self.E, self.note = s_all, s_one, T, E, note
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.ravel(delta)
         up = _gauss_epsilon(d, self.s_all)
-        upper = Bound(_shape(up, delta), "upper", SRC_THM41 + " (inverted)")
+        upper = Bound(_shape(up, delta), "upper", SRC_THM41 + " (inverted)" + self.note)
         if self.s_one is None:
             return upper, None
         lo = np.minimum(_shuffle_lower_epsilon(d, self.s_one, self.T, self.E), up)
-        return upper, Bound(_shape(lo, delta), "lower", _src(self.E) + " (inverted)")
+        return upper, Bound(_shape(lo, delta), "lower", _src(self.E) + " (inverted)" + self.note)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.ravel(epsilon)
         up = _gauss_delta(e, self.s_all)
-        upper = Bound(_shape(up, epsilon), "upper", SRC_THM41)
+        upper = Bound(_shape(up, epsilon), "upper", SRC_THM41 + self.note)
         if self.s_one is None:
             return upper, None
         lo = np.minimum(_shuffle_lower_delta(e, self.s_one, self.T, self.E), up)
-        return upper, Bound(_shape(lo, epsilon), "lower", _src(self.E))
+        return upper, Bound(_shape(lo, epsilon), "lower", _src(self.E) + self.note)
 
 
 @run_accountant(
@@ -741,7 +755,7 @@ class _ShuffleAnalysis(RunAnalysis):
 )
 def _build_deterministic(run) -> RunAnalysis:
     s_all, _, _ = _run_params(run)
-    return _DeterministicAnalysis(s_all)
+    return _DeterministicAnalysis(s_all, _relation_note(run))
 
 
 @run_accountant(
@@ -754,4 +768,4 @@ def _build_shuffle(run) -> RunAnalysis:
     s_all, T, E = _run_params(run)
     m = run.mechanism
     s_one = m.sensitivity / m.sigma if run.relation.group == 1 else None
-    return _ShuffleAnalysis(s_all, s_one, T, E)
+    return _ShuffleAnalysis(s_all, s_one, T, E, _relation_note(run))

@@ -39,10 +39,12 @@ class Scheme:
     # step (on average); a field for Poisson, a property for the others.
 
 
-def _check_batch(batch_size: object, dataset_size: object) -> tuple[int, int]:
+def _check_batch(
+    batch_size: object, dataset_size: object, *, at_most_n: bool = True
+) -> tuple[int, int]:
     n = check_int("dataset_size", dataset_size, minimum=1)
     b = check_int("batch_size", batch_size, minimum=1)
-    if b > n:
+    if at_most_n and b > n:
         raise ValueError(f"batch_size must be in [1, dataset_size={n}], got {b}")
     return b, n
 
@@ -71,7 +73,8 @@ class _FixedBatch(Scheme):
     dataset_size: int
 
     def __post_init__(self) -> None:
-        b, n = _check_batch(self.batch_size, self.dataset_size)
+        b, n = _check_batch(self.batch_size, self.dataset_size,
+                            at_most_n=not isinstance(self, WithReplacement))
         object.__setattr__(self, "batch_size", b)
         object.__setattr__(self, "dataset_size", n)
 
@@ -95,7 +98,7 @@ class WithoutReplacement(_FixedBatch):
 @dataclass(frozen=True)
 class WithReplacement(_FixedBatch):
     """Each step draws ``batch_size`` records uniformly with replacement (a multiset),
-    independently of the other steps."""
+    independently of the other steps; ``batch_size`` may exceed ``dataset_size``."""
 
     name = "with-replacement"
 
