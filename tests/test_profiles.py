@@ -387,7 +387,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="batch_size"):
         pa.WithoutReplacement(11, 10)
     with pytest.raises(ValueError, match="batch_size"):
-        pa.WithReplacement(11, 10)
+        pa.WithReplacement(0, 10)  # a with-replacement batch may exceed n, not be empty
     with pytest.raises(ValueError, match="group"):
         profile(g, pa.WithoutReplacement(3, 10), 1.0, pa.Substitution(group=4))
     with pytest.raises(ValueError, match="group"):
