@@ -188,3 +188,36 @@ def test_k_gt_1_training_interval_and_unresolved_lattice():
     assert bis_statistic_lower_plds(2.0, 1000, 4) is None
     with pytest.raises(ValueError, match="participations"):
         bis_statistic_lower_plds(1.0, 10, 10)
+
+
+def test_lattice_indices_beyond_the_circle_are_clipped_not_cast_out_of_range():
+    import warnings
+
+    s, T, d = 1.0, 10, 2e-3
+    n = bp._fft_size(s, T, d)
+    law = bp._SumLaw(s, T, s * s, d, n)
+    y = np.array([0.0, 1.0, 1e25, np.inf])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        up, lo = law.above(y, True), law.above(y, False)
+        bu, bl = law.below(y, True), law.below(y, False)
+    # independent facts: P(S > 0) = 1, P(S > inf) = 0, P(S < inf) = 1 (within the allowances)
+    assert up[0] == 1.0 and lo[-1] == 0.0 and up[-1] <= 1e-10 and bl[0] == 0.0
+    assert bu[-1] == 1.0 and bl[-1] >= 1.0 - 1e-9
+    with pytest.raises(FloatingPointError):
+        law.above(np.array([np.nan]), True)
+
+
+def test_small_sigma_refused_and_tiny_delta_refused_not_empty():
+    run = pa.Training(pa.Gaussian(0.5), pa.BalancedIteration(2, 1), epochs=1)
+    with pytest.raises(pa.NotApplicable, match=r"sigma=0.5 .* covers sigma >= 0\.6"):
+        run.epsilon(1e-5, accountant="pld")
+    with pytest.raises(pa.NotApplicable, match="sigma=0.5"):
+        bp.bis_plds(0.5, 2)
+    g = run.epsilon(1e-5)  # "best": the RDP accountant answers, the PLD's refusal is recorded
+    assert g.upper is not None and [n for n, _ in g.declined] == ["pld"]
+    # below the certified truncation allowance no finite epsilon: refused, not inf
+    run = pa.Training(pa.Gaussian(1.0), pa.BalancedIteration(10, 1), epochs=1)
+    with pytest.raises(pa.NotApplicable, match=r"delta=1e-13 .* covers delta > "):
+        run.epsilon(np.array([1e-5, 1e-13]), accountant="pld")
+    assert math.isfinite(float(run.epsilon(1e-13).upper.value))

@@ -44,6 +44,7 @@ from scipy import fft as sfft
 from scipy import special
 
 from ..amplification import partitioning as _part
+from ..errors import NotApplicable
 from ..mechanisms import Gaussian
 from ..numerics import log_diff_ndtr
 from ..results import Bound
@@ -67,6 +68,22 @@ SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.
 _U = float(np.finfo(float).eps) / 2.0
 _MAX_FFT = 1 << 24  # largest circular lattice (beyond: the accountant abstains)
 _ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
+
+
+class _DegenerateProfile(NotApplicable):
+    """The certified lower-bound points admit no dominated grid pair (only the lower bound
+    is lost; raised by :func:`_lower_profile_pld`)."""
+
+
+def _index(x: np.ndarray | float, bound: int) -> np.ndarray:
+    """Integer lattice indices of the float array ``x`` (already floored or ceiled), clipped
+    to [-bound, bound] before the int64 cast (values beyond the lattice, up to inf, keep their
+    meaning for callers that clip to [0, n] after shifting by at most ``bound - n``).  A NaN
+    is a bug upstream and raises."""
+    x = np.asarray(x, dtype=float)
+    if np.isnan(x).any():
+        raise FloatingPointError("NaN lattice index in the BIS PLD")
+    return np.clip(x, -bound, bound).astype(np.int64)
 
 
 def _cell_masses(s: float, log_scale: float, d: float, n: int
@@ -214,6 +231,7 @@ class _SumLaw:
         self._suffix = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
         self._prefix = np.concatenate([[0.0], np.cumsum(c)])
         self._g = 2.0 * (n + 2) * _U
+        self._bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
 
     def _sfx(self, j: np.ndarray, up: bool) -> np.ndarray:
         v = self._suffix[np.clip(j, 0, self.n)]
@@ -226,21 +244,21 @@ class _SumLaw:
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
         """Bound on P(S > y) (upper or lower)."""
         if upper:  # S > y on E => K > y/d - T;  K >= N on E costs <= wrap
-            j = np.floor(y / self.d).astype(np.int64) - self.T + 1
+            j = _index(np.floor(y / self.d), self._bound) - self.T + 1
             v = self._sfx(j, True) + self.err + self.wrap + self.drop
             return np.minimum(v, 1.0)
-        j = np.floor(y / self.d).astype(np.int64) + 1  # K > y/d => S > y
+        j = _index(np.floor(y / self.d), self._bound) + 1  # K > y/d => S > y
         v = self._sfx(j, False) - self.err - self.wrap
         return np.maximum(v, 0.0)
 
     def below(self, y: np.ndarray, upper: bool) -> np.ndarray:
         """Bound on P(S < y) (upper or lower)."""
         if upper:  # S < y on E => K < y/d
-            j = np.ceil(y / self.d).astype(np.int64)
+            j = _index(np.ceil(y / self.d), self._bound)
             v = self._pfx(j, True) + self.err + self.drop
             v = v + np.where(j > self.n, self.wrap, 0.0)
             return np.minimum(v, 1.0)
-        j = np.floor(y / self.d).astype(np.int64) - self.T + 1  # K <= y/d - T => S < y
+        j = _index(np.floor(y / self.d), self._bound) - self.T + 1  # K <= y/d - T => S < y
         v = self._pfx(j, False) - self.err - self.wrap
         return np.maximum(v, 0.0)
 
@@ -285,7 +303,8 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
     value <= 0, the value at j - 1 is set to 0 (the segment before then lies below the old
     one) and the profile is 0 afterwards.  The greatest convex minorant of these points is
     the profile of a grid pair below D, i.e. dominated by the true pair (Blackwell), and this
-    survives composition.  Raises ValueError if that pair would need Q-mass > 1.
+    survives composition.  Raises :class:`_DegenerateProfile` (a NotApplicable) if that pair
+    would need Q-mass > 1.
     """
     q_up = np.minimum.accumulate(np.clip(q_up, 0.0, 1.0))
     q_low = np.clip(q_low, 0.0, 1.0)
@@ -315,7 +334,7 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
     hx, hy = xs[hull], ys[hull]
     slopes = np.diff(hy) / np.diff(hx)
     if -slopes[0] > 1.0 + 1e-9:
-        raise ValueError("the optimistic BIS profile would need Q-mass > 1")
+        raise _DegenerateProfile("the optimistic BIS profile would need Q-mass > 1")
     after = np.concatenate([slopes[1:], [0.0]])
     qm = np.maximum(after - slopes, 0.0)
     masses = np.zeros(len(l_idx))
@@ -341,19 +360,51 @@ def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
     return hull
 
 
-def _fft_size(s: float, T: int, d: float, shifted: int = 1) -> int:
-    """Smallest power of two N with certified wrapped + dropped mass <= the budget."""
+def _fits(s: float, T: int, d: float, n: int, shifted: int = 1) -> bool:
+    """Whether the circle of n cells of width d keeps the certified wrapped + dropped mass
+    within the budget."""
+    x = (math.log(n * d) + s * s / 2) / s
+    drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
+    return drop <= _ALIAS_BUDGET / 2 and (
+        _wrap_bound(s, T, s * s, n * d, shifted) <= _ALIAS_BUDGET / 2)
+
+
+def _fft_size(s: float, T: int, d: float, shifted: int = 1) -> int | None:
+    """Smallest power of two N <= _MAX_FFT with certified wrapped + dropped mass <= the
+    budget, or None."""
     n = 1 << 10
     while n <= _MAX_FFT:
-        x = (math.log(n * d) + s * s / 2) / s
-        drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
-        if drop <= _ALIAS_BUDGET / 2 and (
-                _wrap_bound(s, T, s * s, n * d, shifted) <= _ALIAS_BUDGET / 2):
+        if _fits(s, T, d, n, shifted):
             return n
         n <<= 1
-    raise ValueError(
-        f"the BIS PLD lattice would need more than {_MAX_FFT} points (steps={T}, "
-        f"lattice={d}); use the RDP accountant")
+    return None
+
+
+def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1
+             ) -> tuple[float, int]:
+    """(lattice step, circle size) for the sums of T log-normals: the step ``d`` doubled up to
+    ``doublings`` times (first-order cost in d) until the circle fits in _MAX_FFT points.
+
+    Raises NotApplicable, naming the smallest noise multiplier the lattice covers at these
+    steps, when it never fits: small sigma gives log-normal coordinates with heavy right
+    tails (log W ~ N(+-1/(2 sigma^2), 1/sigma^2)), which a uniform lattice in S cannot hold."""
+    s = 1.0 / sigma
+    for i in range(doublings + 1):
+        n = _fft_size(s, T, d * 2.0**i, shifted)
+        if n is not None:
+            return d * 2.0**i, n
+    d_max = d * 2.0**doublings
+    lo, hi = sigma, 2.0 * sigma
+    while hi < 1e3 and not _fits(1.0 / hi, T, d_max, _MAX_FFT, shifted):
+        lo, hi = hi, 2.0 * hi
+    for _ in range(14):  # geometric bisection: hi fits, lo does not
+        mid = math.sqrt(lo * hi)
+        lo, hi = (lo, mid) if _fits(1.0 / mid, T, d_max, _MAX_FFT, shifted) else (mid, hi)
+    raise NotApplicable(
+        f"noise multiplier sigma={sigma:g} is too small for the Balanced Iteration PLD with "
+        f"steps={T} per one-participation block: its lattice would need more than "
+        f"{_MAX_FFT} points; it covers sigma >= {hi:.3g} at these steps (the RDP "
+        f"accountant, e.g. 'dong-tight', still gives an upper bound)")
 
 
 def _suffix(x: np.ndarray) -> np.ndarray:
@@ -371,6 +422,7 @@ class _Expectations:
         self.q, self.p = law_q, law_p
         T, d, n = law_q.T, law_q.d, law_q.n
         self.T, self.d, self.n = T, d, n
+        self._bound = n + 2 * T + 4
         k = np.arange(n, dtype=float)
         self.gam = 4.0 * (n + 2) * _U
         # remove: cut y1 minimising the error terms
@@ -400,7 +452,7 @@ class _Expectations:
         T, d = self.T, self.d
         k1 = int(math.floor(self.y1 / d))  # S <= y1 on E => K <= k1
         if upper:  # f_k = ((k + T) d / T - a)_+ , k <= k1
-            j = np.floor(a * T / d - T).astype(np.int64) + 1
+            j = _index(np.floor(a * T / d - T), self._bound) + 1
             sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
             v = (d / T) * sb + (d - a) * sa
             fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
@@ -408,7 +460,7 @@ class _Expectations:
             lim = self.y1 / T + d
             v = v + fl + self.q.err * lim + self.q.drop * lim + self.tail1
             return np.minimum(np.maximum(v, 0.0), 1.0)
-        j = np.floor(a * T / d).astype(np.int64) + 1  # f_k = (k d / T - a)_+, k <= k1
+        j = _index(np.floor(a * T / d), self._bound) + 1  # f_k = (k d / T - a)_+, k <= k1
         sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
         v = (d / T) * sb - a * sa
         fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
@@ -423,7 +475,7 @@ class _Expectations:
             k0 = int(math.floor(y0 / d)) - T + 1
             ky = int(math.ceil(y0 / d))
             flat = np.maximum(T / y0 - a, 0.0) * self._rng(self.pA, np.array(k0), ky)
-            kz = np.ceil(T / (a * d)).astype(np.int64)  # T/(k d) > a  <=>  k < T/(a d)
+            kz = _index(np.ceil(T / (a * d)), self._bound)  # T/(k d) > a  <=>  k < T/(a d)
             lo = np.full(np.shape(a), max(ky, 1))
             v = flat + (T / d) * self._rng(self.pK, lo, kz) - a * self._rng(self.pA, lo, kz)
             fl = self.gam * ((T / d) * self.pK[min(max(ky, 1), self.n)]
@@ -432,7 +484,7 @@ class _Expectations:
             return np.minimum(np.maximum(v, 0.0), 1.0)
         # integrand >= (T / ((K + T) d) - a)_+ on E; keep (K + T) d >= y0
         k2 = max(int(math.ceil(y0 / d)) - T, 0)
-        kz = np.ceil(T / (a * d) - T).astype(np.int64)
+        kz = _index(np.ceil(T / (a * d) - T), self._bound)
         lo = np.full(np.shape(a), k2)
         v = (T / d) * self._rng(self.pKT, lo, kz) - a * self._rng(self.pA, lo, kz)
         fl = self.gam * ((T / d) * self.pKT[min(k2, self.n)] + a * self.pA[min(k2, self.n)])
@@ -452,15 +504,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     """
     s = 1.0 / sigma
     T = int(steps)
-    d = float(lattice)
-    for _ in range(3):  # coarser lattices (first-order cost in d) when the circle is too big
-        try:
-            n = _fft_size(s, T, d)
-            break
-        except ValueError:
-            d *= 2.0
-    else:
-        n = _fft_size(s, T, d)
+    d, n = _lattice(float(sigma), T, float(lattice), 3)
     cache: dict = {}
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
     law_p = _SumLaw(s, T, s * s, d, n, cache)
@@ -502,7 +546,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
                                                law_q.above(y_rem, False))
         out["add_opt"] = _lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
                                             law_p.below(y_add, False))
-    except ValueError:
+    except _DegenerateProfile:
         out["remove_opt"] = out["add_opt"] = None
     return out
 
@@ -535,14 +579,9 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
         # the lattice's uncertainty in S1 (T d) exceeds the statistic's mean shift under P
         # (k (e^{s^2} - 1)): the tests cannot separate the pair
         return None
-    n = None
-    for _ in range(4):
-        try:
-            n = _fft_size(s, T, d, k)
-            break
-        except ValueError:
-            d *= 2.0
-    if n is None:
+    try:
+        d, n = _lattice(float(sigma), T, d, 3, k)
+    except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
@@ -564,7 +603,7 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     try:
         return (_lower_profile_pld(l_idx, h, d_rem, q_up, q_low),
                 _lower_profile_pld(l_idx, h, d_add, q_up, q_low))
-    except ValueError:
+    except _DegenerateProfile:
         return None
 
 
@@ -596,8 +635,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     pairs each isomorphic to the product of k one-participation pairs on the blocks; by joint
     convexity of the hockey-stick divergence its profile (both directions) is at most that of
     the product, which therefore dominates it (and domination survives composition).
-    Blocks of one step are plain Gaussian releases.  Raises ValueError when a block's lattice
-    would be too large.
+    Blocks of one step are plain Gaussian releases.  Raises NotApplicable when a block's
+    lattice would be too large (sigma too small for its steps).
     """
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
@@ -631,28 +670,33 @@ class BISPLDAnalysis(RunAnalysis):
         self.k = int(participations)
         self._plds: list[PLD] | None = None
         self._opt: list[PLD] = []
+        self._refusal: NotApplicable | None = None
 
     @property
-    def plds(self) -> list[PLD] | None:
-        """The composed pessimistic (remove, add) PLDs, or None when a lattice would be too
-        large (the optimistic ones, k = 1 only, are in ``self.optimistic``)."""
+    def plds(self) -> list[PLD]:
+        """The composed pessimistic (remove, add) PLDs (the optimistic ones are in
+        ``self.optimistic``).  Raises NotApplicable (every time it is asked) when a lattice
+        would be too large, i.e. sigma is too small for the steps per epoch."""
+        if self._refusal is not None:
+            raise self._refusal
         if self._plds is None:
             try:
                 if self.k == 1 and self.T > 1:
                     out = bis_lower_plds(self.sigma, self.T, self.epochs)
+                    opt = [p for p in out[2:] if p is not None]
+                    self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
-                    self._opt = [p for p in out[2:] if p is not None]
-                    if len(self._opt) < 2:
-                        self._opt = []
                 else:
-                    self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                    plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
                     if 1 < self.k < self.T:
                         low = bis_statistic_lower_plds(self.sigma, self.T, self.k)
                         if low is not None:
                             self._opt = [o.self_compose(self.epochs) for o in low]
-            except ValueError:
-                self._plds = []
-        return self._plds or None
+                    self._plds = plds
+            except NotApplicable as exc:
+                self._refusal = exc
+                raise
+        return self._plds
 
     @property
     def optimistic(self) -> list[PLD]:
@@ -661,9 +705,16 @@ class BISPLDAnalysis(RunAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
-        if self.plds is None:
-            return None, None
         up = np.max([p.epsilon(d) for p in self.plds], axis=0)
+        if not np.all(np.isfinite(up)):
+            # the dominating pair keeps the certified truncation / roundoff allowances as
+            # mass at +inf loss: below it no finite epsilon is certified
+            floor = max(p.inf_mass + p.slack for p in self.plds)
+            bad = np.asarray(d, dtype=float).ravel()[~np.isfinite(np.ravel(up))]
+            raise NotApplicable(
+                f"delta={float(bad.min()):g} is below what the Balanced Iteration PLD "
+                f"certifies here (its dominating pair keeps about {floor:.2g} of mass at "
+                f"infinite loss for truncation and roundoff); it covers delta > {floor:.2g}")
         lo = None
         if self.optimistic:
             low = np.max([p.epsilon(d) for p in self.optimistic], axis=0)
@@ -672,8 +723,6 @@ class BISPLDAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
-        if self.plds is None:
-            return None, None
         up = np.max([p.delta(e) for p in self.plds], axis=0)
         lo = None
         if self.optimistic:
