@@ -227,9 +227,13 @@ def cmd_compare(args: argparse.Namespace) -> None:
         print(f"{mech}, batch {b} of {n}, {total} steps ({epochs:g} epochs), {base.relation}")
         print(table)
     if args.plot:
-        from .plotting import plot_compare
+        from .plotting import plot_epsilon_vs_sigma
 
-        path = plot_compare(args, schemes, args.plot)
+        sigma = float(args.sigma)
+        path = plot_epsilon_vs_sigma(
+            schemes, np.geomspace(sigma / 2.5, sigma * 2.5, 9), epochs, args.delta or 1e-6,
+            args.plot, base.relation, args.sensitivity,
+        )
         print(f"wrote {path}")
 
 

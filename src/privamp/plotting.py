@@ -13,7 +13,7 @@ from .errors import NotApplicable
 from .mechanisms import Gaussian
 from .sampling import Relation, Scheme
 
-__all__ = ["plot_epsilon_vs_sigma", "plot_compare", "pyplot"]
+__all__ = ["plot_epsilon_vs_sigma", "pyplot"]
 
 
 def pyplot() -> Any:
@@ -80,15 +80,3 @@ def plot_epsilon_vs_sigma(
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path
-
-
-def plot_compare(args: Any, schemes: Sequence[Scheme], path: str | Path) -> Path:
-    """The ``privamp compare --plot`` figure: epsilon vs sigma around ``--sigma``."""
-    sigma = float(args.sigma)
-    sigmas = np.geomspace(sigma / 2.5, sigma * 2.5, 9)
-    from .cli import make_relation
-
-    return plot_epsilon_vs_sigma(
-        schemes, sigmas, args.epochs or 1.0, args.delta or 1e-6, path, make_relation(args),
-        args.sensitivity,
-    )
