@@ -36,14 +36,14 @@ MEMORY = 3 << 30  # address-space cap while privamp runs (a MemoryError, not a s
 
 
 @contextmanager
-def time_limit(seconds: int = 30):
+def time_limit(seconds: int = 30, memory: int = MEMORY):
     def handler(signum, frame):
         raise TimeoutError(f"privamp query exceeded {seconds} s")
 
     old = signal.signal(signal.SIGALRM, handler)
     old_as = resource.getrlimit(resource.RLIMIT_AS)
-    if old_as[0] == resource.RLIM_INFINITY or old_as[0] > MEMORY:
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY, old_as[1]))
+    if old_as[0] == resource.RLIM_INFINITY or old_as[0] > memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, old_as[1]))
     signal.alarm(seconds)
     try:
         yield
