@@ -71,6 +71,7 @@ __all__ = [
     "auto_grid",
     "pld_analysis",
     "compose_two_level",
+    "PowerMethodUnavailable",
 ]
 
 _U = UNIT_ROUNDOFF
@@ -83,6 +84,8 @@ _TRUNC_BUDGET = 1e-13
 #: relative allowance for float error in the suffix sums used by delta() / epsilon()
 _QUERY_REL = 1e-9
 _MAX_LOSS = 700.0
+#: at most this many points in one step's grid (memory: about 100 bytes per point)
+_MAX_GRID_POINTS = 4_000_000
 #: self_compose(method="auto") uses Fourier-domain powering only for T >= _POWER_MIN_T and
 #: PLDs with at least _POWER_MIN_ATOMS atoms, and only while at most _POWER_MAX_KEPT of the
 #: Fourier coefficients must be powered
@@ -96,6 +99,11 @@ OPTIMISTIC_SOURCE = (
     "PLD, optimistic discretisation by chained lowered chords and convex minorant (privamp), "
     "FFT composition"
 )
+
+
+class PowerMethodUnavailable(ValueError):
+    """``PLD.self_compose(method="power")`` cannot compose this PLD (the Fourier window would
+    be too long or a numerical check failed); repeated squaring always can."""
 
 
 @dataclass
@@ -191,8 +199,9 @@ class PLD:
             if out is not None:
                 return out
             if method == "power":
-                raise ValueError("the power method cannot compose this PLD (window too long "
-                                 "or a numerical check failed); use method='squaring'")
+                raise PowerMethodUnavailable(
+                    "the power method cannot compose this PLD (window too long or a "
+                    "numerical check failed); use method='squaring'")
         result: PLD | None = None
         base = self
         while True:
@@ -342,7 +351,7 @@ class PLD:
         j = np.searchsorted(losses, eps, side="right")
         inside = j < n
         jj = np.minimum(j, n - 1)
-        t = losses[jj] - eps
+        t = np.where(inside, losses[jj] - eps, 0.0)  # > 0 inside; 0 elsewhere (unused)
         val = g[jj] + (-np.expm1(-t)) * r[jj]
         return np.where(inside, val, 0.0) + self.inf_mass
 
@@ -416,14 +425,24 @@ def _truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
 # discretisation of one pair
 # ------------------------------------------------------------------------------------------
 def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
+    """First index and losses of the grid ``j h`` covering ``pair.loss_range(tail)`` clipped
+    to [-700, 700] (e^l must stay finite).  Clipping is sound: :func:`discretise` moves the
+    P-mass below the grid up to its first point and sends the P-mass above it to +inf
+    (pessimistic), and the optimistic side only uses tails at the grid points; a wide clip
+    only widens the interval.  At most ``_MAX_GRID_POINTS`` points (else NotApplicable)."""
     lo, hi = pair.loss_range(tail)
-    if not (math.isfinite(lo) and math.isfinite(hi)) or max(abs(lo), abs(hi)) > _MAX_LOSS:
-        raise ValueError(
-            f"the privacy loss range [{lo:.3g}, {hi:.3g}] of this pair is outside "
-            f"[-{_MAX_LOSS}, {_MAX_LOSS}]; the PLD accountant cannot discretise it"
-        )
+    if math.isnan(lo) or math.isnan(hi):
+        raise NotApplicable("the privacy loss range of this pair could not be computed (NaN); "
+                            "the PLD accountant cannot discretise it")
+    lo = min(max(lo, -_MAX_LOSS), _MAX_LOSS)
+    hi = min(max(hi, lo), _MAX_LOSS)
     i_lo = math.floor(lo / h) - 1  # one empty bin below: keeps the optimistic total P-mass
     i_hi = max(math.ceil(hi / h), i_lo + 1)
+    if i_hi - i_lo + 1 > _MAX_GRID_POINTS:
+        raise NotApplicable(
+            f"a PLD grid of step h={h:.3g} over the losses [{lo:.4g}, {hi:.4g}] would need "
+            f"{i_hi - i_lo + 1} points, more than the cap {_MAX_GRID_POINTS:.0f}; use h >= "
+            f"{(hi - lo) / (_MAX_GRID_POINTS - 3):.3g}")
     return i_lo, np.arange(i_lo, i_hi + 1) * h
 
 
@@ -761,6 +780,11 @@ def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[
 # run accountant
 # ------------------------------------------------------------------------------------------
 def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
+    """A grid step h for composing ``pair`` T times (see :func:`_auto_grid`)."""
+    return _auto_grid(pair, T, points)[0]
+
+
+def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, float]:
     """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
     it, only the width of the certified interval and the cost).
 
@@ -783,10 +807,11 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
         mean = float(np.sum(p * l)) / tot
         sd = math.sqrt(max(float(np.sum(p * (l - mean) ** 2)) / tot, 1e-18))
         width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
-        return float(min(max(width / points, sd / 2000.0), 0.05))
+        return _cap_composed(float(min(max(width / points, sd / 2000.0), 0.05)), width), width
     coarse = _secondary_direction(pair)
     lead = _lead_direction(pair)
     lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
+    lo_d, hi_d = max(lo_d, -_MAX_LOSS), min(hi_d, _MAX_LOSS)  # ... clipped as _grid does
     lo, hi = pair.loss_range(1e-12)
     grid = np.linspace(lo, hi, 4001)
     cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
@@ -809,7 +834,18 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
         h = spread / 120.0
     h = max(h, width / points,
             (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (_SECONDARY_COST if coarse else 1.0)))
-    return float(min(h, 0.05))
+    return _cap_composed(float(min(h, 0.05)), width), width
+
+
+#: at most about this many points in the T-fold composition's window (the 0.05 cap on h
+#: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
+_MAX_COMPOSED_POINTS = 2e6
+
+
+def _cap_composed(h: float, width: float) -> float:
+    """h, coarsened if the composed window ``width`` would need more than
+    ``_MAX_COMPOSED_POINTS`` points (a coarser grid is as sound, only wider)."""
+    return float(max(h, width / _MAX_COMPOSED_POINTS))
 
 
 #: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
@@ -869,7 +905,7 @@ def _optimistic_factor(w: float) -> int:
 def _power_or_squaring(p: PLD, T: int, tau: float) -> PLD:
     try:
         return p.self_compose(T, truncation=tau, method="power")
-    except ValueError:
+    except PowerMethodUnavailable:
         return p.self_compose(T, truncation=tau)
 
 
@@ -928,9 +964,10 @@ class PLDAnalysis(RunAnalysis):
             self._partial = []
             dirs = []
             for i, pair in enumerate(self._pairs):
-                h = self.h if self.h is not None else auto_grid(pair, self.steps)
+                h, width = (self.h, 0.0) if self.h is not None else _auto_grid(pair,
+                                                                               self.steps)
                 if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
-                    h = _aligned_step(pair, h)
+                    h = _aligned_step(pair, h, width / _MAX_COMPOSED_POINTS)
                 self.grid.append(h)
                 if self.h is None and _secondary_direction(pair):
                     # pessimistic side only: a lower bound from the other direction is
@@ -946,6 +983,7 @@ class PLDAnalysis(RunAnalysis):
                                  compose_two_level(o, self.steps)))
                 else:
                     p, o = discretise(pair, h, self._tail, rho_max=self._rho)
+                    _check_slack(p, self.steps)
                     dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
             self._pld = TwoSidedPLD(dirs)
         return self._pld
@@ -973,6 +1011,7 @@ class PLDAnalysis(RunAnalysis):
             return z, z
         self._refine_if_deciding(x, which)
         up, lo = getattr(self.pld, which)(x)
+        _check_finite_upper(self.pld, up, lo, x, which)
         return Bound(_shape(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             _shape(lo, x), "lower", OPTIMISTIC_SOURCE)
 
@@ -981,6 +1020,38 @@ class PLDAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._query(epsilon, "delta")
+
+
+def _check_slack(p: PLD, T: int) -> None:
+    """Refuse (NotApplicable) before composing when the allowances of one step (float-error
+    slack, mass at +inf, total mass above 1 from the safety factors), added T times, already
+    reach 0.1: every upper bound of the composition would be >= 0.1, at great cost."""
+    excess = p.slack + p.inf_mass + max(float(np.sum(p.masses)) - 1.0, 0.0)
+    if T * excess >= 0.1:
+        raise NotApplicable(
+            f"steps={T} is too many for the PLD accountant here: the numerical allowances of "
+            f"one step ({excess:.3g}) times the steps reach {T * excess:.3g}, so every upper "
+            f"bound would be >= 0.1; steps must be below {0.1 / excess:.3g}")
+
+
+def _check_finite_upper(pld: TwoSidedPLD, up: np.ndarray, lo: np.ndarray, x: np.ndarray,
+                        which: str) -> None:
+    """Refuse (NotApplicable) an infinite upper bound on epsilon that the lower bound does not
+    certify: the grid's mass at +inf plus its float-error allowance exceed the delta asked
+    for, so this grid cannot answer (another accountant may).  An infinite epsilon certified
+    by both sides (e.g. randomized response with theta = 1, whose P-mass at +inf exceeds
+    delta) is the true answer and is returned."""
+    if which != "epsilon":
+        return
+    bad = np.isposinf(np.asarray(up)) & ~np.isposinf(np.asarray(lo))
+    if not np.any(bad):
+        return
+    floor = max(p.inf_mass + p.slack for p, _ in pld.directions)
+    d = float(np.min(np.asarray(x, dtype=float)[np.broadcast_to(bad, np.shape(x))]))
+    raise NotApplicable(
+        f"the PLD accountant cannot certify a finite epsilon at delta={d:.3g}: its grid's "
+        f"mass at infinite loss plus its numerical-error allowance is {floor:.3g}; it "
+        f"answers delta >= {floor * (1 + 2 * _QUERY_REL):.3g} (or ask another accountant)")
 
 
 def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
@@ -994,9 +1065,9 @@ def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
     return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
 
 
-def _aligned_step(pair: LossPair, h: float) -> float:
-    """For a discrete pair: a step in [h/4, h] putting the largest finite loss just above a
-    grid point and the other atoms as close to grid points as possible.
+def _aligned_step(pair: LossPair, h: float, floor: float = 0.0) -> float:
+    """For a discrete pair: a step in [max(h/4, floor), h] putting the largest finite loss just
+    above a grid point and the other atoms as close to grid points as possible.
 
     A grid-supported optimistic pair must lose O(Q_atom h) on a half-line for every atom
     strictly inside a bin (and round the top atom down), which composes to a first-order
@@ -1012,6 +1083,9 @@ def _aligned_step(pair: LossPair, h: float) -> float:
     n0 = math.ceil(top / h)
     ns = np.arange(n0, 4 * n0 + 1)[:20000]
     steps = top / ns * (1.0 - 1e-12)
+    steps = steps[steps >= max(h / 4.0, floor)]  # floor: the composed window's point cap
+    if not len(steps):  # no aligned step in range (e.g. the top atom lies below h / 4)
+        return h
     others = l < top
     if not others.any():
         return float(steps[0])

@@ -18,8 +18,16 @@
   (eps = rdp + log(1/delta)/(a - 1); delta = exp((a - 1)(rdp - eps))) is available for
   comparison (``conversion="mironov2017"``).
 * The grid: ~100 orders with a - 1 log-spaced in [1e-3, ~1e4]; the optimum is then refined
-  between its neighbours, and the grid is extended whenever the optimum sits at an edge.
-  Every order gives a valid bound, so refinement only tightens.
+  between its neighbours, and the grid is extended whenever the optimum sits at an edge, up
+  to order 1e6 for a user's curve and 1e5 for privamp's one-step curves (several of which
+  cost O(alpha) time and memory per order: binomial sums up to alpha).  At most 60 rounds
+  of at most 11 new orders each: the search's cost is bounded.  Every order gives a valid
+  bound, so refinement only tightens and the caps only cost tightness, never soundness.
+* Pure DP: a step whose privacy loss is at most L (Laplace: k Delta / b; randomized
+  response: log(theta / (1 - theta)); Poisson subsampling at rate q, add/remove or zero-out:
+  max(log(1 - q + q e^L), -log(1 - q + q e^{-L})); a group of K: K times that, by group
+  privacy of pure DP) makes T steps E = T L-DP: delta(eps) = 0 exactly for eps >= E and
+  eps(delta) <= E for every delta (and D_a <= E at every order).  The accountant uses both.
 
 dp_accounting (``RdpAccountant``) uses the same Thm 21 / Prop. 12 formula and the same
 Bretagnolle-Huber shortcut, on a fixed grid of orders (1.1..10.9, 11..63, 128..1024, and
@@ -36,9 +44,18 @@ import numpy as np
 from .._validation import check_delta, check_epsilon, check_int, check_orders
 from ..amplification.registry import REGISTRY, rdp_curve, rdp_methods
 from ..errors import NotApplicable
-from ..mechanisms import Mechanism
+from ..mechanisms import Laplace, Mechanism, RandomizedResponse
 from ..results import Bound
-from ..sampling import AddRemove, BalancedIteration, Deterministic, Relation, Scheme, Shuffle
+from ..sampling import (
+    AddRemove,
+    BalancedIteration,
+    Deterministic,
+    Poisson,
+    Relation,
+    Scheme,
+    Shuffle,
+    ZeroOut,
+)
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -50,12 +67,18 @@ __all__ = [
     "optimal_delta",
     "RdpAccountant",
     "compositions",
+    "pure_dp_epsilon",
 ]
 
 #: ~100 default orders: a - 1 log-spaced from 1e-3 to 9999 (a from 1.001 to 1e4)
 DEFAULT_ORDERS: np.ndarray = 1.0 + np.logspace(-3.0, np.log10(9999.0), 100)
 _MIN_ORDER_GAP = 1e-9  # never go below a = 1 + 1e-9
-_MAX_ORDER = 1e8
+#: largest order the search tries for a user's curve (a callable alpha -> rdp)
+_MAX_ORDER = 1e6
+#: largest order the search tries for privamp's one-step curves: several cost O(alpha) time
+#: and memory per order (about 0.3 s and 50 MB per order at 1e5, 50 times that at 1e7)
+_CURVE_MAX_ORDER = 1e5
+_SEARCH_ROUNDS = 60
 _ROUND = 1e-12  # relative upward rounding of the final conversions
 
 CurveFn = Callable[[np.ndarray], np.ndarray]
@@ -63,6 +86,10 @@ CONVERSIONS = ("balle2020", "mironov2017")
 
 SOURCE_BALLE = "Balle et al. 2020, Thm 21"
 SOURCE_MIRONOV = "Mironov 2017, Prop 3"
+SOURCE_PURE = (
+    "pure DP: every step's privacy loss is bounded, the run is {eps:.6g}-DP (delta = 0 at "
+    "epsilon >= it; Poisson steps: log(1 - q + q e^L) both ways, composed by adding)"
+)
 
 
 # ------------------------------------------------------------------------------------------
@@ -186,11 +213,13 @@ class _CurveCache:
             self.alpha, self.rdp = a[order], r[order]
 
 
-def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
+            max_order: float = _MAX_ORDER) -> None:
     """Refine ``cache`` so that, for the scalar objective(alpha, rdp) (one value per order,
-    to be minimised), the best order is interior and its neighbours are close."""
-    cache.add(DEFAULT_ORDERS)
-    for _ in range(60):
+    to be minimised), the best order is interior and its neighbours are close.  Orders stay
+    below ``max_order``; at most ``_SEARCH_ROUNDS`` rounds of at most 11 new orders each."""
+    cache.add(DEFAULT_ORDERS[DEFAULT_ORDERS <= max_order])
+    for _ in range(_SEARCH_ROUNDS):
         vals = objective(cache.alpha, cache.rdp)
         if not np.isfinite(vals).any():
             return
@@ -200,8 +229,8 @@ def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np
             lo = max(_MIN_ORDER_GAP, (a[0] - 1.0) * 1e-3)
             cache.add(1.0 + np.geomspace(lo, a[0] - 1.0, 12)[:-1])
             continue
-        if i == a.size - 1 and a[-1] < _MAX_ORDER:
-            cache.add(np.geomspace(a[-1], min(a[-1] * 100.0, _MAX_ORDER), 12)[1:])
+        if i == a.size - 1 and a[-1] < max_order:
+            cache.add(np.geomspace(a[-1], min(a[-1] * 100.0, max_order), 12)[1:])
             continue
         if 0 < i < a.size - 1:
             lo, hi = a[i - 1] - 1.0, a[i + 1] - 1.0
@@ -216,26 +245,69 @@ def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np
 
 
 def optimal_epsilon(
-    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None
+    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
+    max_order: float = _MAX_ORDER,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
-    refined per delta (see module docstring)."""
+    refined per delta (see module docstring); orders at most ``max_order``."""
     d = check_delta(delta)
     cache = _CurveCache(curve) if _cache is None else _cache
     for dv in np.unique(d.ravel()):
-        _search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0])
+        _search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
+                max_order)
     return eps_from_rdp(cache.alpha, cache.rdp, d, conversion)
 
 
 def optimal_delta(
-    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None
+    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
+    max_order: float = _MAX_ORDER,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon."""
+    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon;
+    orders at most ``max_order``."""
     e = check_epsilon(epsilon)
     cache = _CurveCache(curve) if _cache is None else _cache
     for ev in np.unique(e.ravel()):
-        _search(cache, lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0])
+        _search(cache,
+                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
+                max_order)
     return delta_from_rdp(cache.alpha, cache.rdp, e, conversion)
+
+
+# ------------------------------------------------------------------------------------------
+# pure DP: a finite worst-case privacy loss
+# ------------------------------------------------------------------------------------------
+_PURE_ROUND = 1e-12  # relative upward rounding of a pure-DP epsilon
+
+
+def pure_dp_epsilon(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> float | None:
+    """An upper bound on the largest privacy loss of one step (the step is then eps-DP, pure),
+    or None when privamp knows none (Gaussian noise, other schemes).
+
+    Base mechanism at distance 1: Laplace k Delta / b, randomized response
+    log(theta / (1 - theta)) (None for theta = 1).  Poisson subsampling at rate q under
+    add/remove or zero-out: the dominating pairs (q P + (1 - q) Q, Q) and its swap have losses
+    log(1 - q + q e^l) and -log(1 - q + q e^l) for base losses l in [-L, L], hence
+    max(log(1 - q + q e^L), -log(1 - q + q e^{-L})).  A group of K: K times the one-record
+    value (group privacy of pure DP).  Rounded up.
+    """
+    if not isinstance(scheme, Poisson) or not isinstance(relation, (AddRemove, ZeroOut)):
+        return None
+    if isinstance(mechanism, Laplace):
+        L = mechanism.epsilon0(1)
+    elif isinstance(mechanism, RandomizedResponse):
+        L = mechanism.epsilon0()
+    else:
+        return None
+    if not np.isfinite(L):
+        return None
+    q = scheme.rate
+    if q <= 0.0:
+        return 0.0
+    if q >= 1.0:
+        step = L
+    else:
+        step = max(np.log1p(q * np.expm1(L)), -np.log1p(q * np.expm1(-L)))
+    return float(relation.group * step * (1.0 + _PURE_ROUND))
 
 
 # ------------------------------------------------------------------------------------------
@@ -259,6 +331,9 @@ class RdpAccountant:
         self.conversion = conversion
         self._terms: list[tuple[CurveFn, int, tuple | None]] = []
         self._cache = _CurveCache(self._curve)  # total curve values, reset by compose
+        #: pure-DP epsilon of everything composed (None: unknown), see pure_dp_epsilon
+        self.pure_epsilon: float | None = 0.0
+        self._max_order = _MAX_ORDER
 
     def compose(self, step: CurveFn | tuple, steps: int = 1) -> RdpAccountant:
         n = check_int("steps", steps, minimum=1)
@@ -279,10 +354,17 @@ class RdpAccountant:
                 return rdp_curve(mech, scheme, a, relation).epsilon
 
             self._terms.append((fn, n, (mech, scheme, relation)))
+            pure = pure_dp_epsilon(mech, scheme, relation)
+            self._max_order = min(self._max_order, _CURVE_MAX_ORDER)
         elif callable(step):
             self._terms.append((step, n, None))
+            pure = None
         else:
             raise ValueError("step must be a callable alpha -> rdp or a (mechanism, scheme) tuple")
+        if self.pure_epsilon is not None and pure is not None:
+            self.pure_epsilon = (self.pure_epsilon + n * pure) * (1.0 + _PURE_ROUND)
+        else:
+            self.pure_epsilon = None
         self._cache = _CurveCache(self._curve)
         return self
 
@@ -299,10 +381,18 @@ class RdpAccountant:
         return self.rdp(a)
 
     def get_epsilon_and_order(self, delta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(eps, order): order is the RDP order used, nan where eps = 0 came from the
+        total-variation bound and inf where the pure-DP epsilon was smaller."""
         if not self._terms:
             d = check_delta(delta)
             return np.zeros(d.shape), np.full(d.shape, np.nan)
-        return optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache)
+        eps, order = optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache,
+                                     max_order=self._max_order)
+        if self.pure_epsilon is not None:
+            pure = eps > self.pure_epsilon
+            eps = np.where(pure, self.pure_epsilon, eps)
+            order = np.where(pure, np.inf, order)
+        return eps, order
 
     def get_epsilon(self, delta: float | np.ndarray) -> float | np.ndarray:
         """Upper bound on epsilon at ``delta`` (float for a scalar delta)."""
@@ -319,10 +409,19 @@ class RdpAccountant:
         return float(out) if np.ndim(epsilon) == 0 else out
 
     def get_delta_and_order(self, epsilon: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(delta, order): delta = 0 with order inf at eps >= the pure-DP epsilon (exact)."""
+        e = check_epsilon(epsilon)
         if not self._terms:
-            e = check_epsilon(epsilon)
             return np.zeros(e.shape), np.full(e.shape, np.nan)
-        return optimal_delta(self._curve, epsilon, self.conversion, _cache=self._cache)
+        pure = (np.zeros(e.shape, dtype=bool) if self.pure_epsilon is None
+                else e >= self.pure_epsilon)
+        delta = np.zeros(e.shape)
+        order = np.full(e.shape, np.inf)
+        if not pure.all():
+            d, o = optimal_delta(self._curve, e[~pure], self.conversion, _cache=self._cache,
+                                 max_order=self._max_order)
+            delta[~pure], order[~pure] = d, o
+        return delta, order
 
     def methods_at(self, alpha: float | np.ndarray) -> list[str]:
         """Names of the RDP methods giving the composed curve at the orders ``alpha``."""
@@ -372,9 +471,15 @@ class _RdpRun(RunAnalysis):
         )
 
     def _source(self, orders: np.ndarray) -> str:
-        methods = self.acc.methods_at(orders)
-        used = ", ".join(methods) if methods else "any (TV bound)"
-        return f"RDP (methods: {used}) converted by {SOURCE_BALLE}"
+        o = np.asarray(orders, dtype=float)
+        parts = []
+        if not np.isposinf(o).all():
+            methods = self.acc.methods_at(o[~np.isposinf(o)])
+            used = ", ".join(methods) if methods else "any (TV bound)"
+            parts.append(f"RDP (methods: {used}) converted by {SOURCE_BALLE}")
+        if np.isposinf(o).any():
+            parts.append(SOURCE_PURE.format(eps=self.acc.pure_epsilon))
+        return "; ".join(parts)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         eps, orders = self.acc.get_epsilon_and_order(delta)
@@ -384,7 +489,8 @@ class _RdpRun(RunAnalysis):
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         out, orders = self.acc.get_delta_and_order(epsilon)
         value = float(out) if np.ndim(out) == 0 else out
-        return Bound(value, "upper", self._source(orders)), None
+        kind = "exact" if np.isposinf(orders).all() else "upper"  # delta = 0 above the max loss
+        return Bound(value, kind, self._source(orders)), None
 
 
 @run_accountant(

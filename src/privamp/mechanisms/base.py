@@ -51,6 +51,10 @@ class Mechanism(ABC):
             if not bad.any():
                 break
             hi = np.where(bad, hi * 2.0, hi)
+        else:
+            raise ValueError(
+                f"no finite epsilon <= 2^60 meets delta={float(np.min(delta[bad])):.3g} for "
+                f"{self} at distance {k}; delta must be larger")
         zero_ok = self._delta(np.zeros_like(delta), k) <= delta
         eps = bisect_monotone(lambda e: self._delta(e, k), delta, 0.0, hi, increasing=False)
         return np.where(zero_ok, 0.0, eps)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_theta
+from .._validation import check_delta, check_theta
 from .base import Mechanism
 from .pairs import DiscretePair, LossPair
 
@@ -41,6 +41,26 @@ class RandomizedResponse(Mechanism):
         t = self.theta
         return math.inf if t == 1.0 else math.log(t) - math.log1p(-t)
 
+    def _no_randomisation(self, what: str) -> ValueError:
+        return ValueError(
+            f"theta=1 (randomized response that always tells the truth) has delta(eps) = 1 "
+            f"for every epsilon and infinite Rényi divergence: {what}; theta must be in "
+            f"(1/2, 1) for a finite value")
+
+    def rdp(self, alpha, distance: int = 1):
+        """Rényi DP epsilon at order(s) alpha > 1, exact; ValueError for theta = 1 (infinite)."""
+        if self.theta == 1.0:
+            raise self._no_randomisation("no finite Rényi DP epsilon exists")
+        return super().rdp(alpha, distance)
+
+    def epsilon(self, delta, distance: int = 1):
+        """Smallest epsilon with delta(epsilon) <= delta, exact up to the bisection's last bit
+        (rounded up); ValueError for theta = 1, where no finite epsilon exists for delta < 1."""
+        if self.theta == 1.0:
+            check_delta(delta)
+            raise self._no_randomisation("no finite epsilon exists for any delta < 1")
+        return super().epsilon(delta, distance)
+
     def _rdp(self, alpha, k):
         a = np.asarray(alpha, dtype=float)
         t = self.theta
@@ -52,6 +72,8 @@ class RandomizedResponse(Mechanism):
     def _delta(self, epsilon, k):
         eps = np.asarray(epsilon, dtype=float)
         t = self.theta
+        if t == 1.0:  # no randomisation: delta(eps) = 1 for every eps (no inf * 0)
+            return np.ones_like(eps)
         with np.errstate(over="ignore"):
             return np.maximum(t - np.exp(eps) * (1.0 - t), 0.0)
 
