@@ -20,12 +20,14 @@ so that orders up to 1e4 and more neither overflow nor underflow.
 Registered results:
 
 * ``"mironov-sgm"`` — the exact sampled-Gaussian RDP (Mironov, Talwar, Zhang 2019, Sec. 3.3
-  for integer orders, Sec. 3.4 for real orders; the removal direction dominates, their Thm 5
-  / Sec. 3.2).  Integer orders: the binomial expansion.  Real orders: log-space Gauss–Legendre
-  quadrature of the defining integral on windows found from the integrand's modes, with
-  analytic tail bounds; the value is rounded up by the quadrature error estimate.
+  for integer orders, Sec. 3.4 for real orders; arXiv:1908.10530; the removal direction
+  dominates, their Thm 5 / Sec. 3.2).  Integer orders: the binomial expansion.  Real orders:
+  a certified enclosure of the excess E[h_b] (Gauss–Legendre panels with the rigorous
+  Bernstein-ellipse error bound, rigorously bounded screening and analytic tails; see
+  :mod:`privamp.numerics.mixture_divergence`).
 * ``"poisson-exact"`` — the exact Poisson RDP, max over both directions, of Laplace
-  (atoms in closed form + graded quadrature) and randomized response (finite sums).
+  (atoms in closed form + the same certified quadrature) and randomized response (finite
+  sums).
 * ``"zhu-wang"`` — Zhu & Wang 2019 general upper bound in the form of Schuchardt et al. 2024,
   Prop. E.4 (with the factor 2); any mechanism with an RDP curve.
 * ``"zhu-wang-tight"`` — the same without the factor 2 (Dong et al. 2025, Thm 3.11; Zhu &
@@ -40,8 +42,12 @@ import numpy as np
 from scipy import special
 
 from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..numerics import bisect_monotone, log1mexp, logsubexp, logsumexp
-from ..numerics.quadrature import graded_edges, level_crossing, log_quad, uniform_edges
+from ..numerics import log1mexp, logsubexp, logsumexp
+from ..numerics.mixture_divergence import (
+    _Mixture,
+    gaussian_mixture_log_excess,
+    log_excess_enclosure,
+)
 from ..sampling import AddRemove, Poisson, Relation, Scheme, ZeroOut
 from .registry import rdp_method
 
@@ -59,8 +65,6 @@ _REL_SAFETY = 1e-11
 #: orders up to this are treated exactly by binomial sums when they are integers
 _INT_MAX = 20000
 _SERIES_TERMS = 60
-#: Gauss–Legendre nodes per panel in the sampled-Gaussian quadrature
-_GL_NODES = 12
 
 
 # ----------------------------------------------------------------------------------------
@@ -166,135 +170,15 @@ def _sgm_log_excess_integer(n: int, s: float, q: float) -> float:
 
 
 def _gaussian_log_excess_quad(b: np.ndarray, s: float, q: float) -> np.ndarray:
-    """Upper bound on log(E_{x~N(0,1)}[h_b(q (e^{s x - s^2/2} - 1))]) for orders b > 1
-    (removal direction, MTZ 2019 Sec. 3.4 integral), by windowed Gauss–Legendre quadrature.
-
-    Windows: the integrand's main part exp(g), g(x) = b log(1 - q + q e^{s x - s^2/2}) - x^2/2,
-    has g'(x) = G(x) = b s p(x) - x with p a logistic function of x, so G is convex left of
-    the logistic's centre x_c and concave right of it: g has one or two local maxima, found
-    by bisection.  Each relevant bump is integrated where g > max g - 70, plus the window
-    [-14, s/2 + 14] where the correction -1 - b u lives.  Outside the windows the integrand
-    is bounded analytically (left tail: h_b <= b q; gaps: length * (e^level + b q phi(14));
-    right tail: sup bound e^level up to a far point x2, then (1 - q + q e^l)^b <= c0^b e^{b l})
-    and these bounds are added, as is the quadrature error estimate.
-    """
-    b = np.asarray(b, dtype=float)
-    n = b.size
-    lq, l1q = math.log(q), math.log1p(-q)
-    logit = lq - l1q
-    c = b * s
-    xc = s / 2.0 - logit / s
-
-    def p_of(x):
-        return special.expit(s * x - s * s / 2.0 + logit)
-
-    def G(x):
-        return c * p_of(x) - x
-
-    def dG(x):
-        p = p_of(x)
-        return c * s * p * (1.0 - p) - 1.0
-
-    def g(x):
-        return b * np.logaddexp(l1q, lq + s * x - s * s / 2.0) - 0.5 * x * x
-
-    # G is convex on (-inf, xc] and concave on [xc, inf); its roots lie in [0, c] (G > 0
-    # below 0, G < 0 from c on): one root on the side where G(xc) has the other sign, and on
-    # the other side none or two, found around G's extremum there.
-    zeros = np.zeros(n)
-    xcv = np.full(n, xc)
-    gxc = G(xcv)
-    up = gxc >= 0  # xc lies between z2 and z3 (or all roots are right of xc)
-    xc0 = max(xc, 0.0)
-    top = np.maximum(c, xc0)
-    # single-root side
-    z_single = np.where(
-        up,
-        bisect_monotone(G, zeros, xc0, top, increasing=False, iterations=120),
-        bisect_monotone(G, zeros, 0.0, xc0, increasing=False, iterations=120),
-    )
-    # other side: minimum of convex G on [0, xc] (up) or maximum of concave G on [xc, c]
-    zmin = np.zeros(n)
-    if xc > 0:
-        d0, d1 = dG(zeros), dG(xcv)
-        inner = bisect_monotone(dG, zeros, 0.0, xc, increasing=True, iterations=120)
-        zmin = np.where(d0 >= 0, 0.0, np.where(d1 <= 0, xc, inner))
-    dtop = dG(top)
-    inner_max = bisect_monotone(dG, zeros, xc0, top, increasing=False, iterations=120)
-    zmax = np.where(dG(np.full(n, xc0)) <= 0, xc0, np.where(dtop >= 0, top, inner_max))
-    three_up = up & (xc > 0) & (G(zmin) < 0)
-    three_down = ~up & (G(zmax) > 0)
-    three = three_up | three_down
-    a_up = bisect_monotone(G, zeros, 0.0, zmin, increasing=False, iterations=120)
-    b_up = bisect_monotone(G, zeros, zmin, xc0, increasing=True, iterations=120)
-    a_dn = bisect_monotone(G, zeros, xc0, zmax, increasing=True, iterations=120)
-    b_dn = bisect_monotone(G, zeros, zmax, top, increasing=False, iterations=120)
-    z1 = np.where(three_up, a_up, z_single)
-    z2 = np.where(three_up, b_up, np.where(three_down, a_dn, z_single))
-    z3 = np.where(three_down, b_dn, z_single)
-    g1, g2, g3 = g(z1), g(z2), g(z3)
-    gmax = np.maximum(g1, g3)
-    level = gmax - 70.0
-    merged = three & (g2 >= level)
-    relevant1 = three & (g1 >= level) & ~merged
-    R3 = level_crossing(g, z3, level, +1.0, 1.0)
-    L3_free = level_crossing(g, z3, level, -1.0, 1.0)
-    L3_valley = level_crossing(g, z3, level, -1.0, 1.0, stop=z2)
-    L1 = level_crossing(g, z1, level, -1.0, 1.0)
-    R1 = level_crossing(g, z1, level, +1.0, 1.0, stop=z2)
-    L3 = np.where(merged, L1, np.where(three, L3_valley, L3_free))
-
-    near = (-14.0, s / 2.0 + 14.0)
-    windows = []
-    for i in range(n):
-        wins = [near, (float(L3[i]), float(R3[i]))]
-        if relevant1[i]:
-            wins.append((float(L1[i]), float(R1[i])))
-        wins.sort()
-        merged_w: list[list[float]] = []
-        for lo, hi in wins:
-            if merged_w and lo <= merged_w[-1][1]:
-                merged_w[-1][1] = max(merged_w[-1][1], hi)
-            else:
-                merged_w.append([lo, hi])
-        windows.append([(lo, hi) for lo, hi in merged_w])
-
-    width = 0.5 * min(1.0, math.pi / s)
-    counts = np.array([sum(int(np.ceil((hi - lo) / width)) for lo, hi in w) for w in windows])
-    buckets = np.ceil(np.log2(counts + 1.0)).astype(int)
-    log_value = np.empty(n)
-    log_error = np.empty(n)
-    for key in np.unique(buckets):
-        rows = np.flatnonzero(buckets == key)
-        edges, active = uniform_edges([windows[i] for i in rows], np.full(rows.size, width))
-        bcol = b[rows, None]
-
-        def logf(x, bcol=bcol):
-            return log_h(bcol, s * x - s * s / 2.0, q) - 0.5 * x * x - _LOG_2PI_HALF
-
-        res = log_quad(logf, edges, active, nodes=_GL_NODES)
-        log_value[rows] = res.log_value
-        log_error[rows] = res.log_error
-
-    xlo = np.array([w[0][0] for w in windows])
-    xhi = np.array([w[-1][1] for w in windows])
-    gap_len = np.array([sum(w[j + 1][0] - w[j][1] for j in range(len(w) - 1)) for w in windows])
-    with np.errstate(divide="ignore"):
-        log_left = np.log(b * q) + special.log_ndtr(xlo)
-        # right tail: g <= level beyond xhi (g decreases after its last critical point);
-        # the sup bound covers [xhi, x2], the exponential bound (1-q+q e^l)^b <= c0^b e^{bl}
-        # for l >= l(x2) covers [x2, inf), with x2 far enough for c0 ~ q and the tilted
-        # Gaussian's mass (centred at b s) to be negligible.
-        x2 = np.maximum(xhi, np.maximum(c + 14.0, (-logit + np.log(b) + 5.0 + s * s / 2.0) / s))
-        loss2 = s * x2 - s * s / 2.0
-        log_c0 = np.logaddexp(lq, l1q - loss2)
-        log_right = np.logaddexp(
-            np.log(np.maximum(x2 - xhi, 1e-300)) + level - _LOG_2PI_HALF,
-            b * log_c0 + b * (b - 1.0) * s * s / 2.0 + special.log_ndtr(b * s - x2),
-        )
-        log_gap = np.log(gap_len) + np.logaddexp(level, np.log(b * q) - 98.0) - _LOG_2PI_HALF
-    parts = np.stack([log_value, log_error, log_left, log_right, log_gap])
-    return logsumexp(parts, axis=0) + 1e-13 * (1.0 + np.abs(log_value))
+    """Certified upper bound on log(E_{x~N(0,1)}[h_b(q (e^{s x - s^2/2} - 1))]) for real
+    orders b > 1 (removal direction, MTZ 2019 Sec. 3.4 integral, arXiv:1908.10530): the
+    K = 1 case (weights 1 - q, q) of
+    :func:`privamp.numerics.mixture_divergence.gaussian_mixture_log_excess` — Gauss-Legendre
+    panels with a rigorous Bernstein-ellipse error bound, rigorously bounded dropped cells and
+    analytic Gaussian tails (an enclosure, not an error estimate)."""
+    log_w = np.array([math.log1p(-q), math.log(q)])
+    _, hi = gaussian_mixture_log_excess(np.asarray(b, dtype=float), log_w, s)
+    return hi
 
 
 def sampled_gaussian_rdp(alpha: np.ndarray | float, s: float, q: float) -> np.ndarray:
@@ -303,9 +187,9 @@ def sampled_gaussian_rdp(alpha: np.ndarray | float, s: float, q: float) -> np.nd
 
     Removal direction D_a((1-q) N(0,1) + q N(s,1) || N(0,1)), which dominates insertion for
     the Gaussian (Mironov, Talwar, Zhang 2019, Thm 5 and Sec. 3.2).  Integer orders use the
-    exact binomial expansion (MTZ 2019, Sec. 3.3); other orders a log-space quadrature of the
-    defining integral (Sec. 3.4's integral), rounded up by its error estimate and tail
-    bounds.  q = 1 gives the Gaussian's a s^2 / 2, q = 0 gives 0.
+    exact binomial expansion (MTZ 2019, Sec. 3.3); other orders a certified enclosure of the
+    defining integral (Sec. 3.4's integral): rigorous quadrature error and tail bounds.
+    q = 1 gives the Gaussian's a s^2 / 2, q = 0 gives 0.
     """
     a = _check_rows(np.atleast_1d(alpha))
     shape = np.shape(alpha)
@@ -353,25 +237,20 @@ def _laplace_log_excess(b: np.ndarray, e0: float, q: float) -> np.ndarray:
     """Upper bound on log E_Q[h_b(q (L - 1))] for P = Lap(e0, 1), Q = Lap(0, 1).
 
     L = e^{-e0} on x <= 0 (Q-mass 1/2), e^{e0} on x >= e0 (Q-mass e^{-e0}/2), e^{2x - e0}
-    with Q-density e^{-x}/2 in between: two atoms in closed form plus a graded Gauss–Legendre
-    quadrature on (0, e0), rounded up by its error estimate.
+    with Q-density e^{-x}/2 in between: two atoms in closed form (padded by a relative 1e-13)
+    plus a certified enclosure of the integral over (0, e0)
+    (:func:`privamp.numerics.mixture_divergence.log_excess_enclosure` with U = q (e^{2x-e0} - 1)
+    and base e^{-x}/2: Gauss-Legendre with the Bernstein-ellipse error bound).
     """
-    b = np.asarray(b, dtype=float)
+    b = np.atleast_1d(np.asarray(b, dtype=float))
     half = math.log(0.5)
     atom_lo = log_h(b, -e0, q) + half
     atom_hi = log_h(b, e0, q) - e0 + half
-    steep = float(np.max(np.abs(b))) * 2.0 * e0 + 1.0
-    levels = int(math.ceil(math.log2(steep))) + 6
-    edges = graded_edges(0.0, e0, [0.0, e0 / 2.0, e0], levels)
-    edges = np.broadcast_to(edges, (b.size, edges.size))
-    bcol = b[:, None]
-
-    def logf(x):
-        return log_h(bcol, 2.0 * x - e0, q) - x + half
-
-    res = log_quad(logf, edges, nodes=12)
-    parts = np.stack([atom_lo, atom_hi, res.log_upper])
-    return logsumexp(parts, axis=0) + 1e-13 * (1.0 + np.abs(res.log_value))
+    mix = _Mixture(np.array([math.log1p(-q), math.log(q)]), [2.0], [-e0], (half, -1.0, 0.0))
+    _, inner = log_excess_enclosure(b, mix, 0.0, e0)
+    parts = np.stack([atom_lo, atom_hi])
+    atoms = logsumexp(parts, axis=0) + 1e-13 * (1.0 + np.abs(logsumexp(parts, axis=0)))
+    return np.logaddexp(atoms, inner)
 
 
 def _rr_log_excess(b: np.ndarray, theta: float, q: float) -> np.ndarray:
@@ -407,7 +286,8 @@ def poisson_direction_log_moments(
 
 def poisson_exact_rdp(mechanism: Mechanism, q: float, alpha: np.ndarray | float) -> np.ndarray:
     """Exact RDP (max over removal and insertion) of one Poisson step at rate q for Laplace
-    or randomized response, at real orders alpha > 1; rounded up by quadrature error bounds.
+    or randomized response, at real orders alpha > 1; rounded up by rigorous quadrature
+    error bounds.
 
     D = max(log Psi^rm_a, log Psi^ins_a) / (a - 1) (Zhu & Wang 2019, Sec. 3; the pairs are
     symmetric so no other direction exists; (wP + (1-w)Q, Q) and its swap dominate Poisson

@@ -3,7 +3,10 @@
 Each result registers itself next to its implementation with :func:`rdp_method`, declaring
 which mechanisms, schemes and relations it covers; nothing here needs editing when a result
 is added.  ``method="best"`` evaluates every applicable result and keeps, order by order, the
-smallest upper bound (all registered values are sound upper bounds, so their minimum is too).
+smallest upper bound (all registered values are sound upper bounds, so their minimum is too:
+quadrature-based values are certified enclosures rounded up, never error estimates, see
+:mod:`privamp.numerics.mixture_divergence`; a method that is not proven in general is
+registered with ``in_best=False``).
 """
 
 from __future__ import annotations
@@ -141,6 +144,9 @@ def rdp_curve(
     if np.isnan(values).any():
         bad = [m.name for m, v in zip(chosen, values, strict=True) if np.isnan(v).any()]
         raise RuntimeError(f"internal error: RDP method(s) {bad} returned NaN; please report")
+    if (values < 0).any():
+        bad = [m.name for m, v in zip(chosen, values, strict=True) if (v < 0).any()]
+        raise RuntimeError(f"internal error: RDP method(s) {bad} returned a negative bound")
     idx = np.argmin(values, axis=0)
     names = np.array([m.name for m in chosen], dtype=object)[idx]
     return RdpCurve(a, values[idx, np.arange(a.size)], names)
