@@ -92,7 +92,9 @@ def sgm_rdp_mp(alpha: float, sigma: float, q: float, dps: int = 40) -> float:
     """Same divergence at a real order alpha > 1 by mpmath quadrature (``dps`` digits) of
     E_{z~N(0,s^2)}[(1 - q + q e^{(2z-1)/(2s^2)})^alpha].  The integrand has at most two modes
     (z ~ 0 from the N(0) part, z ~ alpha from the q e^{...} part); the integration range is cut
-    at sigma-spaced points around both and at the crossing of the two parts."""
+    at sigma-spaced points around both and at the crossing of the two parts.  The working
+    precision grows with -log10(q^2): A - 1 is of order q^2 and must keep ``dps`` digits."""
+    dps = dps + int(2 * max(0.0, -math.log10(q))) + 5
     with mp.workdps(dps):
         a, s, qq = mp.mpf(alpha), mp.mpf(sigma), mp.mpf(q)
         c = 1 / (2 * s**2)
