@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 import privamp as pa
-from privamp.amplification.batching import deterministic_epsilon, shuffle_epsilon_lower
+from privamp.theorems.chua2024 import deterministic_epsilon, shuffle_epsilon_lower
 
 T, DELTA = 100_000, 1e-6
 

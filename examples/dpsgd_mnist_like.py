@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 import privamp as pa
-from privamp.opacus import make_private
-from privamp.torch import (
+from privamp.integrations.opacus import make_private
+from privamp.integrations.torch import (
     BalancedIterationSampler,
     PoissonBatchSampler,
     PrivampBatchSampler,

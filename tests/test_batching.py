@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from scipy import special
 
 import privamp as pa
-from privamp.amplification import batching as B
+from privamp.theorems import chua2024 as B
 
 mp.mp.dps = 50
 

@@ -11,7 +11,7 @@ import pytest
 dpa = pytest.importorskip("dp_accounting")
 
 import privamp as pa  # noqa: E402
-from privamp.interop import from_dp_event  # noqa: E402
+from privamp.integrations.dp_accounting import from_dp_event  # noqa: E402
 
 DELTA = 1e-5
 # dp_accounting's PLDAccountant discretises privacy losses with interval 1e-4 (its default);

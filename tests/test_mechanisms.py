@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import privamp as pa
-from privamp.mechanisms import GaussianPair, LaplacePair, MixturePair, SwappedPair
+from privamp.pairs.combinators import MixturePair, SwappedPair
+from privamp.pairs.mechanism_pairs import GaussianPair, LaplacePair
 
 mp.mp.dps = 40
 

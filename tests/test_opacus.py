@@ -16,8 +16,8 @@ from opacus import PrivacyEngine  # noqa: E402
 from opacus.accountants import PRVAccountant, RDPAccountant  # noqa: E402
 
 import privamp as pa  # noqa: E402
-from privamp.opacus import PrivampAccountant, make_private  # noqa: E402
-from privamp.torch import (  # noqa: E402
+from privamp.integrations.opacus import PrivampAccountant, make_private  # noqa: E402
+from privamp.integrations.torch import (  # noqa: E402
     DeterministicBatchSampler,
     PoissonBatchSampler,
     ShuffleBatchSampler,

@@ -12,7 +12,18 @@ import pytest
 from scipy.special import logsumexp
 
 import privamp as pa
-from privamp.amplification import partitioning as pt
+from privamp.sampling.schemes import SubsampledModelSplit
+from privamp.theorems.dong2025.rdp import (
+    _partial_forward,
+    _partial_reverse,
+    fast_forward_bound,
+    forward_divergence,
+    partial_split_rdp,
+    partition_rdp,
+    poisson_gaussian_rdp,
+    published_reverse_term,
+    reverse_divergence,
+)
 
 # ---------------------------------------------------------------------------------------
 # independent references
@@ -50,7 +61,7 @@ def grid_2d(s: float, step: float = 0.1, lo: float = -35.0, hi: float = 25.0):
 def test_forward_exact_matches_enumeration(d, k):
     s = 0.9
     alphas = np.array([2.0, 3.0, 4.0])
-    vals, exact = pt.forward_divergence(s, d, k, alphas)
+    vals, exact = forward_divergence(s, d, k, alphas)
     assert exact
     ref = np.array([brute_forward(s, d, k, int(a)) for a in alphas])
     np.testing.assert_allclose(vals, ref, rtol=1e-7)
@@ -61,7 +72,7 @@ def test_forward_exact_matches_enumeration(d, k):
 def test_fast_bound_3_is_above_exact(d, k):
     s = 1.1
     for a in (2, 3, 4):
-        fast = pt.fast_forward_bound(s, d, k, np.array([float(a)]))[0]
+        fast = fast_forward_bound(s, d, k, np.array([float(a)]))[0]
         assert fast >= brute_forward(s, d, k, a) - 1e-12
 
 
@@ -70,7 +81,7 @@ def test_forward_real_orders_upper_bound_quadrature():
     logw, log_l = grid_2d(s, lo=-14, hi=16)
     for a in (1.5, 2.5, 3.3):
         ref = logsumexp(logw + a * log_l) / (a - 1)
-        up, _ = pt.forward_divergence(s, 2, 1, np.array([a]))
+        up, _ = forward_divergence(s, 2, 1, np.array([a]))
         assert up[0] >= ref - 1e-9
         if a > 2:
             assert up[0] <= ref + 0.1  # log-convex interpolation is close above order 2
@@ -81,7 +92,7 @@ def test_forward_k1_large_d_monte_carlo():
     s, d = 1.0, 50
     rng = np.random.default_rng(5)
     z = np.exp(s * rng.standard_normal((200_000, d)) - s * s / 2).mean(axis=1)
-    vals, _ = pt.forward_divergence(s, d, 1, np.array([2.0, 3.0]))
+    vals, _ = forward_divergence(s, d, 1, np.array([2.0, 3.0]))
     for a, v in zip((2, 3), vals, strict=True):
         m = z**a
         mean, se = m.mean(), m.std() / math.sqrt(m.size)
@@ -91,7 +102,7 @@ def test_forward_k1_large_d_monte_carlo():
 def test_forward_k1_closed_form_alpha2():
     # E[L^2] = (e^{s^2} + d - 1) / d for k = 1 (Cor 3.14 is exact at alpha = 2)
     s, d = 0.7, 1000
-    v, _ = pt.forward_divergence(s, d, 1, np.array([2.0]))
+    v, _ = forward_divergence(s, d, 1, np.array([2.0]))
     assert v[0] == pytest.approx(math.log((math.exp(s * s) + d - 1) / d), rel=1e-8, abs=1e-8)
 
 
@@ -102,7 +113,7 @@ def test_forward_subsampled_quadrature():
     log_w = np.logaddexp(math.log1p(-g), math.log(g) + log_l)
     for a in (2, 3, 5):
         ref = logsumexp(logw + a * log_w) / (a - 1)
-        up, _ = pt.forward_divergence(s, 2, 1, np.array([float(a)]), rate=g)
+        up, _ = forward_divergence(s, 2, 1, np.array([float(a)]), rate=g)
         assert up[0] == pytest.approx(ref, rel=1e-6)
 
 
@@ -116,10 +127,10 @@ def test_published_reverse_term_is_not_an_upper_bound():
     logw, log_l = grid_2d(1.0)
     exact = logsumexp(logw - log_l)  # D_2(Q||P) = log E_Q[L^-1]
     assert exact == pytest.approx(0.5690, abs=5e-5)
-    published = pt.published_reverse_term(1.0, 2, 1, np.array([2.0]))[0]
+    published = published_reverse_term(1.0, 2, 1, np.array([2.0]))[0]
     assert published == pytest.approx(0.5502, abs=5e-5)
     assert published < exact
-    ours = pt.reverse_divergence(1.0, 2, 1, np.array([2.0]))[0]
+    ours = reverse_divergence(1.0, 2, 1, np.array([2.0]))[0]
     assert exact <= ours <= exact + 1e-3
 
 
@@ -129,10 +140,10 @@ def test_reverse_k1_d2_quadrature(sigma):
     logw, log_l = grid_2d(s)
     alphas = np.array([1.5, 2.0, 3.0, 5.0, 8.0])
     ref = np.array([logsumexp(logw - (a - 1) * log_l) / (a - 1) for a in alphas])
-    ours = pt.reverse_divergence(s, 2, 1, alphas)
+    ours = reverse_divergence(s, 2, 1, alphas)
     assert np.all(ours >= ref)
     assert np.all(ours <= ref + 2e-3)
-    published = pt.published_reverse_term(s, 2, 1, alphas[1:])
+    published = published_reverse_term(s, 2, 1, alphas[1:])
     assert np.all(published < ref[1:])  # fails as an upper bound at every checked point
 
 
@@ -149,7 +160,7 @@ def test_reverse_k1_d3_quadrature():
     logw = lg[:, None, None] + lg[None, :, None] + lg[None, None, :]
     for a in (2.0, 4.0):
         ref = logsumexp(logw - (a - 1) * log_l) / (a - 1)
-        ours = pt.reverse_divergence(s, 3, 1, np.array([a]))[0]
+        ours = reverse_divergence(s, 3, 1, np.array([a]))[0]
         assert ref <= ours <= ref + 2e-3
 
 
@@ -159,7 +170,7 @@ def test_reverse_subsampled_quadrature():
     log_w = np.logaddexp(math.log1p(-g), math.log(g) + log_l)
     for a in (2.0, 5.0):
         ref = logsumexp(logw - (a - 1) * log_w) / (a - 1)
-        ours = pt.reverse_divergence(s, 2, 1, np.array([a]), rate=g)[0]
+        ours = reverse_divergence(s, 2, 1, np.array([a]), rate=g)[0]
         assert ref <= ours <= ref + 1e-3
 
 
@@ -167,7 +178,7 @@ def test_reverse_subsampled_quadrature():
 def test_reverse_k1_monte_carlo(s, d, alphas):
     rng = np.random.default_rng(11)
     y = np.exp(s * rng.standard_normal((100_000, d)) - s * s / 2).mean(axis=1)
-    ours = pt.reverse_divergence(s, d, 1, np.array(alphas))
+    ours = reverse_divergence(s, d, 1, np.array(alphas))
     for a, v in zip(alphas, ours, strict=True):
         m = y ** (1 - a)
         mean, se = m.mean(), m.std() / math.sqrt(m.size)
@@ -185,11 +196,11 @@ def test_reverse_k_gt_1_block_bound_is_sound(d, k):
     m = lr ** (1 - a)
     upper_ci = math.log(m.mean() + 5 * m.std() / math.sqrt(m.size)) / (a - 1)
     lower_ci = math.log(m.mean() - 5 * m.std() / math.sqrt(m.size)) / (a - 1)
-    ours = pt.reverse_divergence(s, d, k, np.array([a]))[0]
+    ours = reverse_divergence(s, d, k, np.array([a]))[0]
     assert ours >= lower_ci
     assert ours < upper_ci + 1.0  # not absurdly loose
     # the forward direction stays the larger one here, as the paper observes (Remark 3.2)
-    assert pt.forward_divergence(s, d, k, np.array([a]))[0][0] >= upper_ci
+    assert forward_divergence(s, d, k, np.array([a]))[0][0] >= upper_ci
 
 
 # ---------------------------------------------------------------------------------------
@@ -223,12 +234,12 @@ def test_model_split_rdp_both_directions():
 def test_partial_split_closed_form():
     alphas = np.array([2.0, 4.5])
     # one part = no splitting: Gaussian with the combined norm sqrt(C1^2 + C2^2)
-    b = pt.partial_split_rdp(2.0, 1.0, 3.0, 1, alphas)
+    b = partial_split_rdp(2.0, 1.0, 3.0, 1, alphas)
     np.testing.assert_allclose(b.value, alphas * (1 + 9) / (2 * 4.0), rtol=1e-8)
     assert b.kind == "upper"
     # shared part adds the Gaussian RDP alpha C^2 / (2 sigma^2) to the split part
-    split = pt.partial_split_rdp(2.0, 1.0, 0.0, 3, alphas).value
-    both = pt.partial_split_rdp(2.0, 1.0, 0.5, 3, alphas).value
+    split = partial_split_rdp(2.0, 1.0, 0.0, 3, alphas).value
+    both = partial_split_rdp(2.0, 1.0, 0.5, 3, alphas).value
     np.testing.assert_allclose(both - split, alphas * 0.25 / (2 * 4.0), rtol=1e-9)
 
 
@@ -239,7 +250,7 @@ def test_poisson_gaussian_matches_dp_accounting():
     acc = rdp_mod.RdpAccountant(orders)
     acc.compose(dp_event.PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(1.5)))
     ref = np.array(acc._rdp)
-    ours = pt.poisson_gaussian_rdp(1 / 1.5, 0.1, np.array(orders))
+    ours = poisson_gaussian_rdp(1 / 1.5, 0.1, np.array(orders))
     np.testing.assert_allclose(ours, ref, rtol=1e-6)
 
 
@@ -248,16 +259,16 @@ def test_balanced_iteration_beats_poisson_figure2():
     # at rate k/T composed T times, and far below for large orders.
     alphas = np.array([2.0, 5.0, 10.0, 20.0, 40.0])
     bis = pa.rdp(pa.Gaussian(2.0), pa.BalancedIteration(10, 4), alphas, method="dong-tight")
-    pois = 10 * pt.poisson_gaussian_rdp(0.5, 0.4, alphas)
+    pois = 10 * poisson_gaussian_rdp(0.5, 0.4, alphas)
     assert np.all(bis <= pois)
     assert bis[-1] < 0.5 * pois[-1]
 
 
 def test_subsampled_model_split_scheme():
     alphas = np.array([2.0, 8.0])
-    sch = pt.SubsampledModelSplit(3, 0.1)
+    sch = SubsampledModelSplit(3, 0.1)
     split = pa.rdp(pa.Gaussian(1.0), sch, alphas, method="dong-tight")
-    plain = pt.poisson_gaussian_rdp(1.0, 0.1, alphas)
+    plain = poisson_gaussian_rdp(1.0, 0.1, alphas)
     assert np.all(split < plain)  # Fig. 1: amplification on top of Poisson subsampling
     assert sch.steps_per_epoch == pytest.approx(10.0)
 
@@ -273,23 +284,23 @@ def test_relations_and_methods():
 
 def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="d must be"):
-        pt.partition_rdp(1.0, 1.0, 0, 1, 2.0)
+        partition_rdp(1.0, 1.0, 0, 1, 2.0)
     with pytest.raises(ValueError, match="k must be"):
-        pt.partition_rdp(1.0, 1.0, 3, 4, 2.0)
+        partition_rdp(1.0, 1.0, 3, 4, 2.0)
     with pytest.raises(ValueError, match="sigma"):
-        pt.partition_rdp(1.0, -1.0, 3, 1, 2.0)
+        partition_rdp(1.0, -1.0, 3, 1, 2.0)
     with pytest.raises(ValueError, match="alpha"):
-        pt.partition_rdp(1.0, 1.0, 3, 1, 1.0)
+        partition_rdp(1.0, 1.0, 3, 1, 1.0)
     with pytest.raises(ValueError, match="rate"):
-        pt.partition_rdp(1.0, 1.0, 3, 1, 2.0, rate=0.0)
+        partition_rdp(1.0, 1.0, 3, 1, 2.0, rate=0.0)
     with pytest.raises(ValueError, match="rate"):
-        pt.partition_rdp(1.0, 1.0, 4, 2, 2.0, rate=0.5)
+        partition_rdp(1.0, 1.0, 4, 2, 2.0, rate=0.5)
     with pytest.raises(ValueError, match="method"):
-        pt.partition_rdp(1.0, 1.0, 3, 1, 2.0, method="loose")
+        partition_rdp(1.0, 1.0, 3, 1, 2.0, method="loose")
     with pytest.raises(ValueError, match="parts"):
-        pt.SubsampledModelSplit(0, 0.1)
+        SubsampledModelSplit(0, 0.1)
     with pytest.raises(ValueError, match="shared_norm"):
-        pt.partial_split_rdp(1.0, 1.0, -1.0, 3, 2.0)
+        partial_split_rdp(1.0, 1.0, -1.0, 3, 2.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -318,7 +329,7 @@ def _bis2_reference(s: float, eps: float, direction: str) -> float:
 
 
 def test_bis_pld_one_epoch_quadrature():
-    from privamp.accounting import partitioning_pld as bp
+    from privamp.theorems.dong2025 import bis_pld as bp
 
     s = 0.5
     rem, add = bp.bis_epoch_plds(2.0, 2)
@@ -332,7 +343,7 @@ def test_bis_pld_one_epoch_quadrature():
 
 
 def test_bis_pld_training_epochs_monte_carlo():
-    from privamp.accounting import partitioning_pld  # noqa: F401  (registers "pld" for BIS)
+    from privamp.theorems.dong2025 import bis_pld as partitioning_pld  # noqa: F401  (registers "pld" for BIS)
 
     run = pa.Training(pa.Gaussian(2.0), pa.BalancedIteration(2, 1), epochs=3)
     eps = 0.8
@@ -370,7 +381,7 @@ def test_rdp_to_epsilon_conversion_vs_dp_accounting():
     from privamp.reproduce.dong2025 import rdp_to_epsilon
 
     orders = np.arange(2.0, 65.0)
-    rdp = 1000 * pt.poisson_gaussian_rdp(1 / 2.19, 0.1, orders)
+    rdp = 1000 * poisson_gaussian_rdp(1 / 2.19, 0.1, orders)
     ref, _ = rdp_mod.compute_epsilon(orders, rdp, 1e-5)
     assert rdp_to_epsilon(rdp, orders, 1e-5) == pytest.approx(ref, rel=1e-6)
 
@@ -389,16 +400,16 @@ def test_partial_split_with_poisson_3d_quadrature():
     alphas = np.array([2.0, 5.0])
     fwd = np.array([logsumexp(logw + a * log_w) / (a - 1) for a in alphas])
     rev = np.array([logsumexp(logw - (a - 1) * log_w) / (a - 1) for a in alphas])
-    np.testing.assert_allclose(pt._partial_forward(s_sp, s_sh, 2, g, alphas), fwd, rtol=1e-7)
-    ours_rev = pt._partial_reverse(s_sp, s_sh, 2, g, alphas)
+    np.testing.assert_allclose(_partial_forward(s_sp, s_sh, 2, g, alphas), fwd, rtol=1e-7)
+    ours_rev = _partial_reverse(s_sp, s_sh, 2, g, alphas)
     assert np.all(ours_rev >= rev)
     assert np.all(ours_rev <= 1.5 * rev)
-    b = pt.partial_split_rdp(1.0, 1.0, 0.5, 2, alphas, rate=g)
+    b = partial_split_rdp(1.0, 1.0, 0.5, 2, alphas, rate=g)
     assert np.all(b.value >= np.maximum(fwd, rev))
 
 
 def test_bis_pld_k2_monte_carlo():
-    from privamp.accounting import partitioning_pld as bp
+    from privamp.theorems.dong2025 import bis_pld as bp
 
     # one epoch of T = 4 steps, k = 2, sigma = 2; remove direction by Monte Carlo
     s, T, k, eps = 0.5, 4, 2, 0.5

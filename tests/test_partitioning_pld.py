@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, stats
 
 import privamp as pa
-from privamp.accounting import partitioning_pld as bp
+from privamp.theorems.dong2025 import bis_pld as bp
 
 
 def test_cell_masses_and_error_bound_vs_mpmath():
@@ -162,7 +162,7 @@ def _bis_mc_profile(sigma, T, k, eps, n=1_000_000, seed=7, direction="remove"):
 def test_k2_statistic_lower_and_block_upper_bracket_monte_carlo():
     """k = 2 of T = 6, sigma = 1: the statistic lower bound and the block upper bound
     bracket a Monte Carlo estimate of the true profile (5 standard errors)."""
-    from privamp.accounting.partitioning_pld import bis_plds, bis_statistic_lower_plds
+    from privamp.theorems.dong2025.bis_pld import bis_plds, bis_statistic_lower_plds
 
     eps = np.array([0.0, 0.25, 0.5, 1.0, 1.5])
     mc, se = _bis_mc_profile(1.0, 6, 2, eps)
@@ -178,7 +178,7 @@ def test_k2_statistic_lower_and_block_upper_bracket_monte_carlo():
 
 def test_k_gt_1_training_interval_and_unresolved_lattice():
     import privamp as pa
-    from privamp.accounting.partitioning_pld import bis_statistic_lower_plds
+    from privamp.theorems.dong2025.bis_pld import bis_statistic_lower_plds
 
     g = pa.Training(pa.Gaussian(1.0), pa.BalancedIteration(100, 2), epochs=2).epsilon(
         1e-5, accountant="pld")

@@ -1,4 +1,4 @@
-"""Tests of the two-sided PLD accountant (privamp.accounting.pld).
+"""Tests of the two-sided PLD accountant (privamp.pld).
 
 References are independent of privamp's PLD code: closed forms written here with scipy
 (Gaussian, Laplace, Poisson-subsampled Gaussian profiles), the exact binomial sum for
@@ -17,20 +17,13 @@ from scipy import optimize
 from scipy.stats import binom, norm
 
 import privamp as pa
-from privamp.accounting.pld import (
-    PLD,
-    PLDAnalysis,
-    TwoSidedPLD,
-    discretise,
-    poisson_pairs,
-)
-from privamp.mechanisms.pairs import (
-    DiscretePair,
-    GaussianPair,
-    LaplacePair,
-    MixturePair,
-    SwappedPair,
-)
+from privamp.pairs.combinators import MixturePair, SwappedPair
+from privamp.pairs.discrete import DiscretePair
+from privamp.pairs.mechanism_pairs import GaussianPair, LaplacePair
+from privamp.pld.discretise import discretise
+from privamp.pld.grid import PLD
+from privamp.pld.two_sided import TwoSidedPLD
+from privamp.theorems.poisson_pld import PLDAnalysis, poisson_pairs
 
 
 # ---------------------------------------------------------------------------------------
@@ -328,7 +321,7 @@ def test_random_discrete_pairs_composed_sandwich(w, h, T):
 def test_pld_analysis_explicit_grid_and_scope():
     from dp_accounting.pld import privacy_loss_distribution as pldm
 
-    from privamp.accounting.pld import pld_analysis
+    from privamp.theorems.poisson_pld import pld_analysis
 
     run = pa.Training(pa.Gaussian(1.1), pa.Poisson(0.01), steps=100)
     up, lo = pld_analysis(run, h=1e-3).epsilon(np.array(1e-5))
@@ -407,7 +400,7 @@ def test_power_vs_squaring_randomized_response_binomial(theta, rate, T):
     exact = rr_exact_delta(theta, rate, T, eps)
     ups, los = [], []
     for pair in poisson_pairs(pa.RandomizedResponse(theta), rate):
-        from privamp.accounting.pld import _aligned_step, auto_grid
+        from privamp.theorems.poisson_pld import _aligned_step, auto_grid
 
         pess, opt = discretise(pair, _aligned_step(pair, auto_grid(pair, T, points=2e5)))
         _cross_check(pess, opt, T, eps, None)

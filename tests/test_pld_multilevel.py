@@ -1,5 +1,5 @@
 """Tests of the chained optimistic discretisation, grid coarsening and two-level composition
-(privamp.accounting.pld).
+(privamp.pld).
 
 References: closed forms written here (the T-fold Gaussian pair is Gaussian; profiles of
 finite pairs by direct summation), the tent constraints of the chained lowering checked
@@ -17,15 +17,12 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 import privamp as pa
-from privamp.accounting.pld import (
-    PLD,
-    PLDAnalysis,
-    _vertex_lowering,
-    compose_two_level,
-    discretise,
-    poisson_pairs,
-)
-from privamp.mechanisms.pairs import DiscretePair, GaussianPair
+from privamp.pairs.discrete import DiscretePair
+from privamp.pairs.mechanism_pairs import GaussianPair
+from privamp.pld.compose import compose_two_level
+from privamp.pld.discretise import discretise
+from privamp.pld.grid import PLD, _vertex_lowering
+from privamp.theorems.poisson_pld import PLDAnalysis, poisson_pairs
 
 
 def gauss_delta(s: float, eps: np.ndarray) -> np.ndarray:

@@ -18,16 +18,15 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from privamp.accounting.partitioning_pld import bis_statistic_lower_plds
-from privamp.accounting.pld import (
-    PLDAnalysis,
-    _vertex_lowering,
-    compose_two_level,
-    discretise,
-)
-from privamp.mechanisms import Gaussian
-from privamp.mechanisms.pairs import DiscretePair, GaussianPair
+from privamp.mechanisms.gaussian import Gaussian
 from privamp.numerics.fft import self_convolve_power
+from privamp.pairs.discrete import DiscretePair
+from privamp.pairs.mechanism_pairs import GaussianPair
+from privamp.pld.compose import compose_two_level
+from privamp.pld.discretise import discretise
+from privamp.pld.grid import _vertex_lowering
+from privamp.theorems.dong2025.bis_pld import bis_statistic_lower_plds
+from privamp.theorems.poisson_pld import PLDAnalysis
 
 _FLOAT = 1e-13
 
@@ -344,7 +343,7 @@ def test_discretise_subsampled_gaussian_both_directions_closed_form(sigma: float
     # Claims 1-2 on the pairs the accountant uses: remove (w P + (1-w) Q, Q) and add
     # (Q, w P + (1-w) Q) at extreme rates and noise scales, tiny and coarse grids, against
     # their closed forms (mpmath), at spread points and at the first 20 grid points.
-    from privamp.mechanisms.pairs import MixturePair, SwappedPair
+    from privamp.pairs.combinators import MixturePair, SwappedPair
     s = 1.0 / sigma
     rem = MixturePair(GaussianPair(s), w)
     for pair, fn in ((rem, _mix_rem), (SwappedPair(rem), _mix_add)):

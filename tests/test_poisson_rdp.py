@@ -1,4 +1,4 @@
-"""Poisson-subsampled RDP (privamp.amplification.poisson) against independent references:
+"""Poisson-subsampled RDP (privamp.theorems.mironov2019) against independent references:
 mpmath at 50 digits (binomial sums, quadrature of the defining integrals), closed forms, and
 properties (monotonicity) with hypothesis."""
 
@@ -13,12 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privamp as pa
-from privamp.amplification.poisson import (
-    log_h,
-    poisson_exact_rdp,
-    sampled_gaussian_rdp,
-    zhu_wang_rdp,
-)
+from privamp.theorems.mironov2019 import log_h, poisson_exact_rdp, sampled_gaussian_rdp
+from privamp.theorems.zhu_wang2019 import zhu_wang_rdp
 
 mp.mp.dps = 50
 REL = 1e-8  # agreement required

@@ -14,20 +14,17 @@ import pytest
 from scipy import stats
 
 import privamp as pa
-from privamp.accounting.profiles_pld import (
-    DisjointMixturePair,
-    FixedBatchPLDAnalysis,
-    GaussianShiftMixturePair,
-    SymmetrisedPair,
-)
-from privamp.amplification.profiles import (
+from privamp.pairs.combinators import MixturePair, SwappedPair
+from privamp.pairs.mechanism_pairs import GaussianPair
+from privamp.pairs.mixtures import DisjointMixturePair, GaussianShiftMixturePair, SymmetrisedPair
+from privamp.theorems.balle2018.pld import FixedBatchPLDAnalysis
+from privamp.theorems.balle2018.profiles import (
     group_delta,
     profile,
     profile_bound,
     profile_rdp,
     rdp_from_profile,
 )
-from privamp.mechanisms import GaussianPair, MixturePair, SwappedPair
 
 X_GAUSS = np.linspace(-20.0, 20.0, 400_001)
 X_LAPLACE = np.linspace(-40.0, 40.0, 800_001)

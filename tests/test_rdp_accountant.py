@@ -20,17 +20,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privamp as pa
-from privamp.accounting.rdp import (
+from privamp.renyi.conversion import (
     DEFAULT_ORDERS,
-    RdpAccountant,
     compose_rdp,
-    compositions,
     delta_from_rdp,
     eps_from_rdp,
     optimal_delta,
     optimal_epsilon,
 )
-from privamp.amplification.poisson import sampled_gaussian_rdp
+from privamp.theorems.mironov2019 import sampled_gaussian_rdp
+from privamp.theorems.rdp_composition import RdpAccountant, compositions
 
 mp.mp.dps = 50
 

@@ -1,4 +1,4 @@
-"""Tests of privamp.amplification.rdp: Schuchardt et al. 2024 (RDP amplification, group
+"""Tests of privamp.theorems.schuchardt2024: Schuchardt et al. 2024 (RDP amplification, group
 privacy) and the prior bounds it generalises.
 
 Reference values come from peers (autodp, dp_accounting), 50-digit mpmath quadrature, exact
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import privamp as pa
-from privamp.amplification import rdp as R
+from privamp.theorems.schuchardt2024 import hybrid_wor_substitution_rdp, wor_addremove_rdp
 
 mp.mp.dps = 50
 
@@ -368,19 +368,19 @@ def test_thm_f3_laplace_by_hand():
         hand = 2 * mp.fsum(mp.binomial(a, l) * w**l * (1 - w) ** (a - l) * psi(l)
                            for l in range(a + 1))
         base = float(mp.log(psi(a)) / (a - 1))
-        mine = float(R.wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), float(a))[0])
+        mine = float(wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), float(a))[0])
         assert mine == pytest.approx(min(eps_from_psi(hand, a), base), rel=1e-12)
     # the registered method also takes the monotone envelope (D_alpha nondecreasing in alpha)
     orders = np.array([1.01, 1.5, 2.0, 3.0, 6.0])
     env = pa.rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), orders, pa.AddRemove(),
                  method="schuchardt-wor-addremove")
-    raw = R.wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), orders)
+    raw = wor_addremove_rdp(pa.Laplace(b), pa.WithoutReplacement(q, N), orders)
     assert np.all(env <= raw) and np.all(np.diff(env) >= 0)
 
 
 def test_hybrid_f2_is_wang_at_double_sensitivity():
     orders = np.array([2.0, 3.0, 10.0])
-    hyb = R.hybrid_wor_substitution_rdp(pa.Gaussian(2.0), pa.WithoutReplacement(10, 1000), orders)
+    hyb = hybrid_wor_substitution_rdp(pa.Gaussian(2.0), pa.WithoutReplacement(10, 1000), orders)
     from dp_accounting.rdp.rdp_privacy_accountant import _compute_rdp_sample_wor_gaussian
 
     np.testing.assert_allclose(hyb, _compute_rdp_sample_wor_gaussian(0.01, 1.0, orders),
@@ -430,7 +430,7 @@ def test_training_with_group_relation_uses_tight_result():
     single = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100).epsilon(
         1e-5, accountant="rdp")
     assert float(g) > float(single)
-    from privamp.accounting.rdp import eps_from_rdp
+    from privamp.renyi.conversion import eps_from_rdp
 
     a = np.unique(np.concatenate([np.geomspace(1.05, 10, 30), np.arange(11.0, 257.0)]))
     base = pa.rdp(pa.Gaussian(1.0), pa.Poisson(0.01), a, pa.AddRemove(4), method="mironov-group")

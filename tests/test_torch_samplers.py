@@ -1,6 +1,6 @@
-"""Statistical tests of the PyTorch batch samplers in privamp.torch: each sampler draws from the
-law of the privamp scheme it announces (inclusion frequencies inside binomial confidence
-intervals, exact batch sizes, exact balance), and is reproducible under a seed."""
+"""Statistical tests of the PyTorch batch samplers in privamp.integrations.torch: each sampler
+draws from the law of the privamp scheme it announces (inclusion frequencies inside binomial
+confidence intervals, exact batch sizes, exact balance), and is reproducible under a seed."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from scipy import stats
 pytest.importorskip("torch")
 
 import privamp as pa  # noqa: E402
-from privamp.torch import (  # noqa: E402
+from privamp.integrations.torch import (
     BalancedIterationSampler,
     DeterministicBatchSampler,
     PoissonBatchSampler,
@@ -203,7 +203,7 @@ def test_scheme_of_standard_and_opacus_loaders():
     import torch
     from torch.utils.data import BatchSampler, DataLoader, RandomSampler, TensorDataset
 
-    from privamp.torch import scheme_of
+    from privamp.integrations.torch import scheme_of
 
     ds = TensorDataset(torch.arange(24.0))
     assert scheme_of(DataLoader(ds, batch_size=6, shuffle=True)) == pa.Shuffle(6, 24)

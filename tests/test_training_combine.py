@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import privamp as pa
-from privamp.accounting.registry import RunAnalysis, run_accountant
+from privamp.theorems.registry import RunAnalysis, run_accountant
 
 
 @dataclass(frozen=True)

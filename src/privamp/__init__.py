@@ -9,17 +9,12 @@ batches, model splitting and dropout — each number labelled with the theorem i
 >>> g = run.epsilon(1e-5)          # Guarantee: g.upper, g.lower are Bounds
 """
 
-from . import amplification as _amplification  # noqa: F401  (registers RDP results)
+from . import theorems as _theorems  # noqa: F401  (imports register every result)
 from .accounting import Training, calibrate, compare
-from .accounting.pld import PLD, TwoSidedPLD, discretise, poisson_pairs
-from .accounting.rdp import RdpAccountant
-from .amplification.batching import ABLQ, calibrate_interval
-from .amplification.partitioning import SubsampledModelSplit, partial_split_rdp
-from .amplification.profiles import profile, profile_bound
-from .amplification.registry import rdp, rdp_curve, rdp_methods
 from .errors import NotApplicable
-from .interop import from_dp_event
+from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
 from .sampling import (
     AddRemove,
@@ -31,11 +26,18 @@ from .sampling import (
     Relation,
     Scheme,
     Shuffle,
+    SubsampledModelSplit,
     Substitution,
     WithoutReplacement,
     WithReplacement,
     ZeroOut,
 )
+from .theorems.balle2018.profiles import profile, profile_bound
+from .theorems.chua2024 import ABLQ, calibrate_interval
+from .theorems.dong2025.rdp import partial_split_rdp
+from .theorems.poisson_pld import poisson_pairs
+from .theorems.rdp_composition import RdpAccountant
+from .theorems.registry import rdp, rdp_curve, rdp_methods
 
 __version__ = "0.1.0"
 

@@ -26,27 +26,32 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .accounting import Training, calibrate, compare
-from .amplification.registry import rdp_curve, rdp_methods
+from .accounting.calibration import calibrate, compare
+from .accounting.training import Training
 from .errors import NotApplicable
-from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from .mechanisms.base import Mechanism
+from .mechanisms.gaussian import Gaussian
+from .mechanisms.laplace import Laplace
+from .mechanisms.randomized_response import RandomizedResponse
 from .results import Guarantee
-from .sampling import (
-    AddRemove,
+from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from .sampling.schemes import (
     BalancedIteration,
     Deterministic,
     ModelSplit,
     Poisson,
-    Relation,
     Scheme,
     Shuffle,
-    Substitution,
     WithoutReplacement,
     WithReplacement,
-    ZeroOut,
 )
+from .theorems.registry import rdp_curve, rdp_methods
 
-__all__ = ["main", "build_parser"]
+__all__ = [
+    "main",
+    "build_parser",
+]
+
 
 SCHEMES = (
     "poisson",
@@ -58,6 +63,8 @@ SCHEMES = (
     "model-split",
     "dropout",
 )
+
+
 RELATIONS = {"add-remove": AddRemove, "substitution": Substitution, "zero-out": ZeroOut}
 
 
@@ -434,3 +441,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":  # pragma: no cover
     raise SystemExit(main())
+

@@ -8,12 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from .accounting import Training
+from .accounting.training import Training
 from .errors import NotApplicable
-from .mechanisms import Gaussian
-from .sampling import Relation, Scheme
+from .mechanisms.gaussian import Gaussian
+from .sampling.relations import Relation
+from .sampling.schemes import Scheme
 
-__all__ = ["plot_epsilon_vs_sigma", "pyplot"]
+__all__ = [
+    "plot_epsilon_vs_sigma",
+    "pyplot",
+]
 
 
 def pyplot() -> Any:
@@ -80,3 +84,4 @@ def plot_epsilon_vs_sigma(
     fig.savefig(path, dpi=150)
     plt.close(fig)
     return path
+

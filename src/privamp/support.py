@@ -6,28 +6,33 @@ mechanism, which one-step Rényi-DP results and which whole-run accountants appl
 
 from __future__ import annotations
 
-from .accounting.registry import ACCOUNTANTS
 from .accounting.training import Training
-from .amplification.registry import REGISTRY
-from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from .sampling import (
-    AddRemove,
+from .mechanisms.base import Mechanism
+from .mechanisms.gaussian import Gaussian
+from .mechanisms.laplace import Laplace
+from .mechanisms.randomized_response import RandomizedResponse
+from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from .sampling.schemes import (
     BalancedIteration,
     Deterministic,
     ModelSplit,
     Poisson,
-    Relation,
     Scheme,
     Shuffle,
-    Substitution,
     WithoutReplacement,
     WithReplacement,
-    ZeroOut,
 )
+from .theorems.registry import ACCOUNTANTS, REGISTRY
 
-__all__ = ["support_rows", "support_markdown"]
+__all__ = [
+    "support_rows",
+    "support_markdown",
+]
+
 
 _MECHANISMS: tuple[Mechanism, ...] = (Gaussian(1.0), Laplace(1.0), RandomizedResponse(0.75))
+
+
 _SCHEMES: tuple[Scheme, ...] = (
     Poisson(0.01),
     WithoutReplacement(10, 1000),
@@ -37,6 +42,8 @@ _SCHEMES: tuple[Scheme, ...] = (
     BalancedIteration(100, 1),
     ModelSplit(4, 1),
 )
+
+
 _RELATIONS: tuple[Relation, ...] = (
     AddRemove(),
     ZeroOut(),
@@ -82,3 +89,4 @@ def support_markdown() -> str:
     for m in sorted(REGISTRY.values(), key=lambda m: m.name):
         lines.append(f"| `{m.name}` | {m.source} |")
     return "\n".join(lines) + "\n"
+

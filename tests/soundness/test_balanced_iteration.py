@@ -23,7 +23,7 @@ import pytest
 from scipy import special
 
 import privamp as pa
-from privamp.accounting import partitioning_pld as bp
+from privamp.theorems.dong2025 import bis_pld as bp
 
 
 def _inner(r: float, c: np.ndarray, eps: float, direction: str) -> np.ndarray:

@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 
 import privamp as pa
-from privamp.accounting import pld as pld_mod
-from privamp.accounting.pld import PLD, PowerMethodUnavailable
-from privamp.accounting.rdp import RdpAccountant, optimal_epsilon
 from privamp.errors import NotApplicable
+from privamp.pld.compose import _power_or_squaring
+from privamp.pld.grid import PLD, PowerMethodUnavailable
+from privamp.renyi.conversion import optimal_epsilon
+from privamp.theorems.rdp_composition import RdpAccountant
 
 MB = 1 << 20
 
@@ -258,7 +259,7 @@ def test_power_or_squaring_catches_only_the_power_method_refusal(monkeypatch):
         return real(self, T, truncation, method)
 
     monkeypatch.setattr(PLD, "self_compose", refuses)
-    out = pld_mod._power_or_squaring(p, 4, 1e-20)
+    out = _power_or_squaring(p, 4, 1e-20)
     np.testing.assert_allclose(out.masses, ref.masses, rtol=1e-12)
 
     def buggy(self, T, truncation=None, method="auto"):
@@ -266,4 +267,4 @@ def test_power_or_squaring_catches_only_the_power_method_refusal(monkeypatch):
 
     monkeypatch.setattr(PLD, "self_compose", buggy)
     with pytest.raises(ValueError, match="a bug"):
-        pld_mod._power_or_squaring(p, 4, 1e-20)
+        _power_or_squaring(p, 4, 1e-20)

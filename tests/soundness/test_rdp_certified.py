@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import privamp as pa
-from privamp.amplification.poisson import sampled_gaussian_rdp
-from privamp.amplification.rdp import poisson_group_gaussian_rdp
 from privamp.numerics.mixture_divergence import gaussian_mixture_log_excess
+from privamp.theorems.mironov2019 import sampled_gaussian_rdp
+from privamp.theorems.schuchardt2024 import poisson_group_gaussian_rdp
 
 mp.mp.dps = 40
 TOL = 1e-9  # relative tightness expected of the certified values

@@ -10,10 +10,14 @@ import numpy as np
 from .._validation import check_delta, check_positive
 from ..errors import NotApplicable
 from ..results import Bound, Guarantee
-from ..sampling import Scheme
+from ..sampling.schemes import Scheme
 from .training import Training
 
-__all__ = ["calibrate", "compare", "Comparison"]
+__all__ = [
+    "calibrate",
+    "compare",
+    "Comparison",
+]
 
 
 def calibrate(
@@ -124,3 +128,4 @@ def compare(
             rows.append((scheme.name, None, f"not available: {exc}"))
     quantity = "epsilon" if delta is not None else "delta"
     return Comparison(quantity, float(delta if delta is not None else epsilon), tuple(rows))
+

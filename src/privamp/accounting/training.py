@@ -15,12 +15,15 @@ import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
 from ..errors import NotApplicable
-from ..mechanisms import Mechanism
+from ..mechanisms.base import Mechanism
 from ..results import Bound, Guarantee
-from ..sampling import AddRemove, Relation, Scheme
-from .registry import BoundPair, RunAnalysis, applicable
+from ..sampling.relations import AddRemove, Relation
+from ..sampling.schemes import Scheme
+from ..theorems.registry import BoundPair, RunAnalysis, applicable
 
-__all__ = ["Training"]
+__all__ = [
+    "Training",
+]
 
 
 @dataclass(frozen=True)
@@ -166,3 +169,4 @@ def _combine(
         raise NotApplicable("no accountant gave a bound for this run" + "".join(
             f"; {name} declined: {why}" for name, why in declined))
     return Guarantee(upper, lower, declined)
+

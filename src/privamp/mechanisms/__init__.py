@@ -4,15 +4,6 @@ any group distance."""
 from .base import Mechanism
 from .gaussian import Gaussian
 from .laplace import Laplace
-from .pairs import (
-    DiscretePair,
-    GaussianPair,
-    LaplacePair,
-    LossPair,
-    MixturePair,
-    SwappedPair,
-    mixture_pair,
-)
 from .randomized_response import RandomizedResponse
 
 __all__ = [
@@ -20,11 +11,4 @@ __all__ = [
     "Gaussian",
     "Laplace",
     "RandomizedResponse",
-    "LossPair",
-    "GaussianPair",
-    "LaplacePair",
-    "DiscretePair",
-    "SwappedPair",
-    "MixturePair",
-    "mixture_pair",
 ]

@@ -7,11 +7,13 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_orders
-from ..numerics import bisect_monotone
+from ..numerics.roots import bisect_monotone
+from ..pairs.loss_pair import LossPair
 from ..results import Bound
-from .pairs import LossPair
 
-__all__ = ["Mechanism"]
+__all__ = [
+    "Mechanism",
+]
 
 
 class Mechanism(ABC):
@@ -78,3 +80,4 @@ class Mechanism(ABC):
         d = check_delta(delta)
         k = check_int("distance", distance)
         return Bound(self._epsilon(d, k), "exact", self.profile_source + " (inverted)")
+

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_positive
+from ..pairs.loss_pair import LossPair
+from ..pairs.mechanism_pairs import GaussianPair
 from .base import Mechanism
-from .pairs import GaussianPair, LossPair
 
-__all__ = ["Gaussian"]
+__all__ = [
+    "Gaussian",
+]
 
 
 @dataclass(frozen=True, eq=True)
@@ -47,3 +50,4 @@ class Gaussian(Mechanism):
 
     def pair(self, distance: int = 1) -> LossPair:
         return GaussianPair(self.shift(distance))
+

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_positive
+from ..pairs.loss_pair import LossPair
+from ..pairs.mechanism_pairs import LaplacePair
 from .base import Mechanism
-from .pairs import LaplacePair, LossPair
 
-__all__ = ["Laplace"]
+__all__ = [
+    "Laplace",
+]
 
 
 @dataclass(frozen=True, eq=True)
@@ -47,3 +50,4 @@ class Laplace(Mechanism):
 
     def pair(self, distance: int = 1) -> LossPair:
         return LaplacePair(self.epsilon0(distance))
+

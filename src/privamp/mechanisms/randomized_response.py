@@ -8,10 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_delta, check_theta
+from ..pairs.discrete import DiscretePair
+from ..pairs.loss_pair import LossPair
 from .base import Mechanism
-from .pairs import DiscretePair, LossPair
 
-__all__ = ["RandomizedResponse"]
+__all__ = [
+    "RandomizedResponse",
+]
 
 
 @dataclass(frozen=True, eq=True)
@@ -80,3 +83,4 @@ class RandomizedResponse(Mechanism):
     def pair(self, distance: int = 1) -> LossPair:
         t = self.theta
         return DiscretePair(np.array([t, 1 - t]), np.array([1 - t, t]))
+

@@ -24,7 +24,7 @@ returning log values *rounded up*.  Two evaluators:
   ``(sum_k w_k e^{-k^2 s^2/2} x^k)^alpha`` — a sum of positive terms computed by log-space
   convolutions (no cancellation), cost ``O((alpha K)^2 log alpha)``.
 
-No privacy words here; :mod:`privamp.amplification.rdp` uses these for Thm 4.2.
+No privacy words here; :mod:`privamp.theorems.schuchardt2024` uses these for Thm 4.2.
 """
 
 from __future__ import annotations

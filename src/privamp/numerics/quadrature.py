@@ -16,7 +16,7 @@ Building blocks:
 * :func:`level_crossing` — where a log-integrand that decreases away from a located mode first
   drops below a level (bracket expansion, then bisection), to choose integration windows.
 
-No privacy words here; :mod:`privamp.amplification.poisson` uses these for mixture divergences.
+No privacy words here; :mod:`privamp.theorems.mironov2019` uses these for mixture divergences.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ tight analyses via couplings and divergences" (appendix A): privacy profiles del
 * (e) subsampled Laplace with replacement: white-box vs black-box group privacy.
 
 The appendix gives no numbers for its parameter choices, so these are representative values;
-every curve is computed with :func:`privamp.amplification.profiles.profile`.  Each figure
+every curve is computed with :func:`privamp.theorems.balle2018.profiles.profile`.  Each figure
 writes a PNG and a CSV of the plotted numbers.
 """
 
@@ -26,14 +26,22 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from ..amplification.profiles import profile, profile_terms
-from ..mechanisms import Gaussian, Laplace, RandomizedResponse
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import RandomizedResponse
 from ..plotting import pyplot
-from ..sampling import Substitution, WithoutReplacement, WithReplacement
+from ..sampling.relations import Substitution
+from ..sampling.schemes import WithoutReplacement, WithReplacement
+from ..theorems.balle2018.profiles import profile, profile_terms
 
-__all__ = ["FIGURES"]
+__all__ = [
+    "FIGURES",
+]
+
 
 PAPER = "Balle, Barthe, Gaboardi 2018, Figure 1"
+
+
 N = 1000
 
 
@@ -141,3 +149,4 @@ FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
     "1d": fig_d,
     "1e": fig_e,
 }
+

@@ -3,7 +3,7 @@ implementations?" (ABLQ with deterministic, Poisson and shuffled batches).
 
 One epoch of T = n / b steps, Gaussian noise sigma, zero-out neighbours, clipping norm 1.
 
-* deterministic: exact delta_D / eps_D (Prop 3.1) — :mod:`privamp.amplification.batching`;
+* deterministic: exact delta_D / eps_D (Prop 3.1) — :mod:`privamp.theorems.chua2024`;
 * shuffle: certified lower bound (eq. (7), optimised threshold) and the Thm 4.1 upper bound;
 * Poisson (rate 1/T): privamp's run accountants ``"pld"`` (upper and lower) and ``"rdp"``
   (upper), through ``Training(Gaussian(sigma), Poisson(1/T), steps=T, relation=ZeroOut())``.
@@ -25,11 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accounting import Training
-from ..amplification import batching as _b
+from ..accounting.training import Training
 from ..errors import NotApplicable
-from ..mechanisms import Gaussian
-from ..sampling import Poisson, ZeroOut
+from ..mechanisms.gaussian import Gaussian
+from ..sampling.relations import ZeroOut
+from ..sampling.schemes import Poisson
+from ..theorems import chua2024 as _b
 
 __all__ = [
     "FIGURES",
@@ -41,7 +42,9 @@ __all__ = [
     "print_appendix",
 ]
 
+
 PAPER = "Chua et al. 2024"
+
 
 #: Figure settings (Sec. 1, 4 and Appendix A).
 EPS_FIGURES = {  # epsilon vs sigma at fixed delta and T
@@ -49,6 +52,8 @@ EPS_FIGURES = {  # epsilon vs sigma at fixed delta and T
     "4": {"T": 10_000, "delta": 1e-6},
     "5": {"T": 1000, "delta": 1e-5},
 }
+
+
 DELTA_FIGURES = {  # delta vs epsilon at fixed sigma and T
     "2": {"sigma": 0.3, "T": 10, "eps_max": 20.0, "shuffle": False},
     "3": {"sigma": 0.4, "T": 10_000, "eps_max": 14.0, "shuffle": True},
@@ -381,3 +386,4 @@ FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
     "7": _delta_figure("7"),
     "A": _appendix,
 }
+

@@ -9,7 +9,7 @@ model and data partitioning for privacy amplification".
 * Figure 3: delta at eps = 8 vs T for BIS (one epoch of T steps, k = 0.4 T), BIS composed
   (epochs of T = 10, k = 4) and Poisson (rate 0.4; RDP, and PLD through privamp's "pld"
   accountant when available), sigma = 2; plus BIS by privamp's certified PLD
-  (:func:`privamp.accounting.partitioning_pld.bis_plds`).
+  (:func:`privamp.theorems.dong2025.bis_pld.bis_plds`).
 * ``"table1"``: noise std for (8, 1e-5)-DP, 100 epochs at data rate 0.1 (1000 steps), with 3
   and 8 submodels, baseline vs amplified.  The paper splits only the middle blocks of a
   ResNet (its clipping norms are not given); privamp's amplified numbers are for a fully
@@ -28,12 +28,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ..amplification import partitioning as _p
 from ..errors import NotApplicable
+from ..theorems.dong2025.rdp import _partition_rdp, poisson_gaussian_rdp
 
-__all__ = ["FIGURES", "table1", "rdp_to_delta", "rdp_to_epsilon", "calibrate_sigma"]
+__all__ = [
+    "FIGURES",
+    "table1",
+    "rdp_to_delta",
+    "rdp_to_epsilon",
+    "calibrate_sigma",
+]
+
 
 PAPER = "Dong, Chen, Ozgur 2025"
+
+
 TABLE1_PAPER = {("baseline", 3): 3.31, ("amplified", 3): 2.72,
                 ("baseline", 8): 3.31, ("amplified", 8): 2.49}
 
@@ -83,11 +92,11 @@ def calibrate_sigma(rdp_of_sigma: Callable[[float], np.ndarray], alpha: np.ndarr
 
 
 def _baseline(rate: float, alpha: np.ndarray) -> Callable[[float], np.ndarray]:
-    return lambda sigma: _p.poisson_gaussian_rdp(1.0 / sigma, rate, alpha)
+    return lambda sigma: poisson_gaussian_rdp(1.0 / sigma, rate, alpha)
 
 
 def _amplified(parts: int, rate: float, alpha: np.ndarray) -> Callable[[float], np.ndarray]:
-    return lambda sigma: _p._partition_rdp(1.0 / sigma, parts, 1, alpha, rate, "tight")
+    return lambda sigma: _partition_rdp(1.0 / sigma, parts, 1, alpha, rate, "tight")
 
 
 # ------------------------------------------------------------------------------------------
@@ -141,9 +150,9 @@ def figure1(out_dir: Path, fast: bool) -> list[Path]:
 def figure2(out_dir: Path, fast: bool) -> list[Path]:
     alpha = np.arange(2.0, 21.0 if fast else 101.0)
     s = 0.5  # sigma = 2
-    tight = _p._partition_rdp(s, 10, 4, alpha, 1.0, "tight")
-    fast_b = _p._partition_rdp(s, 10, 4, alpha, 1.0, "fast")
-    pois = 10 * _p.poisson_gaussian_rdp(s, 0.4, alpha)
+    tight = _partition_rdp(s, 10, 4, alpha, 1.0, "tight")
+    fast_b = _partition_rdp(s, 10, 4, alpha, 1.0, "fast")
+    pois = 10 * poisson_gaussian_rdp(s, 0.4, alpha)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.plot(alpha, tight, label="BIS, bound (2) + certified reverse")
@@ -166,9 +175,9 @@ def figure2(out_dir: Path, fast: bool) -> list[Path]:
 
 def _poisson_pld_delta(sigma: float, rate: float, steps: int, eps: float) -> float | None:
     try:
-        from ..accounting import Training
-        from ..mechanisms import Gaussian
-        from ..sampling import Poisson
+        from ..accounting.training import Training
+        from ..mechanisms.gaussian import Gaussian
+        from ..sampling.schemes import Poisson
 
         g = Training(Gaussian(sigma), Poisson(rate), steps=steps).delta(eps, accountant="pld")
     except NotApplicable:  # the accountant declines this run: the curve is left out
@@ -178,7 +187,7 @@ def _poisson_pld_delta(sigma: float, rate: float, steps: int, eps: float) -> flo
 
 def _bis_pld_delta(sigma: float, T: int, k: int, eps: float) -> float | None:
     try:
-        from ..accounting.partitioning_pld import bis_plds
+        from ..theorems.dong2025.bis_pld import bis_plds
 
         rem, add = bis_plds(sigma, T, k)
     except NotApplicable:
@@ -190,12 +199,12 @@ def figure3(out_dir: Path, fast: bool) -> list[Path]:
     alpha = _orders(True)
     s, eps = 0.5, 8.0
     Ts = [10, 20, 30, 40, 50, 60] if not fast else [10, 20, 30]
-    epoch = _p._partition_rdp(s, 10, 4, alpha, 1.0, "tight")
-    pois_step = _p.poisson_gaussian_rdp(s, 0.4, alpha)
+    epoch = _partition_rdp(s, 10, 4, alpha, 1.0, "tight")
+    pois_step = poisson_gaussian_rdp(s, 0.4, alpha)
     rows = []
     for T in Ts:
         k = round(0.4 * T)
-        bis = _p._partition_rdp(s, T, k, alpha, 1.0, "tight")
+        bis = _partition_rdp(s, T, k, alpha, 1.0, "tight")
         rows.append([T, rdp_to_delta(bis, alpha, eps),
                      rdp_to_delta((T // 10) * epoch, alpha, eps),
                      rdp_to_delta(T * pois_step, alpha, eps),
@@ -255,3 +264,4 @@ FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
     "3": figure3,
     "table1": _table1,
 }
+

@@ -29,13 +29,21 @@ from pathlib import Path
 
 import numpy as np
 
-from ..accounting.rdp import eps_from_rdp
-from ..amplification import rdp as R
-from ..amplification.registry import rdp as rdp_of
-from ..mechanisms import Gaussian, Mechanism, RandomizedResponse
-from ..sampling import AddRemove, Poisson, Substitution, WithoutReplacement
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.randomized_response import RandomizedResponse
+from ..renyi.conversion import eps_from_rdp
+from ..renyi.curves import monotone_envelope
+from ..sampling.relations import AddRemove, Substitution
+from ..sampling.schemes import Poisson, WithoutReplacement
+from ..theorems.mironov2017 import mironov_group_curve
+from ..theorems.registry import rdp as rdp_of
 
-__all__ = ["FIGURES", "orders"]
+__all__ = [
+    "FIGURES",
+    "orders",
+]
+
 
 PAPER = "Schuchardt et al. 2024"
 
@@ -110,14 +118,14 @@ def _poisson_baseline(mech: Mechanism, r: float, K: int) -> Callable:
     """Zhu & Wang 2019 without the factor 2, then Mironov's recursive group privacy."""
     if K == 1:
         return lambda a: rdp_of(mech, Poisson(r), a, AddRemove(), method="zhu-wang-tight")
-    return lambda a: R.monotone_envelope(a, lambda b: R.mironov_group_curve(
+    return lambda a: monotone_envelope(a, lambda b: mironov_group_curve(
         mech, Poisson(r), b, AddRemove(K), base_method="zhu-wang-tight"))
 
 
 def _wor_wang(mech: Mechanism, scheme: WithoutReplacement, K: int = 1) -> Callable:
     if K == 1:
         return lambda a: rdp_of(mech, scheme, a, Substitution(), method="wang2019")
-    return lambda a: R.monotone_envelope(a, lambda b: R.mironov_group_curve(
+    return lambda a: monotone_envelope(a, lambda b: mironov_group_curve(
         mech, scheme, b, Substitution(K), base_method="wang2019"))
 
 
@@ -260,3 +268,4 @@ FIGURES: dict[str, Callable[[Path, bool], list[Path]]] = {
     "11": figure11,
     "12": figure12,
 }
+

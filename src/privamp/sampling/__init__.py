@@ -9,6 +9,7 @@ from .schemes import (
     Poisson,
     Scheme,
     Shuffle,
+    SubsampledModelSplit,
     WithoutReplacement,
     WithReplacement,
 )
@@ -16,7 +17,7 @@ from .schemes import (
 __all__ = [
     "Relation",
     "AddRemove",
-    "Substitution",
+    "SubsampledModelSplit", "Substitution",
     "ZeroOut",
     "Scheme",
     "Poisson",

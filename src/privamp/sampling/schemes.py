@@ -21,6 +21,7 @@ __all__ = [
     "BalancedIteration",
     "ModelSplit",
     "Dropout",
+    "SubsampledModelSplit",
 ]
 
 
@@ -29,14 +30,14 @@ class Scheme:
     """Base class of sampling schemes."""
 
     name = "scheme"
+    #: True when one epoch is the unit of release that the analyses compose (each record's
+    #: participation is fixed within an epoch: deterministic, shuffled, balanced batches)
+    per_epoch = False
 
     @property
     def steps_per_epoch(self) -> float:
         """Steps that make one pass over the data."""
         raise NotImplementedError
-
-    # Every scheme also has ``rate``: the probability that a given record is used in a given
-    # step (on average); a field for Poisson, a property for the others.
 
 
 def _check_batch(
@@ -124,6 +125,7 @@ class Deterministic(_Partitioned):
     (Chua et al. 2024, ABLQ_D)."""
 
     name = "deterministic"
+    per_epoch = True
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class Shuffle(_Partitioned):
     (Chua et al. 2024, ABLQ_S)."""
 
     name = "shuffle"
+    per_epoch = True
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,7 @@ class BalancedIteration(Scheme):
     participations: int = 1
 
     name = "balanced-iteration"
+    per_epoch = True
 
     def __post_init__(self) -> None:
         t = check_int("steps", self.steps, minimum=1)
@@ -187,3 +191,27 @@ class ModelSplit(Scheme):
 def Dropout() -> ModelSplit:  # noqa: N802 - a constructor-like factory in the public API
     """Dropout with rate 1/2 as model splitting into two parts (Dong, Chen, Ozgur 2025, Cor 3.7)."""
     return ModelSplit(2, 1)
+
+
+@dataclass(frozen=True)
+class SubsampledModelSplit(Scheme):
+    """Model splitting into ``parts`` disjoint submodels (each example updates one, Thm 3.4)
+    on a Poisson sample of the data with probability ``rate`` per step (Dong, Chen, Ozgur
+    2025, Fig. 1 and Table 1)."""
+
+    parts: int
+    rate: float
+
+    name = "subsampled-model-split"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", check_int("parts", self.parts, minimum=1))
+        r = check_rate("rate", self.rate)
+        if r == 0:
+            raise ValueError("rate must be in (0, 1], got 0")
+        object.__setattr__(self, "rate", r)
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return 1.0 / self.rate
+

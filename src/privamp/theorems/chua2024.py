@@ -46,8 +46,15 @@ import numpy as np
 from scipy import special
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
-from ..numerics import bisect_monotone, log1mexp
+from ..errors import NotApplicable
+from ..mechanisms.gaussian import Gaussian
+from ..numerics.arrays import shaped
+from ..numerics.logspace import log1mexp
+from ..numerics.roots import bisect_monotone
 from ..results import Bound, Guarantee
+from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.schemes import Deterministic, Shuffle
+from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "SRC_DET",
@@ -68,19 +75,30 @@ __all__ = [
     "calibrate_interval",
 ]
 
+
 SRC_DET = "Chua et al. 2024, Prop 3.1 (deterministic batches; Balle & Wang 2018, Thm 8)"
+
+
 SRC_THM41 = (
     "Chua et al. 2024, Thm 4.1 (shuffle <= deterministic) with Prop 3.1, composed over epochs"
 )
+
+
 SRC_EQ7 = "Chua et al. 2024, eq. (7) (sets E_C for the pair (P_S, Q_S) of eqs. (1)-(2))"
+
+
 SRC_EPOCHS = (
     "Chua et al. 2024, eq. (7) sets E_C for the pair (P_S, Q_S) of eqs. (1)-(2), "
     "composed over epochs (exact binomial count of epochs hitting E_C)"
 )
+
+
 SRC_HIST = (
     "Chua et al. 2024, pair (P_S, Q_S) of eqs. (1)-(2), histogram of the coordinates "
     "(finer than eq. (7); values rounded down)"
 )
+
+
 SRC_MAXPLD = (
     "Chua et al. 2024, pair (P_S, Q_S) of eqs. (1)-(2) composed over epochs: per-epoch max "
     "statistic (the sets of eq. (7)) composed by privamp's PLD, optimistic side"
@@ -146,7 +164,7 @@ def deterministic_delta(epsilon, sigma: float, epochs: int = 1,
     e = check_epsilon(epsilon)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(_shape(_gauss_delta(e, s), epsilon), "exact", SRC_DET)
+    return Bound(shaped(_gauss_delta(e, s), epsilon), "exact", SRC_DET)
 
 
 def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
@@ -155,7 +173,7 @@ def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
     d = check_delta(delta)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(_shape(_gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
+    return Bound(shaped(_gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
 
 
 # ------------------------------------------------------------------------------------------
@@ -397,7 +415,7 @@ def _maxstat_pair(s: float, T: int, ncells: int = 400):
 
 def _sorted_pair(p: np.ndarray, q: np.ndarray):
     """A finite pair as a LossPair whose tails cost a binary search (cumulative sums)."""
-    from ..mechanisms.pairs import LossPair
+    from ..pairs.loss_pair import LossPair
 
     keep = (p > 0) | (q > 0)
     p, q = p[keep], q[keep]
@@ -436,8 +454,10 @@ def _maxstat_composed(s: float, T: int, E: int):
     key = (round(s, 14), T, E)
     if key not in _MAXPLD:
         try:
-            from ..accounting.pld import TwoSidedPLD, auto_grid, discretise
-            from ..mechanisms.pairs import SwappedPair
+            from ..pairs.combinators import SwappedPair
+            from ..pld.discretise import discretise
+            from ..pld.two_sided import TwoSidedPLD
+            from .poisson_pld import auto_grid
         except ImportError:  # pragma: no cover - depends on the PLD module
             return None
         if len(_MAXPLD) > 32:
@@ -496,11 +516,6 @@ def _check_method(method: str) -> str:
     return method
 
 
-def _shape(value: np.ndarray, like) -> np.ndarray | float:
-    v = np.asarray(value, dtype=float).reshape(np.shape(like))
-    return float(v) if v.ndim == 0 else v
-
-
 def _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity) -> tuple[float, int, int]:
     sigma = check_positive("sigma", sigma)
     T = check_int("steps_per_epoch", steps_per_epoch, minimum=1)
@@ -515,7 +530,7 @@ def shuffle_delta_eq7(epsilon, sigma: float, steps_per_epoch: int,
     threshold C optimised continuously (at least as strong as the paper's grid 0:0.01:100)."""
     e = check_epsilon(epsilon)
     s, T, _ = _check_shuffle(sigma, steps_per_epoch, 1, sensitivity)
-    return Bound(_shape(_eq7_delta(e.ravel(), s, T), epsilon), "lower", SRC_EQ7)
+    return Bound(shaped(_eq7_delta(e.ravel(), s, T), epsilon), "lower", SRC_EQ7)
 
 
 def shuffle_delta_lower(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
@@ -532,7 +547,7 @@ def shuffle_delta_lower(epsilon, sigma: float, steps_per_epoch: int, epochs: int
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
     val = _shuffle_lower_delta(e.ravel(), s, T, E, method)
-    return Bound(_shape(val, epsilon), "lower", _src(E, method))
+    return Bound(shaped(val, epsilon), "lower", _src(E, method))
 
 
 def shuffle_epsilon_lower(delta, sigma: float, steps_per_epoch: int, epochs: int = 1,
@@ -544,7 +559,7 @@ def shuffle_epsilon_lower(delta, sigma: float, steps_per_epoch: int, epochs: int
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
     val = _shuffle_lower_epsilon(d.ravel(), s, T, E, method)
-    return Bound(_shape(val, delta), "lower", _src(E, method) + " (inverted)")
+    return Bound(shaped(val, delta), "lower", _src(E, method) + " (inverted)")
 
 
 def shuffle_delta(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
@@ -557,8 +572,8 @@ def shuffle_delta(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
     up = _gauss_delta(e.ravel(), s * math.sqrt(E))
     lo = np.minimum(_shuffle_lower_delta(e.ravel(), s, T, E, method), up)
     src = _src(E, method)
-    return Guarantee(Bound(_shape(up, epsilon), "upper", SRC_THM41),
-                     Bound(_shape(lo, epsilon), "lower", src))
+    return Guarantee(Bound(shaped(up, epsilon), "upper", SRC_THM41),
+                     Bound(shaped(lo, epsilon), "lower", src))
 
 
 def shuffle_epsilon(delta, sigma: float, steps_per_epoch: int, epochs: int = 1,
@@ -570,8 +585,8 @@ def shuffle_epsilon(delta, sigma: float, steps_per_epoch: int, epochs: int = 1,
     up = _gauss_epsilon(d.ravel(), s * math.sqrt(E))
     lo = np.minimum(_shuffle_lower_epsilon(d.ravel(), s, T, E, method), up)
     src = _src(E, method)
-    return Guarantee(Bound(_shape(up, delta), "upper", SRC_THM41 + " (inverted)"),
-                     Bound(_shape(lo, delta), "lower", src + " (inverted)"))
+    return Guarantee(Bound(shaped(up, delta), "upper", SRC_THM41 + " (inverted)"),
+                     Bound(shaped(lo, delta), "lower", src + " (inverted)"))
 
 
 # ------------------------------------------------------------------------------------------
@@ -662,15 +677,6 @@ def calibrate_interval(target_epsilon: float, delta: float, steps_per_epoch: int
                            f"below); {src}"))
 
 
-# ------------------------------------------------------------------------------------------
-# Run accountants: Training(Gaussian, Deterministic | Shuffle, whole epochs, ZeroOut | AddRemove)
-# ------------------------------------------------------------------------------------------
-from ..accounting.registry import BoundPair, RunAnalysis, run_accountant  # noqa: E402
-from ..errors import NotApplicable  # noqa: E402
-from ..mechanisms import Gaussian  # noqa: E402
-from ..sampling import AddRemove, Deterministic, Shuffle, ZeroOut  # noqa: E402
-
-
 def _ablq_applies(run, scheme_type: type) -> bool:
     return (
         type(run.scheme) is scheme_type
@@ -711,12 +717,12 @@ class _DeterministicAnalysis(RunAnalysis):
         self.s_all, self.note = s_all, note
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
-        b = Bound(_shape(_gauss_epsilon(np.ravel(delta), self.s_all), delta), "exact",
+        b = Bound(shaped(_gauss_epsilon(np.ravel(delta), self.s_all), delta), "exact",
                   SRC_DET + " (inverted)" + self.note)
         return b, b
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
-        b = Bound(_shape(_gauss_delta(np.ravel(epsilon), self.s_all), epsilon), "exact",
+        b = Bound(shaped(_gauss_delta(np.ravel(epsilon), self.s_all), epsilon), "exact",
                   SRC_DET + self.note)
         return b, b
 
@@ -732,20 +738,20 @@ class _ShuffleAnalysis(RunAnalysis):
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.ravel(delta)
         up = _gauss_epsilon(d, self.s_all)
-        upper = Bound(_shape(up, delta), "upper", SRC_THM41 + " (inverted)" + self.note)
+        upper = Bound(shaped(up, delta), "upper", SRC_THM41 + " (inverted)" + self.note)
         if self.s_one is None:
             return upper, None
         lo = np.minimum(_shuffle_lower_epsilon(d, self.s_one, self.T, self.E), up)
-        return upper, Bound(_shape(lo, delta), "lower", _src(self.E) + " (inverted)" + self.note)
+        return upper, Bound(shaped(lo, delta), "lower", _src(self.E) + " (inverted)" + self.note)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.ravel(epsilon)
         up = _gauss_delta(e, self.s_all)
-        upper = Bound(_shape(up, epsilon), "upper", SRC_THM41 + self.note)
+        upper = Bound(shaped(up, epsilon), "upper", SRC_THM41 + self.note)
         if self.s_one is None:
             return upper, None
         lo = np.minimum(_shuffle_lower_delta(e, self.s_one, self.T, self.E), up)
-        return upper, Bound(_shape(lo, epsilon), "lower", _src(self.E) + self.note)
+        return upper, Bound(shaped(lo, epsilon), "lower", _src(self.E) + self.note)
 
 
 @run_accountant(
@@ -769,3 +775,4 @@ def _build_shuffle(run) -> RunAnalysis:
     m = run.mechanism
     s_one = m.sensitivity / m.sigma if run.relation.group == 1 else None
     return _ShuffleAnalysis(s_all, s_one, T, E, _relation_note(run))
+

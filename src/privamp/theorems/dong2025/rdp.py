@@ -43,19 +43,19 @@ What privamp computes (every value is a sound upper bound):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
 
 import numpy as np
 from scipy import special
 
-from .._validation import check_int, check_orders, check_positive, check_rate
-from ..mechanisms import Gaussian
-from ..numerics import log1mexp, log_diff_ndtr, log_ndtr, logsumexp
-from ..results import Bound
-from ..sampling import AddRemove, BalancedIteration, ModelSplit, Scheme, ZeroOut
-from .registry import rdp_method
+from ..._validation import check_int, check_orders, check_positive, check_rate
+from ...mechanisms.gaussian import Gaussian
+from ...numerics.logspace import log1mexp, log_diff_ndtr, log_ndtr, logsumexp
+from ...results import Bound
+from ...sampling.relations import AddRemove, ZeroOut
+from ...sampling.schemes import BalancedIteration, ModelSplit, Scheme, SubsampledModelSplit
+from ..registry import rdp_method
 
 __all__ = [
     "forward_log_moments",
@@ -66,22 +66,32 @@ __all__ = [
     "partition_rdp",
     "partial_split_rdp",
     "poisson_gaussian_rdp",
-    "SubsampledModelSplit",
     "model_split_rdp",
     "balanced_iteration_rdp",
 ]
 
+
 SOURCE = "Dong, Chen, Ozgur 2025"
+
+
 SRC_TIGHT = (
     f"{SOURCE}, Thm 3.1 bound (2) first term (exact forward moments by occupancy counts) "
     "with a certified reverse term (privamp; the published Cor 3.19 term is not an upper bound)"
 )
+
+
 SRC_FAST = (
     f"{SOURCE}, Thm 3.1 bound (3) first term (Cor 3.14) with a certified reverse term "
     "(privamp; the published Cor 3.19 term is not an upper bound)"
 )
+
+
 _SAFETY = 1e-9  # relative margin added to numerically computed log-moments (rounding up)
+
+
 _NMAX = 2048  # largest order whose moments are tabulated (larger: bound (3))
+
+
 _EXACT_DP_BUDGET = 200_000  # max transitions of the exact k > 1 forward programme
 
 
@@ -321,6 +331,8 @@ def forward_divergence(s: float, d: int, k: int, alpha: np.ndarray, rate: float 
 # reverse direction: E_Q[W^-b], W = 1 - gamma + gamma mean(Z_i)
 # ----------------------------------------------------------------------------------------
 _X_LO, _X_HI, _X_STEP = -40.0, 12.0, 0.02
+
+
 _PER_DECADE = 40
 
 
@@ -689,29 +701,6 @@ def _partial_reverse(s_sp: float, s_sh: float, d: int, rate: float, alpha: np.nd
     return np.array([out[float(x_) - 1.0] for x_ in alpha])
 
 
-@dataclass(frozen=True)
-class SubsampledModelSplit(Scheme):
-    """Model splitting into ``parts`` disjoint submodels (each example updates one, Thm 3.4)
-    on a Poisson sample of the data with probability ``rate`` per step (Dong, Chen, Ozgur
-    2025, Fig. 1 and Table 1)."""
-
-    parts: int
-    rate: float
-
-    name = "subsampled-model-split"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "parts", check_int("parts", self.parts, minimum=1))
-        r = check_rate("rate", self.rate)
-        if r == 0:
-            raise ValueError("rate must be in (0, 1], got 0")
-        object.__setattr__(self, "rate", r)
-
-    @property
-    def steps_per_epoch(self) -> float:
-        return 1.0 / self.rate
-
-
 def _scheme_dk(scheme: Scheme) -> tuple[int, int, float]:
     if isinstance(scheme, ModelSplit):
         return scheme.parts, scheme.selected, 1.0
@@ -757,3 +746,4 @@ def balanced_iteration_rdp(sigma: float, steps: int, participations: int,
     """One epoch of Balanced Iteration Subsampling (Thm 3.8): each example in exactly
     ``participations`` of ``steps`` steps.  Epochs compose (Remark 3.10)."""
     return partition_rdp(sensitivity, sigma, steps, participations, alpha, 1.0, method)
+

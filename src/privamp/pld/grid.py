@@ -46,55 +46,51 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 from scipy.signal import lfilter
 
-from .._validation import check_int, check_positive
-from ..errors import NotApplicable
-from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..mechanisms.pairs import (
-    DiscretePair,
-    GaussianPair,
-    LaplacePair,
-    LossPair,
-    MixturePair,
-    SwappedPair,
-)
+from .._validation import check_int
 from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg, self_convolve_power
-from ..results import Bound
-from ..sampling import AddRemove, Poisson, ZeroOut
-from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "PLD",
-    "TwoSidedPLD",
-    "discretise",
-    "poisson_pairs",
-    "PLDAnalysis",
-    "auto_grid",
-    "pld_analysis",
-    "compose_two_level",
     "PowerMethodUnavailable",
 ]
 
+
 _U = UNIT_ROUNDOFF
+
+
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
+
+
 #: relative safety factor applied to the masses of one discretised step (covers relative
 #: float error in the tail evaluations and in the isotonic regression)
 _REL_SAFETY = 1e-12
+
+
 #: default l1 budget of the tails dropped/moved by truncation over a whole self-composition
 _TRUNC_BUDGET = 1e-13
+
+
 #: relative allowance for float error in the suffix sums used by delta() / epsilon()
 _QUERY_REL = 1e-9
-_MAX_LOSS = 700.0
-#: at most this many points in one step's grid (memory: about 100 bytes per point)
-_MAX_GRID_POINTS = 4_000_000
+
+
 #: self_compose(method="auto") uses Fourier-domain powering only for T >= _POWER_MIN_T and
 #: PLDs with at least _POWER_MIN_ATOMS atoms, and only while at most _POWER_MAX_KEPT of the
 #: Fourier coefficients must be powered
 _POWER_MIN_ATOMS = 256
+
+
 _POWER_MIN_T = 16
+
+
 _POWER_MAX_KEPT = 1.0 / 32.0
+
+
 PESSIMISTIC_SOURCE = (
     "PLD, pessimistic connect-the-dots discretisation (Doroshenko et al. 2022), FFT composition"
 )
+
+
 OPTIMISTIC_SOURCE = (
     "PLD, optimistic discretisation by chained lowered chords and convex minorant (privamp), "
     "FFT composition"
@@ -421,31 +417,6 @@ def _truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
     return PLD(h, offset + i0, kept, inf_mass, kind, slack)
 
 
-# ------------------------------------------------------------------------------------------
-# discretisation of one pair
-# ------------------------------------------------------------------------------------------
-def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
-    """First index and losses of the grid ``j h`` covering ``pair.loss_range(tail)`` clipped
-    to [-700, 700] (e^l must stay finite).  Clipping is sound: :func:`discretise` moves the
-    P-mass below the grid up to its first point and sends the P-mass above it to +inf
-    (pessimistic), and the optimistic side only uses tails at the grid points; a wide clip
-    only widens the interval.  At most ``_MAX_GRID_POINTS`` points (else NotApplicable)."""
-    lo, hi = pair.loss_range(tail)
-    if math.isnan(lo) or math.isnan(hi):
-        raise NotApplicable("the privacy loss range of this pair could not be computed (NaN); "
-                            "the PLD accountant cannot discretise it")
-    lo = min(max(lo, -_MAX_LOSS), _MAX_LOSS)
-    hi = min(max(hi, lo), _MAX_LOSS)
-    i_lo = math.floor(lo / h) - 1  # one empty bin below: keeps the optimistic total P-mass
-    i_hi = max(math.ceil(hi / h), i_lo + 1)
-    if i_hi - i_lo + 1 > _MAX_GRID_POINTS:
-        raise NotApplicable(
-            f"a PLD grid of step h={h:.3g} over the losses [{lo:.4g}, {hi:.4g}] would need "
-            f"{i_hi - i_lo + 1} points, more than the cap {_MAX_GRID_POINTS:.0f}; use h >= "
-            f"{(hi - lo) / (_MAX_GRID_POINTS - 3):.3g}")
-    return i_lo, np.arange(i_lo, i_hi + 1) * h
-
-
 def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
                  ) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
@@ -491,56 +462,6 @@ def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
     rho = float(min(np.max(np.where(ratio <= rho_max, ratio, 0.0)), rho_max)) * (1.0 + 1e-6)
     s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
     return rho, s * (1.0 + 1e-6)
-
-
-def discretise(pair: LossPair, h: float, tail: float = 1e-16,
-               optimistic: bool = True, rho_max: float = 1e-10) -> tuple[PLD, PLD | None]:
-    """(pessimistic, optimistic) grid PLDs of one ordered pair on the grid ``j h``.
-
-    The grid covers ``pair.loss_range(tail)``.  Pessimistic: connect-the-dots (Doroshenko
-    et al. 2022); the P-mass below the grid is moved up to its first point, the P-mass above
-    it (and at +inf) goes to ``inf_mass``.  Optimistic: lowered chords + greatest convex
-    minorant (see module docstring), anchored at value 0 at the grid's end.
-
-    ``optimistic=False`` skips the optimistic side (returned as None).  ``rho_max`` caps the
-    relative part of the float-error allowance (:func:`_relative_split`); a T-fold
-    composition multiplies its deltas by up to ``(1 + rho)^T``, so callers composing many
-    steps may raise it to about ``1e-4 / T`` to turn more of the allowance relative.
-    """
-    h = check_positive("h", h)
-    if not 0 < rho_max <= 1e-6:
-        raise ValueError(f"rho_max must be in (0, 1e-6], got {rho_max}")
-    if not 0 < tail < 1e-3:
-        raise ValueError(f"tail must be in (0, 1e-3), got {tail}")
-    finite = float(np.asarray(pair.tail(np.array([np.inf]), "P", False, True))[0])
-    if finite <= 0.0:  # all of P sits at loss +inf (e.g. randomized response with theta = 1)
-        p_inf = float(pair.p_inf)
-        return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + _REL_SAFETY), 1.0), "pessimistic"),
-                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic")
-                if optimistic else None)
-    i_lo, l = _grid(pair, h, tail)
-    pm_all, qm_all = pair.bin_masses(l)
-    pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
-    a = np.exp(l)
-    dlt, e = _bin_split(pb, qb, a, h)
-    errs = _tail_errors(pm_all, qm_all, a)
-
-    # --- pessimistic ---
-    up = a[1:] * e
-    low = a[:-1] * (qb - e)
-    pess = np.zeros(len(l))
-    pess[:-1] += low
-    pess[1:] += up
-    pess[0] += pm_all[0]
-    p = _with_float_allowance(h, i_lo, pess, float(pm_all[-1]), "pessimistic", errs, rho_max)
-    if not optimistic:
-        return _strip(p), None
-
-    # --- optimistic ---
-    o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
-                           lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
-    opt = _with_float_allowance(h, i_lo, o, pair.p_inf, "optimistic", 2.0 * errs, rho_max)
-    return _strip(p), _strip(opt)
 
 
 def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float
@@ -626,6 +547,8 @@ def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.nda
 
 #: segments per block of the chained vertex lowering (blocks are chained in parallel)
 _CHAIN_BLOCK = 32
+
+
 #: a tent peak at relative position t < _CHAIN_LEFT loads the segment's left vertex instead
 _CHAIN_LEFT = 1e-3
 
@@ -713,457 +636,3 @@ def _strip(p: PLD) -> PLD:
     i0, i1 = int(nz[0]), int(nz[-1]) + 1
     return PLD(p.h, p.offset + i0, p.masses[i0:i1].copy(), p.inf_mass, p.kind, p.slack)
 
-
-# ------------------------------------------------------------------------------------------
-# several directions (add / remove)
-# ------------------------------------------------------------------------------------------
-@dataclass
-class TwoSidedPLD:
-    """PLDs of several directions (e.g. [remove pair, add pair]), each as (pess, opt).
-
-    The run's profile is the max over directions, so upper bounds are the max of the
-    pessimistic ones and lower bounds the max of the optimistic ones.
-    """
-
-    directions: list[tuple[PLD, PLD]]
-
-    @classmethod
-    def from_pairs(cls, pairs: list[LossPair], h: float, tail: float = 1e-16) -> TwoSidedPLD:
-        if not pairs:
-            raise ValueError("pairs must hold at least one LossPair")
-        return cls([discretise(p, h, tail) for p in pairs])
-
-    def compose(self, other: TwoSidedPLD, truncation: float = 1e-16) -> TwoSidedPLD:
-        if len(other.directions) != len(self.directions):
-            raise ValueError("both TwoSidedPLDs must have the same number of directions")
-        return TwoSidedPLD([
-            (p1.compose(p2, truncation), o1.compose(o2, truncation))
-            for (p1, o1), (p2, o2) in zip(self.directions, other.directions, strict=True)
-        ])
-
-    def self_compose(self, T: int, truncation: float | None = None) -> TwoSidedPLD:
-        return TwoSidedPLD([
-            (p.self_compose(T, truncation), o.self_compose(T, truncation))
-            for p, o in self.directions
-        ])
-
-    def delta(self, epsilon: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-        """(upper, lower) bounds on the profile at eps (max over directions of each)."""
-        ups = [p.delta(epsilon) for p, _ in self.directions]
-        los = [o.delta(epsilon) for _, o in self.directions]
-        return np.max(ups, axis=0), np.max(los, axis=0)
-
-    def epsilon(self, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-        """(upper, lower) bounds on the smallest eps with profile <= delta."""
-        ups = [p.epsilon(delta) for p, _ in self.directions]
-        los = [o.epsilon(delta) for _, o in self.directions]
-        return np.max(ups, axis=0), np.max(los, axis=0)
-
-
-def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[LossPair]:
-    """Dominating pairs of one Poisson-subsampled step under add/remove:
-    [remove: (q P + (1-q) Q, Q), add: its swap] (Zhu, Dong, Wang 2022, "Optimal accounting
-    of differential privacy via characteristic function", AISTATS, dominating pairs of
-    Poisson subsampling; rate 1: the base pair and its swap).  ``distance`` is the group
-    distance of the base mechanism's pair."""
-    rate = float(rate)
-    if not 0.0 < rate <= 1.0:
-        raise ValueError(f"rate must be in (0, 1], got {rate}")
-    base = mechanism.pair(distance)
-    if rate == 1.0:
-        return [base, SwappedPair(base)]
-    mix = MixturePair(base, rate)
-    return [mix, SwappedPair(mix)]
-
-
-# ------------------------------------------------------------------------------------------
-# run accountant
-# ------------------------------------------------------------------------------------------
-def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
-    """A grid step h for composing ``pair`` T times (see :func:`_auto_grid`)."""
-    return _auto_grid(pair, T, points)[0]
-
-
-def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, float]:
-    """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
-    it, only the width of the certified interval and the cost).
-
-    h = (interquartile range of the single-step loss under P) / 120, but coarse enough that
-    the T-fold grid (about 20 sqrt(T) sd(L) + the single-step range, after truncation) has
-    at most ``points`` points.  For the remove direction ``(w P + (1-w) Q, Q)`` of
-    Poisson-subsampled Gaussian at rates w <= 0.1, h is at most ``_LEAD_STEP`` (the
-    connect-the-dots error is second order in h whatever the loss's spread, and the chained
-    optimistic discretisation keeps the lower bound within a fraction of a percent at that
-    step), and for its add direction ``_SECONDARY_COST`` times coarser (its profile lies far
-    below; :class:`PLDAnalysis` composes only its pessimistic side and refines it if it ever
-    decides the upper bound).
-    """
-    atoms = _atoms(pair)
-    if atoms is not None and len(atoms[0]):
-        # discrete: misplaced atoms cost the optimistic bound first order in h, so use the
-        # whole point budget (but at most sd / 2000 is needed)
-        l, p, _ = atoms
-        tot = max(float(p.sum()), 1e-300)
-        mean = float(np.sum(p * l)) / tot
-        sd = math.sqrt(max(float(np.sum(p * (l - mean) ** 2)) / tot, 1e-18))
-        width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
-        return _cap_composed(float(min(max(width / points, sd / 2000.0), 0.05)), width), width
-    coarse = _secondary_direction(pair)
-    lead = _lead_direction(pair)
-    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
-    lo_d, hi_d = max(lo_d, -_MAX_LOSS), min(hi_d, _MAX_LOSS)  # ... clipped as _grid does
-    lo, hi = pair.loss_range(1e-12)
-    grid = np.linspace(lo, hi, 4001)
-    cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
-    mid = 0.5 * (grid[1:] + grid[:-1])
-    w = np.diff(cdf)
-    tot = max(float(w.sum()), 1e-300)
-    mean = float(np.sum(w * mid)) / tot
-    sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
-    width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
-    if lead or coarse:
-        base = pair.base if coarse else pair
-        h = min(_LEAD_STEP, _loss_iqr(base) / _LEAD_IQR_BINS)
-        h *= _SECONDARY_COST if coarse else 1.0
-        if T >= _TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
-            points *= _TWO_LEVEL_FACTOR
-    else:
-        quart = np.interp([0.25, 0.75], cdf, grid)
-        iqr = float(quart[1] - quart[0])
-        spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
-        h = spread / 120.0
-    h = max(h, width / points,
-            (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (_SECONDARY_COST if coarse else 1.0)))
-    return _cap_composed(float(min(h, 0.05)), width), width
-
-
-#: at most about this many points in the T-fold composition's window (the 0.05 cap on h
-#: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
-_MAX_COMPOSED_POINTS = 2e6
-
-
-def _cap_composed(h: float, width: float) -> float:
-    """h, coarsened if the composed window ``width`` would need more than
-    ``_MAX_COMPOSED_POINTS`` points (a coarser grid is as sound, only wider)."""
-    return float(max(h, width / _MAX_COMPOSED_POINTS))
-
-
-#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
-#: at most _LEAD_STEP, and at most the interquartile range of its loss / _LEAD_IQR_BINS
-_LEAD_STEP = 6e-5
-_LEAD_IQR_BINS = 15.0
-#: at most this many grid points for one step's PLD
-_MAX_SINGLE_POINTS = 2e6
-
-
-def _loss_iqr(pair: LossPair) -> float:
-    """Interquartile range of the loss under P (bracket search on the tails)."""
-    from ..mechanisms.pairs import _bracket
-
-    def cdf(x: np.ndarray) -> np.ndarray:
-        return pair.tail(x, "P", False, False)
-
-    lo, hi = pair.loss_range(1e-12)
-    q1 = _bracket(cdf, 0.25, lo, hi, increasing=True, side="hi", rounds=5)
-    q3 = _bracket(cdf, 0.75, lo, hi, increasing=True, side="hi", rounds=5)
-    return max(q3 - q1, 1e-12)
-#: the secondary (add) direction of a Poisson-subsampled pair gets a grid this much coarser
-_SECONDARY_COST = 4.0
-
-
-def _lead_direction(pair: LossPair) -> bool:
-    """True for the remove direction ``(w P + (1 - w) Q, Q)`` of Poisson-subsampled Gaussian
-    at a small rate ``w <= 0.1``."""
-    return (isinstance(pair, MixturePair) and isinstance(pair.base, GaussianPair)
-            and pair.w <= 0.1)
-
-
-def _secondary_direction(pair: LossPair) -> bool:
-    """True for the add direction ``(Q, w P + (1 - w) Q)`` of Poisson-subsampled Gaussian at a
-    small rate ``w <= 0.1``.  Its profile lies well below the remove direction's for the pairs the
-    accountant handles (the run's bounds are maxima over directions), so a coarser grid there
-    costs no width of the run's interval, only time saved.  A heuristic: soundness never
-    depends on the grid."""
-    return isinstance(pair, SwappedPair) and _lead_direction(pair.base)
-
-
-#: two-level composition: first-level length and coarsening factor, used for T >= _TWO_LEVEL_MIN_T
-_TWO_LEVEL_T1 = 1000
-_TWO_LEVEL_FACTOR = 8
-_TWO_LEVEL_MIN_T = 5000
-
-
-def _optimistic_factor(w: float) -> int:
-    """Coarsening of the optimistic side of the leading direction: the chained optimistic
-    discretisation's error shrinks with the spread of the single-step loss (about w), so at
-    rates above 1e-3 a grid ``round(sqrt(w / 1e-3))`` times coarser (at most 3) keeps the
-    lower bound as close as the finest one at w = 1e-3 (a heuristic; the bound stays
-    certified)."""
-    return int(min(max(round(math.sqrt(w / 1e-3)), 1), 3))
-
-
-def _power_or_squaring(p: PLD, T: int, tau: float) -> PLD:
-    try:
-        return p.self_compose(T, truncation=tau, method="power")
-    except PowerMethodUnavailable:
-        return p.self_compose(T, truncation=tau)
-
-
-def compose_two_level(p: PLD, T: int) -> PLD:
-    """The T-fold composition of a PLD in two levels: ``T1`` (700..1400, the one leaving the
-    smallest remainder r = T mod T1) steps on p's grid, then that PLD coarsened 8 times
-    (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a pessimistic PLD, merged atoms
-    and chained lowered chords for an optimistic one) and composed ``T // T1`` times, times
-    r coarsened single steps.
-
-    Every stage keeps the PLD's kind, so the result bounds the truth the same way.  The
-    coarse stage's discretisation error (second order in the step, once per T1 steps) adds
-    a fraction to the fine one's (once per step), while its window is 8 times shorter: for
-    long runs this is both faster and about as tight as one level on p's grid.  One level
-    for T < 5000.
-    """
-    T = check_int("T", T, minimum=1)
-    if T < _TWO_LEVEL_MIN_T:
-        return p.self_compose(T)
-    tau = _TRUNC_BUDGET / (2.0 * T)
-    # first-level length near 1000 leaving the smallest remainder (ties: nearest 1000)
-    cands = np.arange(int(0.7 * _TWO_LEVEL_T1), int(1.4 * _TWO_LEVEL_T1) + 1)
-    rem = T % cands
-    t1 = int(cands[np.lexsort((np.abs(cands - _TWO_LEVEL_T1), rem))[0]])
-    t2, r = divmod(T, t1)
-    k = _TWO_LEVEL_FACTOR
-    coarse = _power_or_squaring(p, t1, tau).coarsen(k)
-    # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
-    out = _power_or_squaring(coarse, t2, tau)
-    if r:  # r < t2 steps, each coarsened on its own (r H^2 against T h^2: a small share)
-        out = out.compose(p.coarsen(k).self_compose(r, truncation=tau), truncation=tau)
-    return out
-
-
-class PLDAnalysis(RunAnalysis):
-    """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
-
-    ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
-    step of each direction is adjusted so that its largest loss lies on the grid, which
-    removes the first-order rounding of the top atom in the optimistic bound).  The
-    composition is computed on the first query and cached.
-    """
-
-    def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
-        self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
-        self.h = None if h is None else check_positive("h", h)
-        self.grid: list[float] = []
-        self._pld: TwoSidedPLD | None = None
-
-    @property
-    def pld(self) -> TwoSidedPLD:
-        if self._pld is None:
-            self._pairs = poisson_pairs(self.mechanism, self.rate)
-            self._tail = min(1e-16, 1e-13 / self.steps)
-            self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
-            self._partial = []
-            dirs = []
-            for i, pair in enumerate(self._pairs):
-                h, width = (self.h, 0.0) if self.h is not None else _auto_grid(pair,
-                                                                               self.steps)
-                if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
-                    h = _aligned_step(pair, h, width / _MAX_COMPOSED_POINTS)
-                self.grid.append(h)
-                if self.h is None and _secondary_direction(pair):
-                    # pessimistic side only: a lower bound from the other direction is
-                    # valid, and this one is refined if it ever decides the upper bound
-                    p, _ = discretise(pair, h, self._tail, optimistic=False,
-                                      rho_max=self._rho)
-                    self._partial.append(i)
-                    dirs.append((compose_two_level(p, self.steps), _zero_pld(h)))
-                elif self.h is None and _lead_direction(pair):
-                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
-                    o = o.coarsen(_optimistic_factor(pair.w))
-                    dirs.append((compose_two_level(p, self.steps),
-                                 compose_two_level(o, self.steps)))
-                else:
-                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
-                    _check_slack(p, self.steps)
-                    dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
-            self._pld = TwoSidedPLD(dirs)
-        return self._pld
-
-    def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
-        """Compose a coarse, pessimistic-only direction fully (on the finest grid in use) if
-        its upper bound exceeds every full direction's at some query point."""
-        pld = self.pld
-        full = [i for i in range(len(pld.directions)) if i not in self._partial]
-        if not self._partial or not full:
-            return
-        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
-        h = min(self.grid[i] for i in full)
-        for i in list(self._partial):
-            if np.any(getattr(pld.directions[i][0], which)(x) > best):
-                p, o = discretise(self._pairs[i], h, self._tail, rho_max=self._rho)
-                pld.directions[i] = (p.self_compose(self.steps), o.self_compose(self.steps))
-                self.grid[i] = h
-                self._partial.remove(i)
-
-    def _query(self, x: np.ndarray, which: str) -> BoundPair:
-        x = np.asarray(x, dtype=float)
-        if self.rate == 0.0:
-            z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
-            return z, z
-        self._refine_if_deciding(x, which)
-        up, lo = getattr(self.pld, which)(x)
-        _check_finite_upper(self.pld, up, lo, x, which)
-        return Bound(_shape(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
-            _shape(lo, x), "lower", OPTIMISTIC_SOURCE)
-
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        return self._query(delta, "epsilon")
-
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        return self._query(epsilon, "delta")
-
-
-def _check_slack(p: PLD, T: int) -> None:
-    """Refuse (NotApplicable) before composing when the allowances of one step (float-error
-    slack, mass at +inf, total mass above 1 from the safety factors), added T times, already
-    reach 0.1: every upper bound of the composition would be >= 0.1, at great cost."""
-    excess = p.slack + p.inf_mass + max(float(np.sum(p.masses)) - 1.0, 0.0)
-    if T * excess >= 0.1:
-        raise NotApplicable(
-            f"steps={T} is too many for the PLD accountant here: the numerical allowances of "
-            f"one step ({excess:.3g}) times the steps reach {T * excess:.3g}, so every upper "
-            f"bound would be >= 0.1; steps must be below {0.1 / excess:.3g}")
-
-
-def _check_finite_upper(pld: TwoSidedPLD, up: np.ndarray, lo: np.ndarray, x: np.ndarray,
-                        which: str) -> None:
-    """Refuse (NotApplicable) an infinite upper bound on epsilon that the lower bound does not
-    certify: the grid's mass at +inf plus its float-error allowance exceed the delta asked
-    for, so this grid cannot answer (another accountant may).  An infinite epsilon certified
-    by both sides (e.g. randomized response with theta = 1, whose P-mass at +inf exceeds
-    delta) is the true answer and is returned."""
-    if which != "epsilon":
-        return
-    bad = np.isposinf(np.asarray(up)) & ~np.isposinf(np.asarray(lo))
-    if not np.any(bad):
-        return
-    floor = max(p.inf_mass + p.slack for p, _ in pld.directions)
-    d = float(np.min(np.asarray(x, dtype=float)[np.broadcast_to(bad, np.shape(x))]))
-    raise NotApplicable(
-        f"the PLD accountant cannot certify a finite epsilon at delta={d:.3g}: its grid's "
-        f"mass at infinite loss plus its numerical-error allowance is {floor:.3g}; it "
-        f"answers delta >= {floor * (1 + 2 * _QUERY_REL):.3g} (or ask another accountant)")
-
-
-def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
-    """The PLD analysis of a :class:`~privamp.Training` run with an explicit grid step
-    ``h`` (``None``: automatic).  ``Training.epsilon(accountant="pld")`` uses h=None."""
-    if not _applies(run):
-        raise NotApplicable(
-            "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
-            "response runs under add/remove or zero-out with group 1"
-        )
-    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
-
-
-def _aligned_step(pair: LossPair, h: float, floor: float = 0.0) -> float:
-    """For a discrete pair: a step in [max(h/4, floor), h] putting the largest finite loss just
-    above a grid point and the other atoms as close to grid points as possible.
-
-    A grid-supported optimistic pair must lose O(Q_atom h) on a half-line for every atom
-    strictly inside a bin (and round the top atom down), which composes to a first-order
-    error; atoms (nearly) on grid points cost nothing.  Soundness does not depend on this.
-    """
-    atoms = _atom_list(pair)
-    if atoms is None or not len(atoms[0]):
-        return h
-    l, q = atoms
-    top = float(l.max())
-    if top <= 0:
-        return h
-    n0 = math.ceil(top / h)
-    ns = np.arange(n0, 4 * n0 + 1)[:20000]
-    steps = top / ns * (1.0 - 1e-12)
-    steps = steps[steps >= max(h / 4.0, floor)]  # floor: the composed window's point cap
-    if not len(steps):  # no aligned step in range (e.g. the top atom lies below h / 4)
-        return h
-    others = l < top
-    if not others.any():
-        return float(steps[0])
-    frac = np.mod(l[others][None, :] / steps[:, None], 1.0)
-    score = np.sum(q[others][None, :] * np.minimum(frac, 1.0 - frac), axis=1)
-    return float(steps[int(np.argmin(score))])
-
-
-def _atoms(pair: LossPair) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """(finite losses, P-probabilities, Q-probabilities) of a pair built from DiscretePair
-    by mixing and swapping; None for pairs with a continuous part."""
-    if isinstance(pair, DiscretePair):
-        keep = np.isfinite(pair.losses)
-        return pair.losses[keep], pair.p[keep], pair.q[keep]
-    if isinstance(pair, SwappedPair):
-        base = _atoms(pair.base)
-        return None if base is None else (-base[0], base[2], base[1])
-    if isinstance(pair, MixturePair):
-        base = _atoms(pair.base)
-        if base is None:
-            return None
-        l, p, q = base
-        return np.log1p(pair.w * np.expm1(l)), pair.w * p + (1 - pair.w) * q, q
-    return None
-
-
-def _atom_list(pair: LossPair) -> tuple[np.ndarray, np.ndarray] | None:
-    """(losses, Q-masses) of the finite atoms of a pair (the atoms of a Laplace pair at
-    +-e0 included), for grid alignment; None when unknown."""
-    if isinstance(pair, LaplacePair):
-        e0 = pair.e0
-        return np.array([-e0, e0]), np.array([0.5, 0.5 * math.exp(-e0)])
-    if isinstance(pair, SwappedPair):
-        base = _atom_list(pair.base)
-        if base is None:
-            return None
-        l, q = base
-        # Q of the swap is P of the base: P-mass of an atom = e^l * Q-mass
-        return -l, np.exp(l) * q
-    if isinstance(pair, MixturePair):
-        base = _atom_list(pair.base)
-        return None if base is None else (np.log1p(pair.w * np.expm1(base[0])), base[1])
-    atoms = _atoms(pair)
-    return None if atoms is None else (atoms[0], atoms[2])
-
-
-def _finite_losses(pair: LossPair) -> np.ndarray:
-    atoms = _atoms(pair)
-    return np.array([]) if atoms is None else atoms[0]
-
-
-def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:
-    x = np.asarray(x, dtype=float).reshape(np.shape(like))
-    return float(x) if x.ndim == 0 else x
-
-
-def _applies(run) -> bool:
-    mech = run.mechanism
-    if not (
-        isinstance(run.scheme, Poisson)
-        and isinstance(mech, (Gaussian, Laplace, RandomizedResponse))
-        and isinstance(run.relation, (AddRemove, ZeroOut))
-        and run.relation.group == 1
-    ):
-        return False
-    # the single-step losses must fit the grid's range [-700, 700]
-    if isinstance(mech, Gaussian):
-        return mech.shift(1) <= 25.0
-    if isinstance(mech, Laplace):
-        return mech.sensitivity / mech.scale <= 600.0
-    return True
-
-
-@run_accountant(
-    "pld",
-    applies=_applies,
-    description="privacy loss distributions, two-sided (pessimistic connect-the-dots and "
-    "optimistic lowered chords), FFT composition",
-)
-def _build(run) -> PLDAnalysis:
-    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)

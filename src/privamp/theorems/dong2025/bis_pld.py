@@ -27,7 +27,7 @@ bounded above by U_i from those tails.  D is convex and nonincreasing with D(0) 
 lies below the piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last
 point) and, being convex, below that function's greatest convex minorant; that minorant is
 the profile of a pair on the grid (slope increments = Q-masses), which therefore dominates
-the true pair (Blackwell), and domination survives composition (:mod:`privamp.accounting.pld`).
+the true pair (Blackwell), and domination survives composition (:mod:`privamp.pld`).
 
 *Dominated grid pair* (lower bounds, k = 1): lower bounds on D at the grid points, lowered
 chords (gap to the end tangents, whose slopes are bounded by the Q-tails) and the greatest
@@ -43,30 +43,44 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import special
 
-from ..amplification import partitioning as _part
-from ..errors import NotApplicable
-from ..mechanisms import Gaussian
-from ..numerics import log_diff_ndtr
-from ..results import Bound
-from ..sampling import AddRemove, BalancedIteration, ZeroOut
-from .pld import PLD
-from .registry import BoundPair, RunAnalysis, run_accountant
+from ...errors import NotApplicable
+from ...mechanisms.gaussian import Gaussian
+from ...numerics.arrays import shaped
+from ...numerics.logspace import log_diff_ndtr
+from ...pld.grid import PLD
+from ...results import Bound
+from ...sampling.relations import AddRemove, ZeroOut
+from ...sampling.schemes import BalancedIteration
+from ..registry import BoundPair, RunAnalysis, run_accountant
+from .rdp import _block_counts, forward_divergence, reverse_divergence
 
-__all__ = ["bis_epoch_plds", "bis_epoch_two_sided", "bis_lower_plds", "bis_plds",
-           "bis_statistic_lower_plds", "BISPLDAnalysis"]
+__all__ = [
+    "bis_epoch_plds",
+    "bis_epoch_two_sided",
+    "bis_lower_plds",
+    "bis_plds",
+    "bis_statistic_lower_plds",
+    "BISPLDAnalysis",
+]
 
 
 SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair, "
                 "realised by neighbouring datasets; privamp: dominated grid pair from "
                 "certified lattice tails -- k = 1 exact loss, k > 1 threshold tests on the "
                 "statistic sum_i exp(s Y_i - s^2/2) --, FFT composition)")
+
+
 SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
           "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
           "grid pair, FFT composition)")
 
 
 _U = float(np.finfo(float).eps) / 2.0
+
+
 _MAX_FFT = 1 << 24  # largest circular lattice (beyond: the accountant abstains)
+
+
 _ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
 
 
@@ -509,8 +523,8 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
     law_p = _SumLaw(s, T, s * s, d, n, cache)
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
-    rev = _part.reverse_divergence(s, T, 1, alphas)
-    fwd, _ = _part.forward_divergence(s, T, 1, alphas)
+    rev = reverse_divergence(s, T, 1, alphas)
+    fwd, _ = forward_divergence(s, T, 1, alphas)
     l_min = -float(np.min(rev + math.log(1 / tail) / (alphas - 1)))
 
     def p_above(y: np.ndarray) -> np.ndarray:  # P(S > y) <= e^{(alpha-1)(D_alpha(P||Q) - l)}
@@ -641,10 +655,11 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
     add: PLD | None = None
-    for size, count in _part._block_counts(T, k):
+    for size, count in _block_counts(T, k):
         if size == 1:
-            from ..mechanisms.pairs import GaussianPair, SwappedPair
-            from .pld import discretise
+            from ...pairs.combinators import SwappedPair
+            from ...pairs.mechanism_pairs import GaussianPair
+            from ...pld.discretise import discretise
 
             base = GaussianPair(1.0 / sigma)
             r_b = discretise(base, h, tail / (k * E))[0]
@@ -718,8 +733,8 @@ class BISPLDAnalysis(RunAnalysis):
         lo = None
         if self.optimistic:
             low = np.max([p.epsilon(d) for p in self.optimistic], axis=0)
-            lo = Bound(_shape(np.minimum(low, up), d), "lower", SOURCE_LOWER)
-        return Bound(_shape(up, d), "upper", SOURCE), lo
+            lo = Bound(shaped(np.minimum(low, up), d), "lower", SOURCE_LOWER)
+        return Bound(shaped(up, d), "upper", SOURCE), lo
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
@@ -727,13 +742,8 @@ class BISPLDAnalysis(RunAnalysis):
         lo = None
         if self.optimistic:
             low = np.max([p.delta(e) for p in self.optimistic], axis=0)
-            lo = Bound(_shape(np.minimum(low, up), e), "lower", SOURCE_LOWER)
-        return Bound(_shape(up, e), "upper", SOURCE), lo
-
-
-def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:
-    x = np.asarray(x, dtype=float).reshape(np.shape(like))
-    return float(x) if x.ndim == 0 else x
+            lo = Bound(shaped(np.minimum(low, up), e), "lower", SOURCE_LOWER)
+        return Bound(shaped(up, e), "upper", SOURCE), lo
 
 
 def _applies(run) -> bool:
@@ -756,3 +766,4 @@ def _build(run) -> BISPLDAnalysis:
     mech = run.mechanism
     return BISPLDAnalysis(mech.sigma / mech.sensitivity, run.scheme.steps,
                           run.scheme.participations, run.steps // run.scheme.steps)
+

@@ -8,8 +8,8 @@ implements Opacus's accountant interface (``opacus.accountants.accountant.IAccou
 the privamp scheme of the batch sampler attached to the data loader, so the epsilon reported is
 privamp's bound for that scheme::
 
-    from privamp.torch import ShuffleBatchSampler
-    from privamp.opacus import make_private
+    from privamp.integrations.torch import ShuffleBatchSampler
+    from privamp.integrations.opacus import make_private
 
     sampler = ShuffleBatchSampler(batch_size=64, dataset_size=len(ds), epochs=5, seed=0)
     model, optimizer, loader, accountant = make_private(
@@ -34,31 +34,29 @@ import math
 import warnings
 from typing import Any
 
+from .._validation import check_delta, check_positive
+from ..accounting.training import Training
+from ..mechanisms.gaussian import Gaussian
+from ..results import Bound, Guarantee
+from ..sampling.relations import AddRemove, Relation, Substitution
+from ..sampling.schemes import BalancedIteration, Deterministic, Scheme, Shuffle
+
+__all__ = [
+    "PrivampAccountant",
+    "make_private",
+]
+
+
 try:
     import torch
     from opacus.accountants.accountant import IAccountant
     from torch.utils.data import DataLoader
 except ImportError as exc:  # pragma: no cover - exercised only without opacus
     raise ImportError(
-        "privamp.opacus needs Opacus and PyTorch; install them with "
+        "privamp.integrations.opacus needs Opacus and PyTorch; install them with "
         '`pip install "privamp[opacus]"`'
     ) from exc
 
-from ._validation import check_delta, check_positive
-from .accounting import Training
-from .mechanisms import Gaussian
-from .results import Bound, Guarantee
-from .sampling import (
-    AddRemove,
-    BalancedIteration,
-    Deterministic,
-    Relation,
-    Scheme,
-    Shuffle,
-    Substitution,
-)
-
-__all__ = ["PrivampAccountant", "make_private"]
 
 _EPOCH_SCHEMES = (Shuffle, Deterministic, BalancedIteration)
 
@@ -67,7 +65,8 @@ def _scheme_of(sampler_or_scheme: Any) -> Scheme:
     scheme = getattr(sampler_or_scheme, "scheme", sampler_or_scheme)
     if not isinstance(scheme, Scheme):
         raise ValueError(
-            "sampler must be a privamp batch sampler (privamp.torch) or a privamp scheme, "
+            "sampler must be a privamp batch sampler (privamp.integrations.torch) or a privamp "
+            "scheme, "
             f"got {type(sampler_or_scheme).__name__}"
         )
     return scheme
@@ -124,7 +123,8 @@ class PrivampAccountant(IAccountant):
         """The accountant for the batches ``data_loader`` actually draws: a privamp batch
         sampler attached with ``batch_sampler=``, Opacus's Poisson loader, or a standard
         ``DataLoader(ds, batch_size=b, shuffle=True | False)`` (see
-        :func:`privamp.torch.scheme_of`); keyword arguments as for the constructor.  Raises
+        :func:`privamp.integrations.torch.scheme_of`); keyword arguments as for the
+        constructor.  Raises
         ``ValueError`` for a loader whose sampling law privamp does not know.
         """
         from .torch import scheme_of
@@ -285,7 +285,7 @@ def make_private(
 
     if not hasattr(batch_sampler, "scheme") or not hasattr(batch_sampler, "__iter__"):
         raise ValueError(
-            "batch_sampler must be a privamp batch sampler from privamp.torch "
+            "batch_sampler must be a privamp batch sampler from privamp.integrations.torch "
             f"(with .scheme), got {type(batch_sampler).__name__}"
         )
     n = len(dataset)
@@ -329,3 +329,4 @@ def make_private(
     # Opacus derives the averaging batch size from len(data_loader); use the sampler's.
     optimizer.expected_batch_size = max(1, int(round(batch_sampler.expected_batch_size)))
     return module, optimizer, loader, acc
+

@@ -1,71 +1,19 @@
-"""Tight composition of fixed-size subsampling (without / with replacement) with PLDs.
-
-One subsampled step has, by Balle, Barthe, Gaboardi 2018 (Thms 9-11, groups via Thm 7), the
-privacy profile bound
-
-    delta'(eps') <= sum_j w_j delta_{M, k_j}(eps),   eps' = log(1 + eta (e^eps - 1)),
-
-with weights w_j summing to eta.  By advanced joint convexity (their Thm 2),
-eta delta_{M,k}(eps) is exactly the profile (eps' >= 0) of the mixture pair
-(eta P_k + (1 - eta) Q_k, Q_k), (P_k, Q_k) the dominating pair of M at distance k, so the
-bound is exactly the profile of the *disjoint mixture*
-
-    D = (+)_j (w_j / eta) (eta P_{k_j} + (1 - eta) Q_{k_j},  Q_{k_j})
-
-(draw the index j with probability w_j/eta, then sample the j-th pair; hockey-stick
-divergences of a disjoint mixture are the mixtures of the components').
-
-Which pair dominates *every* ordered pair of neighbours, for *all* eps (eps < 0 included),
-as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
-
-* Without / with replacement under **substitution**: the relation is symmetric and the
-  actual output laws are A = (1-eta) C + eta A1, B = (1-eta) C + eta B1, neither of the form
-  "mixture vs one component".  For a > 1, H_a(A||B) <= H_a(D) (the theorem); for a < 1,
-  H_a(A||B) = 1 - a + a H_{1/a}(B||A) <= 1 - a + a H_{1/a}(D) = H_a(swap D) since (B, A) is
-  a neighbouring pair too.  So the dominating pair must have the profile
-  max(H_a(D), H_a(swap D)) -- equal to H_a(D) for a >= 1 and to H_a(swap D) for a <= 1 for
-  the symmetric base pairs used here -- which is :class:`SymmetrisedPair` ``(D)``.  Composing
-  D and swap D *separately* and taking the max (as for Poisson add/remove) would need every
-  pair of neighbours to be dominated, for all eps, by D or by swap D, which fails (the
-  Gaussian sum with v = +C, v' = -C, other records 0, is dominated by neither), and we know
-  no other proof, so privamp does not do it (without
-  replacement, one record, D and swap D are realised by neighbouring datasets, so that
-  recipe gives the certified *lower* bound below; docs/balle2018.md).
-* With replacement under **add/remove** (Thm 11): with x = x' + {v} the laws are
-  A = (1-eta) B + eta A1 (the "remove" order) and, by Thm 7's coupling, D dominates it for
-  all eps; the "add" order (B, A) is then dominated by swap D.  Each pair of neighbours keeps
-  its order over the T steps, so composing D and swap D separately and taking the max is
-  sound (as dp_accounting does for Poisson).
-
-Lower bounds come from pairs of neighbouring datasets that realise the worst case of one
-step: for the Gaussian sum, all records equal to v' except v with f(v) - f(v') = Delta; a
-batch then holds J copies / members of v, J ~ Binom(m, K/n) (with replacement) or
-Hypergeom(n, K, m) (without), and the output pair is (sum_j P(J=j) N(j Delta, s^2), N(0, s^2))
-(:class:`GaussianShiftMixturePair`, whose privacy loss is increasing in the output).  Its
-composition (and its swap's) is a certified lower bound on the worst case; the truncated
-weights' mass rho is subtracted (T rho of total variation).
+"""Mixture pairs with many components: disjoint mixtures, the symmetrised pair, and the
+Gaussian shift mixtures of fixed-size batches (used by Balle et al. 2018's pairs).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
-from ..amplification.profiles import PAPER, profile_terms
-from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..mechanisms.pairs import GaussianPair, LossPair, MixturePair, SwappedPair, mixture_pair
-from ..numerics import bisect_monotone
-from ..results import Bound
-from ..sampling import AddRemove, Substitution, WithoutReplacement, WithReplacement
-from .pld import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, auto_grid, discretise
-from .registry import BoundPair, RunAnalysis, run_accountant
+from ..numerics.roots import bisect_monotone
+from .loss_pair import LossPair
 
 __all__ = [
     "DisjointMixturePair",
     "SymmetrisedPair",
     "GaussianShiftMixturePair",
-    "fixed_batch_pairs",
-    "FixedBatchPLDAnalysis",
 ]
 
 
@@ -281,145 +229,3 @@ class GaussianShiftMixturePair(LossPair):
                 out = (self.b[:, None] * special.ndtr(xs[None, :] - shifts[:, None])).sum(axis=0)
         return out.reshape(l.shape)
 
-
-# ------------------------------------------------------------------------------------------
-# the pairs of one fixed-size-batch step
-# ------------------------------------------------------------------------------------------
-_LOWER_TRUNC = 1e-18
-
-
-def _count_law(scheme, relation):
-    K = relation.group
-    m, n = scheme.batch_size, scheme.dataset_size
-    if isinstance(scheme, WithoutReplacement):
-        return stats.hypergeom(n, K, m), min(K, m)
-    return stats.binom(m, K / n), m
-
-
-def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
-                      ) -> tuple[list[LossPair], list[LossPair], float, str, str]:
-    """(upper pairs, lower pairs, rho, upper source, lower source) of one step.
-
-    Upper: the run's profile after T steps is <= the max over the upper pairs of their
-    T-fold compositions.  Lower: >= the max over the lower pairs of theirs, minus T rho.
-    """
-    terms = profile_terms(mechanism, scheme, relation)
-    eta = terms.eta
-    comps = [(w / eta, mixture_pair(mechanism.pair(int(k)), eta))
-             for k, w in zip(terms.distances, terms.weights, strict=True) if w > 0]
-    D = comps[0][1] if len(comps) == 1 else DisjointMixturePair(comps)
-    if type(relation) is Substitution:
-        upper = [SymmetrisedPair(D)]
-        up_src = f"{terms.source}; symmetrised dominating pair (both orders of neighbours)"
-    else:
-        upper = [D, SwappedPair(D)]
-        up_src = f"{terms.source}; dominating pairs of the remove and add orders"
-    up_src += f"; {PESSIMISTIC_SOURCE}"
-
-    lower: list[LossPair] = []
-    rho = 0.0
-    realised = "worst-case neighbouring datasets of one step"
-    if isinstance(mechanism, RandomizedResponse):
-        mix = mixture_pair(mechanism.pair(1), eta)
-        lower = [mix, SwappedPair(mix)]
-    elif isinstance(mechanism, Gaussian):
-        unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
-        dist, jmax = _count_law(scheme, relation)
-        j = np.arange(0, jmax + 1)
-        sf = dist.sf(j)
-        big = np.nonzero(sf > _LOWER_TRUNC)[0]
-        J = min(int(big[-1]) + 1 if big.size else 1, jmax)
-        b = dist.pmf(np.arange(0, J + 1))
-        rho = float(dist.sf(J))
-        b = b / b.sum()
-        if J == 1 and eta < 1:
-            pair: LossPair = MixturePair(GaussianPair(unit), float(b[1]))
-        else:
-            pair = GaussianShiftMixturePair(b, unit)
-        lower = [pair, SwappedPair(pair)]
-        rho += 1e-15  # float error of the renormalised weights
-    elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
-            scheme, WithoutReplacement):
-        mix = mixture_pair(mechanism.pair(1), eta)
-        lower = [mix, SwappedPair(mix)]
-    lo_src = f"{realised} ({PAPER}, Thms 9-11 attained); {OPTIMISTIC_SOURCE}"
-    return upper, lower, rho, up_src, lo_src
-
-
-class FixedBatchPLDAnalysis(RunAnalysis):
-    """PLD accounting of T steps of sampling without / with replacement (module docstring)."""
-
-    def __init__(self, mechanism: Mechanism, scheme, relation, steps: int,
-                 h: float | None = None) -> None:
-        self.mechanism, self.scheme, self.relation = mechanism, scheme, relation
-        self.steps = int(steps)
-        up, lo, rho, self.up_src, self.lo_src = fixed_batch_pairs(mechanism, scheme, relation)
-        self.upper_pairs, self.lower_pairs, self.rho = up, lo, rho
-        self.h = h
-        self._plds: tuple[list, list] | None = None
-
-    @property
-    def plds(self) -> tuple[list, list]:
-        if self._plds is None:
-            T = self.steps
-            tail = min(1e-16, 1e-13 / T)
-
-            def step(p):  # each pair is composed on its own grid
-                return self.h if self.h is not None else auto_grid(p, T)
-
-            ups = [discretise(p, step(p), tail, optimistic=False)[0].self_compose(T)
-                   for p in self.upper_pairs]
-            los = [discretise(p, step(p), tail)[1].self_compose(T) for p in self.lower_pairs]
-            self._plds = (ups, los)
-        return self._plds
-
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        e = np.asarray(epsilon, dtype=float)
-        ups, los = self.plds
-        up = np.max([p.delta(e) for p in ups], axis=0)
-        upper = Bound(_shape(up, e), "upper", self.up_src)
-        if not los:
-            return upper, None
-        lo = np.max([p.delta(e) for p in los], axis=0) - self.steps * self.rho
-        lo = np.minimum(np.maximum(lo, 0.0), up)
-        return upper, Bound(_shape(lo, e), "lower", self.lo_src)
-
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        d = np.asarray(delta, dtype=float)
-        ups, los = self.plds
-        up = np.max([p.epsilon(d) for p in ups], axis=0)
-        upper = Bound(_shape(up, d), "upper", self.up_src)
-        if not los:
-            return upper, None
-        dd = d + self.steps * self.rho
-        ok = dd < 1
-        lo = np.max([p.epsilon(np.where(ok, dd, 0.5)) for p in los], axis=0)
-        lo = np.where(ok, lo, 0.0)
-        lo = np.minimum(lo, up)
-        return upper, Bound(_shape(lo, d), "lower", self.lo_src)
-
-
-def _shape(x: np.ndarray, like: np.ndarray) -> float | np.ndarray:
-    x = np.asarray(x, dtype=float).reshape(np.shape(like))
-    return float(x) if x.ndim == 0 else x
-
-
-def _applies(run) -> bool:
-    s, r = run.scheme, run.relation
-    if not isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse)):
-        return False
-    if isinstance(s, WithoutReplacement):
-        return type(r) is Substitution and r.group <= s.batch_size
-    if isinstance(s, WithReplacement):
-        return type(r) in (Substitution, AddRemove) and r.group <= s.batch_size
-    return False
-
-
-@run_accountant(
-    "pld",
-    applies=_applies,
-    description="fixed-size batches without / with replacement: Balle et al. 2018 profiles as "
-    "dominating pairs, composed with two-sided PLDs",
-)
-def _build(run) -> FixedBatchPLDAnalysis:
-    return FixedBatchPLDAnalysis(run.mechanism, run.scheme, run.relation, run.steps)

@@ -1,29 +1,110 @@
-"""The registry of one-step Rényi-DP results, and the dispatcher behind :func:`privamp.rdp`.
+"""Registry of whole-run accountants.
 
-Each result registers itself next to its implementation with :func:`rdp_method`, declaring
-which mechanisms, schemes and relations it covers; nothing here needs editing when a result
-is added.  ``method="best"`` evaluates every applicable result and keeps, order by order, the
-smallest upper bound (all registered values are sound upper bounds, so their minimum is too:
-quadrature-based values are certified enclosures rounded up, never error estimates, see
-:mod:`privamp.numerics.mixture_divergence`; a method that is not proven in general is
-registered with ``in_best=False``).
+An accountant turns a :class:`~privamp.Training` run into an analysis object answering
+``epsilon(delta)`` and ``delta(epsilon)`` with an (upper, lower) pair of :class:`Bound` (either
+may be ``None``).  Accountants register themselves next to their implementation with
+:func:`run_accountant`; ``Training.epsilon(accountant="best")`` asks every applicable one and
+keeps the smallest upper and the largest lower bound.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._validation import check_orders
 from ..errors import NotApplicable
-from ..mechanisms import Mechanism
-from ..sampling import AddRemove, Relation, Scheme
+from ..mechanisms.base import Mechanism
+from ..results import Bound
+from ..sampling.relations import AddRemove, Relation
+from ..sampling.schemes import Scheme
 
-__all__ = ["RdpMethod", "RdpCurve", "rdp_method", "rdp", "rdp_methods", "rdp_curve", "REGISTRY"]
+if TYPE_CHECKING:  # pragma: no cover
+    from ..accounting.training import Training
+
+__all__ = [
+    "RunAnalysis",
+    "RunAccountant",
+    "run_accountant",
+    "ACCOUNTANTS",
+    "BoundPair",
+    "RdpMethod",
+    "RdpCurve",
+    "rdp_method",
+    "rdp",
+    "rdp_methods",
+    "rdp_curve",
+    "REGISTRY",
+]
+
+
+BoundPair = tuple[Bound | None, Bound | None]
+
+
+class RunAnalysis(ABC):
+    """What an accountant knows about one run (built once, queried many times)."""
+
+    @abstractmethod
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        """(upper, lower) bounds on the smallest epsilon with delta(epsilon) <= delta."""
+
+    @abstractmethod
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        """(upper, lower) bounds on the run's privacy profile at epsilon."""
+
+
+@dataclass(frozen=True)
+class RunAccountant:
+    name: str
+    applies: Callable[[Training], bool]
+    build: Callable[[Training], RunAnalysis]
+    description: str = ""
+
+
+ACCOUNTANTS: dict[str, list[RunAccountant]] = {}
+
+
+def run_accountant(
+    name: str, applies: Callable[[Training], bool], description: str = ""
+) -> Callable[[Callable[[Training], RunAnalysis]], Callable[[Training], RunAnalysis]]:
+    """Register ``build(run) -> RunAnalysis`` under the accountant name ``name``.
+
+    Several builders may share a name (e.g. ``"pld"`` for Poisson and for sampling without
+    replacement); each declares with ``applies(run)`` which runs it handles.
+    """
+
+    def register(build):
+        ACCOUNTANTS.setdefault(name, []).append(RunAccountant(name, applies, build, description))
+        return build
+
+    return register
+
+
+def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
+    found = [a for accs in ACCOUNTANTS.values() for a in accs if a.applies(run)]
+    if name == "best":
+        return found
+    chosen = [a for a in found if a.name == name]
+    if not chosen:
+        names = sorted({a.name for a in found}) or ["none"]
+        if name in ACCOUNTANTS:
+            raise NotApplicable(
+                f"accountant {name!r} does not apply to this run; applicable here: "
+                f"{', '.join(names)}"
+            )
+        raise ValueError(
+            f"accountant must be 'best' or one of {', '.join(sorted(ACCOUNTANTS))}, got {name!r}"
+        )
+    return chosen
+
 
 RdpFunc = Callable[[Mechanism, Scheme, Relation, np.ndarray], np.ndarray]
+
+
 Predicate = Callable[[Mechanism, Scheme, Relation], bool]
 
 
@@ -168,3 +249,4 @@ def rdp(
     shape = np.shape(alpha)
     curve = rdp_curve(mechanism, scheme, alpha, relation, method)
     return curve.epsilon.reshape(shape)
+

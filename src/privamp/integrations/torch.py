@@ -28,24 +28,14 @@ from collections.abc import Iterator
 
 import numpy as np
 
-try:
-    import torch  # noqa: F401
-    from torch.utils.data import Sampler
-except ImportError as exc:  # pragma: no cover - exercised only without torch
-    raise ImportError(
-        "privamp.torch needs PyTorch; install it with `pip install \"privamp[torch]\"` "
-        "(or `pip install torch`)"
-    ) from exc
-
-from ._validation import check_int, check_rate
-from .accounting import Training
-from .mechanisms import Mechanism
-from .sampling import (
-    AddRemove,
+from .._validation import check_int, check_rate
+from ..accounting.training import Training
+from ..mechanisms.base import Mechanism
+from ..sampling.relations import AddRemove, Relation
+from ..sampling.schemes import (
     BalancedIteration,
     Deterministic,
     Poisson,
-    Relation,
     Scheme,
     Shuffle,
     WithoutReplacement,
@@ -61,6 +51,17 @@ __all__ = [
     "DeterministicBatchSampler",
     "BalancedIterationSampler",
 ]
+
+
+try:
+    import torch  # noqa: F401
+    from torch.utils.data import Sampler
+except ImportError as exc:  # pragma: no cover - exercised only without torch
+    raise ImportError(
+        "privamp.integrations.torch needs PyTorch; install it with "
+        "`pip install \"privamp[torch]\"` "
+        "(or `pip install torch`)"
+    ) from exc
 
 
 def _rng(seed: int | None, generator: np.random.Generator | None) -> np.random.Generator:
@@ -320,3 +321,4 @@ def scheme_of(data_loader: object) -> Scheme:
         f"privamp does not know the law of the sampler {type(inner).__name__} inside the "
         "BatchSampler"
     )
+

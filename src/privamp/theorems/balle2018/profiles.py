@@ -62,19 +62,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from .._validation import check_epsilon, check_int, check_orders
-from ..mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from ..results import Bound
-from ..sampling import (
-    AddRemove,
-    Poisson,
-    Relation,
-    Scheme,
-    Substitution,
-    WithoutReplacement,
-    WithReplacement,
-)
-from .registry import rdp_method
+from ..._validation import check_epsilon, check_int, check_orders
+from ...mechanisms.base import Mechanism
+from ...mechanisms.gaussian import Gaussian
+from ...mechanisms.laplace import Laplace
+from ...mechanisms.randomized_response import RandomizedResponse
+from ...results import Bound
+from ...sampling.relations import AddRemove, Relation, Substitution
+from ...sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
+from ..registry import rdp_method
 
 __all__ = [
     "profile",
@@ -87,10 +83,17 @@ __all__ = [
     "GROUP_MODES",
 ]
 
+
 GROUP_MODES = ("white-box", "black-box")
+
+
 PAPER = "Balle, Barthe, Gaboardi 2018"
+
+
 #: relative safety margin on returned deltas (covers float error in weights and profiles)
 _REL_MARGIN = 1e-12
+
+
 #: binomial / hypergeometric weights below this total tail mass are lumped together
 _TRUNC = 1e-20
 
@@ -516,7 +519,7 @@ def profile_rdp(
 
 def _rdp_applies(mech, scheme, relation) -> bool:
     # Poisson is left out of the registry: the exact Poisson-subsampled RDP of the same
-    # dominating pair (privamp.amplification.poisson) is never larger than Thm 6 of Thm 8,
+    # dominating pair (privamp.theorems.mironov2019) is never larger than Thm 6 of Thm 8,
     # which bounds both orders of the neighbours by the same profile.  profile_rdp still
     # computes it.
     if isinstance(scheme, WithoutReplacement):
@@ -538,3 +541,4 @@ def _rdp_applies(mech, scheme, relation) -> bool:
 )
 def _balle_profile_rdp(mech, scheme, relation, alpha):
     return profile_rdp(mech, scheme, alpha, relation, "white-box")
+

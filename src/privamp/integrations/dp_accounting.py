@@ -29,20 +29,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._validation import check_int, check_positive
-from .accounting import Training
-from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
-from .sampling import (
-    AddRemove,
-    Poisson,
-    Relation,
-    Scheme,
-    Substitution,
-    WithoutReplacement,
-    WithReplacement,
-)
+from .._validation import check_int, check_positive
+from ..accounting.training import Training
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import RandomizedResponse
+from ..sampling.relations import AddRemove, Relation, Substitution
+from ..sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
 
-__all__ = ["from_dp_event"]
+__all__ = [
+    "from_dp_event",
+]
 
 
 @dataclass(frozen=True)
@@ -188,3 +186,4 @@ def from_dp_event(
             )
     total = sum(c for _, c in steps)
     return Training(first.mechanism, first.scheme, steps=total, relation=rel)
+

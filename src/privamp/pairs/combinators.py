@@ -1,0 +1,104 @@
+"""Pairs built from pairs: the swapped pair (Q, P) and finite mixtures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .loss_pair import LossPair, _as_array
+
+__all__ = [
+    "SwappedPair",
+    "MixturePair",
+    "mixture_pair",
+]
+
+
+class SwappedPair(LossPair):
+    """The pair (Q, P) of a pair (P, Q): its loss is -L."""
+
+    def __init__(self, base: LossPair) -> None:
+        self.base = base
+        self.p_inf = base.q_minf
+        self.q_minf = base.p_inf
+
+    def tail(self, l, dist, upper, strict):
+        other = "Q" if dist == "P" else "P"
+        return self.base.tail(-_as_array(l), other, not upper, strict)
+
+
+class MixturePair(LossPair):
+    """(w P + (1 - w) Q, Q) for a base pair (P, Q) and 0 < w < 1.
+
+    This is the dominating pair of Poisson subsampling at rate w (removal direction) and,
+    through Balle et al. 2018's advanced joint convexity, of many other subsampling schemes.
+    Its loss is L' = log(1 - w + w e^L) >= log(1 - w), a monotone function of the base loss.
+    """
+
+    def __init__(self, base: LossPair, w: float) -> None:
+        if not 0.0 < w < 1.0:
+            raise ValueError(f"MixturePair weight must be in (0, 1), got {w}")
+        self.base, self.w = base, float(w)
+        self.floor = math.log1p(-self.w)
+        self.p_inf = self.w * base.p_inf
+        self.q_minf = 0.0
+
+    def _preimage(self, l: np.ndarray) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            x = np.expm1(l) + self.w
+            out = np.log(np.where(x > 0, x, 1.0)) - math.log(self.w)
+        return np.where(x > 0, out, -np.inf)
+
+    def tail(self, l, dist, upper, strict):
+        l = _as_array(l)
+        return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
+                               strict, {})
+
+    def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """As :meth:`LossPair.bin_masses`, with the preimages and the base tails computed
+        once for both distributions."""
+        edges = np.asarray(edges, dtype=float)
+        l0 = self._preimage(np.maximum(edges, self.floor))
+        memo: dict = {}
+        out = []
+        for dist in ("P", "Q"):
+            up = self._tail_from(edges, l0, dist, True, True, memo)
+            lo = self._tail_from(edges, l0, dist, False, False, memo)
+            use_up = up[:-1] < lo[1:]
+            inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
+            out.append(np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]])))
+        return out[0], out[1]
+
+    def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
+                   strict: bool, memo: dict) -> np.ndarray:
+        w, b = self.w, self.base
+
+        def base_tail(d: str) -> np.ndarray:
+            key = (d, upper, strict)
+            if key not in memo:
+                memo[key] = b.tail(l0, d, upper, strict)
+            return memo[key]
+
+        qb = base_tail("Q")
+        val = qb if dist == "Q" else w * base_tail("P") + (1.0 - w) * qb
+        # At and below the floor the base loss is -inf; fix the tails there exactly.
+        qmi = b.q_minf
+        total = 1.0
+        at_floor_mass = qmi if dist == "Q" else (1.0 - w) * qmi
+        if upper:
+            at = total if not strict else total - at_floor_mass
+            below_val = total
+        else:
+            at = at_floor_mass if not strict else 0.0
+            below_val = 0.0
+        val = np.where(l == self.floor, at, val)
+        return np.where(l < self.floor, below_val, val)
+
+
+def mixture_pair(base: LossPair, w: float) -> LossPair:
+    """(w P + (1-w) Q, Q), with the trivial cases w = 1 (the base pair) handled."""
+    if w >= 1.0:
+        return base
+    return MixturePair(base, w)
+

@@ -1,0 +1,110 @@
+"""Discretisation of a LossPair onto a grid of privacy losses, on both sides: the pessimistic
+connect-the-dots PLD (Doroshenko et al. 2022, arXiv:2207.04380) and privamp's optimistic PLD
+(chords lowered by their largest gap, then made convex), each with its float-error allowance.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive
+from ..errors import NotApplicable
+from ..pairs.loss_pair import LossPair
+from .grid import (
+    _REL_SAFETY,
+    PLD,
+    _bin_split,
+    _optimistic_masses,
+    _strip,
+    _tail_errors,
+    _with_float_allowance,
+)
+
+__all__ = [
+    "discretise",
+]
+
+
+_MAX_LOSS = 700.0
+
+
+#: at most this many points in one step's grid (memory: about 100 bytes per point)
+_MAX_GRID_POINTS = 4_000_000
+
+
+# ------------------------------------------------------------------------------------------
+# discretisation of one pair
+# ------------------------------------------------------------------------------------------
+def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
+    """First index and losses of the grid ``j h`` covering ``pair.loss_range(tail)`` clipped
+    to [-700, 700] (e^l must stay finite).  Clipping is sound: :func:`discretise` moves the
+    P-mass below the grid up to its first point and sends the P-mass above it to +inf
+    (pessimistic), and the optimistic side only uses tails at the grid points; a wide clip
+    only widens the interval.  At most ``_MAX_GRID_POINTS`` points (else NotApplicable)."""
+    lo, hi = pair.loss_range(tail)
+    if math.isnan(lo) or math.isnan(hi):
+        raise NotApplicable("the privacy loss range of this pair could not be computed (NaN); "
+                            "the PLD accountant cannot discretise it")
+    lo = min(max(lo, -_MAX_LOSS), _MAX_LOSS)
+    hi = min(max(hi, lo), _MAX_LOSS)
+    i_lo = math.floor(lo / h) - 1  # one empty bin below: keeps the optimistic total P-mass
+    i_hi = max(math.ceil(hi / h), i_lo + 1)
+    if i_hi - i_lo + 1 > _MAX_GRID_POINTS:
+        raise NotApplicable(
+            f"a PLD grid of step h={h:.3g} over the losses [{lo:.4g}, {hi:.4g}] would need "
+            f"{i_hi - i_lo + 1} points, more than the cap {_MAX_GRID_POINTS:.0f}; use h >= "
+            f"{(hi - lo) / (_MAX_GRID_POINTS - 3):.3g}")
+    return i_lo, np.arange(i_lo, i_hi + 1) * h
+
+
+def discretise(pair: LossPair, h: float, tail: float = 1e-16,
+               optimistic: bool = True, rho_max: float = 1e-10) -> tuple[PLD, PLD | None]:
+    """(pessimistic, optimistic) grid PLDs of one ordered pair on the grid ``j h``.
+
+    The grid covers ``pair.loss_range(tail)``.  Pessimistic: connect-the-dots (Doroshenko
+    et al. 2022); the P-mass below the grid is moved up to its first point, the P-mass above
+    it (and at +inf) goes to ``inf_mass``.  Optimistic: lowered chords + greatest convex
+    minorant (see module docstring), anchored at value 0 at the grid's end.
+
+    ``optimistic=False`` skips the optimistic side (returned as None).  ``rho_max`` caps the
+    relative part of the float-error allowance (:func:`_relative_split`); a T-fold
+    composition multiplies its deltas by up to ``(1 + rho)^T``, so callers composing many
+    steps may raise it to about ``1e-4 / T`` to turn more of the allowance relative.
+    """
+    h = check_positive("h", h)
+    if not 0 < rho_max <= 1e-6:
+        raise ValueError(f"rho_max must be in (0, 1e-6], got {rho_max}")
+    if not 0 < tail < 1e-3:
+        raise ValueError(f"tail must be in (0, 1e-3), got {tail}")
+    finite = float(np.asarray(pair.tail(np.array([np.inf]), "P", False, True))[0])
+    if finite <= 0.0:  # all of P sits at loss +inf (e.g. randomized response with theta = 1)
+        p_inf = float(pair.p_inf)
+        return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + _REL_SAFETY), 1.0), "pessimistic"),
+                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic")
+                if optimistic else None)
+    i_lo, l = _grid(pair, h, tail)
+    pm_all, qm_all = pair.bin_masses(l)
+    pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
+    a = np.exp(l)
+    dlt, e = _bin_split(pb, qb, a, h)
+    errs = _tail_errors(pm_all, qm_all, a)
+
+    # --- pessimistic ---
+    up = a[1:] * e
+    low = a[:-1] * (qb - e)
+    pess = np.zeros(len(l))
+    pess[:-1] += low
+    pess[1:] += up
+    pess[0] += pm_all[0]
+    p = _with_float_allowance(h, i_lo, pess, float(pm_all[-1]), "pessimistic", errs, rho_max)
+    if not optimistic:
+        return _strip(p), None
+
+    # --- optimistic ---
+    o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
+                           lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
+    opt = _with_float_allowance(h, i_lo, o, pair.p_inf, "optimistic", 2.0 * errs, rho_max)
+    return _strip(p), _strip(opt)
+

@@ -1,0 +1,62 @@
+"""Several directions (remove / add) of a run, each a (pessimistic, optimistic) PLD pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..pairs.loss_pair import LossPair
+from .discretise import discretise
+from .grid import PLD
+
+__all__ = [
+    "TwoSidedPLD",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# several directions (add / remove)
+# ------------------------------------------------------------------------------------------
+@dataclass
+class TwoSidedPLD:
+    """PLDs of several directions (e.g. [remove pair, add pair]), each as (pess, opt).
+
+    The run's profile is the max over directions, so upper bounds are the max of the
+    pessimistic ones and lower bounds the max of the optimistic ones.
+    """
+
+    directions: list[tuple[PLD, PLD]]
+
+    @classmethod
+    def from_pairs(cls, pairs: list[LossPair], h: float, tail: float = 1e-16) -> TwoSidedPLD:
+        if not pairs:
+            raise ValueError("pairs must hold at least one LossPair")
+        return cls([discretise(p, h, tail) for p in pairs])
+
+    def compose(self, other: TwoSidedPLD, truncation: float = 1e-16) -> TwoSidedPLD:
+        if len(other.directions) != len(self.directions):
+            raise ValueError("both TwoSidedPLDs must have the same number of directions")
+        return TwoSidedPLD([
+            (p1.compose(p2, truncation), o1.compose(o2, truncation))
+            for (p1, o1), (p2, o2) in zip(self.directions, other.directions, strict=True)
+        ])
+
+    def self_compose(self, T: int, truncation: float | None = None) -> TwoSidedPLD:
+        return TwoSidedPLD([
+            (p.self_compose(T, truncation), o.self_compose(T, truncation))
+            for p, o in self.directions
+        ])
+
+    def delta(self, epsilon: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """(upper, lower) bounds on the profile at eps (max over directions of each)."""
+        ups = [p.delta(epsilon) for p, _ in self.directions]
+        los = [o.delta(epsilon) for _, o in self.directions]
+        return np.max(ups, axis=0), np.max(los, axis=0)
+
+    def epsilon(self, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
+        """(upper, lower) bounds on the smallest eps with profile <= delta."""
+        ups = [p.epsilon(delta) for p, _ in self.directions]
+        los = [o.epsilon(delta) for _, o in self.directions]
+        return np.max(ups, axis=0), np.max(los, axis=0)
+

@@ -1,0 +1,8 @@
+"""Balle, Barthe, Gaboardi 2018 (arXiv:1807.01647): privacy profiles and (eps, delta)
+amplification by subsampling (:mod:`.profiles`), and the PLD accountant of fixed-size batches
+built from their dominating pairs (:mod:`.pld`)."""
+
+from . import pld, profiles
+from .profiles import profile, profile_bound
+
+__all__ = ["pld", "profiles", "profile", "profile_bound"]

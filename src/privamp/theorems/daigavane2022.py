@@ -1,0 +1,55 @@
+"""Daigavane et al. 2022 (arXiv:2111.15521): the group RDP bound for sampling without
+replacement that Schuchardt et al. 2024 restate as Prop E.5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.stats import hypergeom
+
+from ..mechanisms.base import Mechanism
+from ..numerics.mixture_divergence import logsumexp
+from ..sampling.relations import Substitution
+from ..sampling.schemes import WithoutReplacement
+from .registry import rdp_method
+
+__all__ = [
+    "daigavane_rdp",
+]
+
+
+SRC_DAIGAVANE = "Daigavane et al. 2022 (Schuchardt et al. 2024, Prop E.5)"
+
+
+# ----------------------------------------------------------------------------------------
+# Daigavane et al. 2022 (Prop E.5)
+# ----------------------------------------------------------------------------------------
+def daigavane_rdp(mech: Mechanism, scheme: WithoutReplacement, group: int, alpha) -> np.ndarray:
+    """Prop E.5 (Schuchardt et al. 2024), after Daigavane et al. 2022: for K-fold substitution
+    under sampling ``q`` of ``N`` records without replacement,
+    ``Psi_a <= sum_k HyperGeom(k | N, K, q) max_{d(y,y') <= k} Psi_a(b_y || b_y')``
+    (optimal transport without conditioning, Thm 3.3).  The inner maximum is the base
+    mechanism's RDP at group distance k (white-box)."""
+    a = np.atleast_1d(np.asarray(alpha, dtype=float))
+    q, n = scheme.batch_size, scheme.dataset_size
+    if group > n:
+        raise ValueError(f"group must be <= dataset_size={n} for Prop E.5, got {group}")
+    ks = np.arange(0, min(group, q) + 1)
+    logw = hypergeom.logpmf(ks, n, group, q)
+    terms = [np.full(a.shape, logw[0])]
+    for k, lw in zip(ks[1:], logw[1:], strict=True):
+        terms.append(lw + (a - 1) * mech._rdp(a, int(k)))
+    total = logsumexp(np.stack(terms), axis=0)
+    return np.maximum(total * (1 + 1e-14), 0.0) / (a - 1)
+
+
+@rdp_method(
+    "daigavane",
+    SRC_DAIGAVANE,
+    schemes=(WithoutReplacement,),
+    relations=(Substitution,),
+    when=lambda m, s, r: type(r) is Substitution,
+)
+def _daigavane_method(mech, scheme, relation, alpha):
+    return daigavane_rdp(mech, scheme, relation.group, alpha)
+

@@ -1,0 +1,395 @@
+"""The PLD accountant for Poisson subsampling (add/remove, zero-out): the remove and add
+dominating pairs of a Poisson-subsampled mechanism (Zhu, Dong, Wang 2022, arXiv:2106.08567),
+the automatic grid, and the run accountant "pld" for Poisson runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive
+from ..errors import NotApplicable
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import RandomizedResponse
+from ..numerics.arrays import shaped
+from ..pairs.combinators import MixturePair, SwappedPair
+from ..pairs.discrete import DiscretePair
+from ..pairs.loss_pair import LossPair
+from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
+from ..pld.compose import _TWO_LEVEL_FACTOR, _TWO_LEVEL_MIN_T, _optimistic_factor, compose_two_level
+from ..pld.discretise import _MAX_LOSS, discretise
+from ..pld.grid import _QUERY_REL, OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, _zero_pld
+from ..pld.two_sided import TwoSidedPLD
+from ..results import Bound
+from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.schemes import Poisson
+from .registry import BoundPair, RunAnalysis, run_accountant
+
+__all__ = [
+    "poisson_pairs",
+    "PLDAnalysis",
+    "auto_grid",
+    "pld_analysis",
+]
+
+
+def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[LossPair]:
+    """Dominating pairs of one Poisson-subsampled step under add/remove:
+    [remove: (q P + (1-q) Q, Q), add: its swap] (Zhu, Dong, Wang 2022, "Optimal accounting
+    of differential privacy via characteristic function", AISTATS, dominating pairs of
+    Poisson subsampling; rate 1: the base pair and its swap).  ``distance`` is the group
+    distance of the base mechanism's pair."""
+    rate = float(rate)
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    base = mechanism.pair(distance)
+    if rate == 1.0:
+        return [base, SwappedPair(base)]
+    mix = MixturePair(base, rate)
+    return [mix, SwappedPair(mix)]
+
+
+# ------------------------------------------------------------------------------------------
+# run accountant
+# ------------------------------------------------------------------------------------------
+def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
+    """A grid step h for composing ``pair`` T times (see :func:`_auto_grid`)."""
+    return _auto_grid(pair, T, points)[0]
+
+
+def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, float]:
+    """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
+    it, only the width of the certified interval and the cost).
+
+    h = (interquartile range of the single-step loss under P) / 120, but coarse enough that
+    the T-fold grid (about 20 sqrt(T) sd(L) + the single-step range, after truncation) has
+    at most ``points`` points.  For the remove direction ``(w P + (1-w) Q, Q)`` of
+    Poisson-subsampled Gaussian at rates w <= 0.1, h is at most ``_LEAD_STEP`` (the
+    connect-the-dots error is second order in h whatever the loss's spread, and the chained
+    optimistic discretisation keeps the lower bound within a fraction of a percent at that
+    step), and for its add direction ``_SECONDARY_COST`` times coarser (its profile lies far
+    below; :class:`PLDAnalysis` composes only its pessimistic side and refines it if it ever
+    decides the upper bound).
+    """
+    atoms = _atoms(pair)
+    if atoms is not None and len(atoms[0]):
+        # discrete: misplaced atoms cost the optimistic bound first order in h, so use the
+        # whole point budget (but at most sd / 2000 is needed)
+        l, p, _ = atoms
+        tot = max(float(p.sum()), 1e-300)
+        mean = float(np.sum(p * l)) / tot
+        sd = math.sqrt(max(float(np.sum(p * (l - mean) ** 2)) / tot, 1e-18))
+        width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
+        return _cap_composed(float(min(max(width / points, sd / 2000.0), 0.05)), width), width
+    coarse = _secondary_direction(pair)
+    lead = _lead_direction(pair)
+    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
+    lo_d, hi_d = max(lo_d, -_MAX_LOSS), min(hi_d, _MAX_LOSS)  # ... clipped as _grid does
+    lo, hi = pair.loss_range(1e-12)
+    grid = np.linspace(lo, hi, 4001)
+    cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    w = np.diff(cdf)
+    tot = max(float(w.sum()), 1e-300)
+    mean = float(np.sum(w * mid)) / tot
+    sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
+    width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
+    if lead or coarse:
+        base = pair.base if coarse else pair
+        h = min(_LEAD_STEP, _loss_iqr(base) / _LEAD_IQR_BINS)
+        h *= _SECONDARY_COST if coarse else 1.0
+        if T >= _TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
+            points *= _TWO_LEVEL_FACTOR
+    else:
+        quart = np.interp([0.25, 0.75], cdf, grid)
+        iqr = float(quart[1] - quart[0])
+        spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
+        h = spread / 120.0
+    h = max(h, width / points,
+            (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (_SECONDARY_COST if coarse else 1.0)))
+    return _cap_composed(float(min(h, 0.05)), width), width
+
+
+#: at most about this many points in the T-fold composition's window (the 0.05 cap on h
+#: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
+_MAX_COMPOSED_POINTS = 2e6
+
+
+def _cap_composed(h: float, width: float) -> float:
+    """h, coarsened if the composed window ``width`` would need more than
+    ``_MAX_COMPOSED_POINTS`` points (a coarser grid is as sound, only wider)."""
+    return float(max(h, width / _MAX_COMPOSED_POINTS))
+
+
+#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
+#: at most _LEAD_STEP, and at most the interquartile range of its loss / _LEAD_IQR_BINS
+_LEAD_STEP = 6e-5
+
+
+_LEAD_IQR_BINS = 15.0
+
+
+#: at most this many grid points for one step's PLD
+_MAX_SINGLE_POINTS = 2e6
+
+
+def _loss_iqr(pair: LossPair) -> float:
+    """Interquartile range of the loss under P (bracket search on the tails)."""
+    from ..pairs.loss_pair import _bracket
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        return pair.tail(x, "P", False, False)
+
+    lo, hi = pair.loss_range(1e-12)
+    q1 = _bracket(cdf, 0.25, lo, hi, increasing=True, side="hi", rounds=5)
+    q3 = _bracket(cdf, 0.75, lo, hi, increasing=True, side="hi", rounds=5)
+    return max(q3 - q1, 1e-12)
+
+
+#: the secondary (add) direction of a Poisson-subsampled pair gets a grid this much coarser
+_SECONDARY_COST = 4.0
+
+
+def _lead_direction(pair: LossPair) -> bool:
+    """True for the remove direction ``(w P + (1 - w) Q, Q)`` of Poisson-subsampled Gaussian
+    at a small rate ``w <= 0.1``."""
+    return (isinstance(pair, MixturePair) and isinstance(pair.base, GaussianPair)
+            and pair.w <= 0.1)
+
+
+def _secondary_direction(pair: LossPair) -> bool:
+    """True for the add direction ``(Q, w P + (1 - w) Q)`` of Poisson-subsampled Gaussian at a
+    small rate ``w <= 0.1``.  Its profile lies well below the remove direction's for the pairs the
+    accountant handles (the run's bounds are maxima over directions), so a coarser grid there
+    costs no width of the run's interval, only time saved.  A heuristic: soundness never
+    depends on the grid."""
+    return isinstance(pair, SwappedPair) and _lead_direction(pair.base)
+
+
+class PLDAnalysis(RunAnalysis):
+    """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
+
+    ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
+    step of each direction is adjusted so that its largest loss lies on the grid, which
+    removes the first-order rounding of the top atom in the optimistic bound).  The
+    composition is computed on the first query and cached.
+    """
+
+    def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
+        self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
+        self.h = None if h is None else check_positive("h", h)
+        self.grid: list[float] = []
+        self._pld: TwoSidedPLD | None = None
+
+    @property
+    def pld(self) -> TwoSidedPLD:
+        if self._pld is None:
+            self._pairs = poisson_pairs(self.mechanism, self.rate)
+            self._tail = min(1e-16, 1e-13 / self.steps)
+            self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
+            self._partial = []
+            dirs = []
+            for i, pair in enumerate(self._pairs):
+                h, width = (self.h, 0.0) if self.h is not None else _auto_grid(pair,
+                                                                               self.steps)
+                if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
+                    h = _aligned_step(pair, h, width / _MAX_COMPOSED_POINTS)
+                self.grid.append(h)
+                if self.h is None and _secondary_direction(pair):
+                    # pessimistic side only: a lower bound from the other direction is
+                    # valid, and this one is refined if it ever decides the upper bound
+                    p, _ = discretise(pair, h, self._tail, optimistic=False,
+                                      rho_max=self._rho)
+                    self._partial.append(i)
+                    dirs.append((compose_two_level(p, self.steps), _zero_pld(h)))
+                elif self.h is None and _lead_direction(pair):
+                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
+                    o = o.coarsen(_optimistic_factor(pair.w))
+                    dirs.append((compose_two_level(p, self.steps),
+                                 compose_two_level(o, self.steps)))
+                else:
+                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
+                    _check_slack(p, self.steps)
+                    dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
+            self._pld = TwoSidedPLD(dirs)
+        return self._pld
+
+    def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
+        """Compose a coarse, pessimistic-only direction fully (on the finest grid in use) if
+        its upper bound exceeds every full direction's at some query point."""
+        pld = self.pld
+        full = [i for i in range(len(pld.directions)) if i not in self._partial]
+        if not self._partial or not full:
+            return
+        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
+        h = min(self.grid[i] for i in full)
+        for i in list(self._partial):
+            if np.any(getattr(pld.directions[i][0], which)(x) > best):
+                p, o = discretise(self._pairs[i], h, self._tail, rho_max=self._rho)
+                pld.directions[i] = (p.self_compose(self.steps), o.self_compose(self.steps))
+                self.grid[i] = h
+                self._partial.remove(i)
+
+    def _query(self, x: np.ndarray, which: str) -> BoundPair:
+        x = np.asarray(x, dtype=float)
+        if self.rate == 0.0:
+            z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
+            return z, z
+        self._refine_if_deciding(x, which)
+        up, lo = getattr(self.pld, which)(x)
+        _check_finite_upper(self.pld, up, lo, x, which)
+        return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
+            shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._query(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._query(epsilon, "delta")
+
+
+def _check_slack(p: PLD, T: int) -> None:
+    """Refuse (NotApplicable) before composing when the allowances of one step (float-error
+    slack, mass at +inf, total mass above 1 from the safety factors), added T times, already
+    reach 0.1: every upper bound of the composition would be >= 0.1, at great cost."""
+    excess = p.slack + p.inf_mass + max(float(np.sum(p.masses)) - 1.0, 0.0)
+    if T * excess >= 0.1:
+        raise NotApplicable(
+            f"steps={T} is too many for the PLD accountant here: the numerical allowances of "
+            f"one step ({excess:.3g}) times the steps reach {T * excess:.3g}, so every upper "
+            f"bound would be >= 0.1; steps must be below {0.1 / excess:.3g}")
+
+
+def _check_finite_upper(pld: TwoSidedPLD, up: np.ndarray, lo: np.ndarray, x: np.ndarray,
+                        which: str) -> None:
+    """Refuse (NotApplicable) an infinite upper bound on epsilon that the lower bound does not
+    certify: the grid's mass at +inf plus its float-error allowance exceed the delta asked
+    for, so this grid cannot answer (another accountant may).  An infinite epsilon certified
+    by both sides (e.g. randomized response with theta = 1, whose P-mass at +inf exceeds
+    delta) is the true answer and is returned."""
+    if which != "epsilon":
+        return
+    bad = np.isposinf(np.asarray(up)) & ~np.isposinf(np.asarray(lo))
+    if not np.any(bad):
+        return
+    floor = max(p.inf_mass + p.slack for p, _ in pld.directions)
+    d = float(np.min(np.asarray(x, dtype=float)[np.broadcast_to(bad, np.shape(x))]))
+    raise NotApplicable(
+        f"the PLD accountant cannot certify a finite epsilon at delta={d:.3g}: its grid's "
+        f"mass at infinite loss plus its numerical-error allowance is {floor:.3g}; it "
+        f"answers delta >= {floor * (1 + 2 * _QUERY_REL):.3g} (or ask another accountant)")
+
+
+def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
+    """The PLD analysis of a :class:`~privamp.Training` run with an explicit grid step
+    ``h`` (``None``: automatic).  ``Training.epsilon(accountant="pld")`` uses h=None."""
+    if not _applies(run):
+        raise NotApplicable(
+            "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
+            "response runs under add/remove or zero-out with group 1"
+        )
+    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
+
+
+def _aligned_step(pair: LossPair, h: float, floor: float = 0.0) -> float:
+    """For a discrete pair: a step in [max(h/4, floor), h] putting the largest finite loss just
+    above a grid point and the other atoms as close to grid points as possible.
+
+    A grid-supported optimistic pair must lose O(Q_atom h) on a half-line for every atom
+    strictly inside a bin (and round the top atom down), which composes to a first-order
+    error; atoms (nearly) on grid points cost nothing.  Soundness does not depend on this.
+    """
+    atoms = _atom_list(pair)
+    if atoms is None or not len(atoms[0]):
+        return h
+    l, q = atoms
+    top = float(l.max())
+    if top <= 0:
+        return h
+    n0 = math.ceil(top / h)
+    ns = np.arange(n0, 4 * n0 + 1)[:20000]
+    steps = top / ns * (1.0 - 1e-12)
+    steps = steps[steps >= max(h / 4.0, floor)]  # floor: the composed window's point cap
+    if not len(steps):  # no aligned step in range (e.g. the top atom lies below h / 4)
+        return h
+    others = l < top
+    if not others.any():
+        return float(steps[0])
+    frac = np.mod(l[others][None, :] / steps[:, None], 1.0)
+    score = np.sum(q[others][None, :] * np.minimum(frac, 1.0 - frac), axis=1)
+    return float(steps[int(np.argmin(score))])
+
+
+def _atoms(pair: LossPair) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(finite losses, P-probabilities, Q-probabilities) of a pair built from DiscretePair
+    by mixing and swapping; None for pairs with a continuous part."""
+    if isinstance(pair, DiscretePair):
+        keep = np.isfinite(pair.losses)
+        return pair.losses[keep], pair.p[keep], pair.q[keep]
+    if isinstance(pair, SwappedPair):
+        base = _atoms(pair.base)
+        return None if base is None else (-base[0], base[2], base[1])
+    if isinstance(pair, MixturePair):
+        base = _atoms(pair.base)
+        if base is None:
+            return None
+        l, p, q = base
+        return np.log1p(pair.w * np.expm1(l)), pair.w * p + (1 - pair.w) * q, q
+    return None
+
+
+def _atom_list(pair: LossPair) -> tuple[np.ndarray, np.ndarray] | None:
+    """(losses, Q-masses) of the finite atoms of a pair (the atoms of a Laplace pair at
+    +-e0 included), for grid alignment; None when unknown."""
+    if isinstance(pair, LaplacePair):
+        e0 = pair.e0
+        return np.array([-e0, e0]), np.array([0.5, 0.5 * math.exp(-e0)])
+    if isinstance(pair, SwappedPair):
+        base = _atom_list(pair.base)
+        if base is None:
+            return None
+        l, q = base
+        # Q of the swap is P of the base: P-mass of an atom = e^l * Q-mass
+        return -l, np.exp(l) * q
+    if isinstance(pair, MixturePair):
+        base = _atom_list(pair.base)
+        return None if base is None else (np.log1p(pair.w * np.expm1(base[0])), base[1])
+    atoms = _atoms(pair)
+    return None if atoms is None else (atoms[0], atoms[2])
+
+
+def _finite_losses(pair: LossPair) -> np.ndarray:
+    atoms = _atoms(pair)
+    return np.array([]) if atoms is None else atoms[0]
+
+
+def _applies(run) -> bool:
+    mech = run.mechanism
+    if not (
+        isinstance(run.scheme, Poisson)
+        and isinstance(mech, (Gaussian, Laplace, RandomizedResponse))
+        and isinstance(run.relation, (AddRemove, ZeroOut))
+        and run.relation.group == 1
+    ):
+        return False
+    # the single-step losses must fit the grid's range [-700, 700]
+    if isinstance(mech, Gaussian):
+        return mech.shift(1) <= 25.0
+    if isinstance(mech, Laplace):
+        return mech.sensitivity / mech.scale <= 600.0
+    return True
+
+
+@run_accountant(
+    "pld",
+    applies=_applies,
+    description="privacy loss distributions, two-sided (pessimistic connect-the-dots and "
+    "optimistic lowered chords), FFT composition",
+)
+def _build(run) -> PLDAnalysis:
+    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)
+

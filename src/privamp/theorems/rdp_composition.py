@@ -1,0 +1,265 @@
+"""Rényi-DP composition of registered one-step results: RdpAccountant (heterogeneous steps)
+and the run accountant "rdp": one-step Rényi-DP curves of the registry, composed over the run
+(Mironov 2017, arXiv:1702.07476, Prop 1) and converted by Balle et al. 2020
+(arXiv:1905.09982, Thm 21).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_delta, check_epsilon, check_int, check_orders
+from ..errors import NotApplicable
+from ..mechanisms.base import Mechanism
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import RandomizedResponse
+from ..renyi.conversion import (
+    _CURVE_MAX_ORDER,
+    _MAX_ORDER,
+    CONVERSIONS,
+    SOURCE_BALLE,
+    SOURCE_PURE,
+    CurveFn,
+    _CurveCache,
+    optimal_delta,
+    optimal_epsilon,
+)
+from ..results import Bound
+from ..sampling.relations import AddRemove, Relation, ZeroOut
+from ..sampling.schemes import Poisson, Scheme
+from .registry import REGISTRY, BoundPair, RunAnalysis, rdp_curve, rdp_methods, run_accountant
+
+__all__ = [
+    "RdpAccountant",
+    "compositions",
+    "pure_dp_epsilon",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# pure DP: a finite worst-case privacy loss
+# ------------------------------------------------------------------------------------------
+_PURE_ROUND = 1e-12  # relative upward rounding of a pure-DP epsilon
+
+
+def pure_dp_epsilon(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> float | None:
+    """An upper bound on the largest privacy loss of one step (the step is then eps-DP, pure),
+    or None when privamp knows none (Gaussian noise, other schemes).
+
+    Base mechanism at distance 1: Laplace k Delta / b, randomized response
+    log(theta / (1 - theta)) (None for theta = 1).  Poisson subsampling at rate q under
+    add/remove or zero-out: the dominating pairs (q P + (1 - q) Q, Q) and its swap have losses
+    log(1 - q + q e^l) and -log(1 - q + q e^l) for base losses l in [-L, L], hence
+    max(log(1 - q + q e^L), -log(1 - q + q e^{-L})).  A group of K: K times the one-record
+    value (group privacy of pure DP).  Rounded up.
+    """
+    if not isinstance(scheme, Poisson) or not isinstance(relation, (AddRemove, ZeroOut)):
+        return None
+    if isinstance(mechanism, Laplace):
+        L = mechanism.epsilon0(1)
+    elif isinstance(mechanism, RandomizedResponse):
+        L = mechanism.epsilon0()
+    else:
+        return None
+    if not np.isfinite(L):
+        return None
+    q = scheme.rate
+    if q <= 0.0:
+        return 0.0
+    if q >= 1.0:
+        step = L
+    else:
+        step = max(np.log1p(q * np.expm1(L)), -np.log1p(q * np.expm1(-L)))
+    return float(relation.group * step * (1.0 + _PURE_ROUND))
+
+
+# ------------------------------------------------------------------------------------------
+# the accountant
+# ------------------------------------------------------------------------------------------
+class RdpAccountant:
+    """An Opacus-like Rényi-DP accountant.
+
+    >>> acc = RdpAccountant()
+    >>> acc.compose((Gaussian(1.1), Poisson(256 / 60000)), steps=14063)   # doctest: +SKIP
+    >>> acc.get_epsilon(1e-5)                                              # doctest: +SKIP
+
+    ``compose`` takes a curve function ``alpha -> rdp`` (vectorised) or a tuple
+    ``(mechanism, scheme)`` / ``(mechanism, scheme, relation)``, whose curve is
+    :func:`privamp.rdp` with ``method="best"``; ``steps`` copies are composed.
+    """
+
+    def __init__(self, conversion: str = "balle2020") -> None:
+        if conversion not in CONVERSIONS:
+            raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
+        self.conversion = conversion
+        self._terms: list[tuple[CurveFn, int, tuple | None]] = []
+        self._cache = _CurveCache(self._curve)  # total curve values, reset by compose
+        #: pure-DP epsilon of everything composed (None: unknown), see pure_dp_epsilon
+        self.pure_epsilon: float | None = 0.0
+        self._max_order = _MAX_ORDER
+
+    def compose(self, step: CurveFn | tuple, steps: int = 1) -> RdpAccountant:
+        n = check_int("steps", steps, minimum=1)
+        if isinstance(step, tuple):
+            if len(step) not in (2, 3):
+                raise ValueError(
+                    "step must be (mechanism, scheme) or (mechanism, scheme, relation)"
+                )
+            mech, scheme = step[0], step[1]
+            relation = step[2] if len(step) == 3 else AddRemove()
+            if not isinstance(mech, Mechanism) or not isinstance(scheme, Scheme):
+                raise ValueError("step must be (mechanism, scheme[, relation]) of privamp objects")
+            if not isinstance(relation, Relation):
+                raise ValueError(f"relation must be a privamp relation, got {relation!r}")
+            rdp_curve(mech, scheme, 2.0, relation)  # raises ValueError if nothing applies
+
+            def fn(a: np.ndarray, mech=mech, scheme=scheme, relation=relation) -> np.ndarray:
+                return rdp_curve(mech, scheme, a, relation).epsilon
+
+            self._terms.append((fn, n, (mech, scheme, relation)))
+            pure = pure_dp_epsilon(mech, scheme, relation)
+            self._max_order = min(self._max_order, _CURVE_MAX_ORDER)
+        elif callable(step):
+            self._terms.append((step, n, None))
+            pure = None
+        else:
+            raise ValueError("step must be a callable alpha -> rdp or a (mechanism, scheme) tuple")
+        if self.pure_epsilon is not None and pure is not None:
+            self.pure_epsilon = (self.pure_epsilon + n * pure) * (1.0 + _PURE_ROUND)
+        else:
+            self.pure_epsilon = None
+        self._cache = _CurveCache(self._curve)
+        return self
+
+    def rdp(self, alpha: float | np.ndarray) -> np.ndarray:
+        """Total RDP of everything composed so far at orders ``alpha``."""
+        a = check_orders(alpha)
+        flat = np.atleast_1d(a).ravel()
+        total = np.zeros_like(flat)
+        for fn, n, _ in self._terms:
+            total = total + n * np.asarray(fn(flat), dtype=float).reshape(flat.shape)
+        return total.reshape(np.shape(a))
+
+    def _curve(self, a: np.ndarray) -> np.ndarray:
+        return self.rdp(a)
+
+    def get_epsilon_and_order(self, delta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(eps, order): order is the RDP order used, nan where eps = 0 came from the
+        total-variation bound and inf where the pure-DP epsilon was smaller."""
+        if not self._terms:
+            d = check_delta(delta)
+            return np.zeros(d.shape), np.full(d.shape, np.nan)
+        eps, order = optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache,
+                                     max_order=self._max_order)
+        if self.pure_epsilon is not None:
+            pure = eps > self.pure_epsilon
+            eps = np.where(pure, self.pure_epsilon, eps)
+            order = np.where(pure, np.inf, order)
+        return eps, order
+
+    def get_epsilon(self, delta: float | np.ndarray) -> float | np.ndarray:
+        """Upper bound on epsilon at ``delta`` (float for a scalar delta)."""
+        eps, _ = self.get_epsilon_and_order(delta)
+        return float(eps) if np.ndim(delta) == 0 else eps
+
+    def get_delta(self, epsilon: float | np.ndarray) -> float | np.ndarray:
+        """Upper bound on delta at ``epsilon`` (float for a scalar epsilon)."""
+        if not self._terms:
+            e = check_epsilon(epsilon)
+            out = np.zeros(e.shape)
+        else:
+            out, _ = self.get_delta_and_order(epsilon)
+        return float(out) if np.ndim(epsilon) == 0 else out
+
+    def get_delta_and_order(self, epsilon: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(delta, order): delta = 0 with order inf at eps >= the pure-DP epsilon (exact)."""
+        e = check_epsilon(epsilon)
+        if not self._terms:
+            return np.zeros(e.shape), np.full(e.shape, np.nan)
+        pure = (np.zeros(e.shape, dtype=bool) if self.pure_epsilon is None
+                else e >= self.pure_epsilon)
+        delta = np.zeros(e.shape)
+        order = np.full(e.shape, np.inf)
+        if not pure.all():
+            d, o = optimal_delta(self._curve, e[~pure], self.conversion, _cache=self._cache,
+                                 max_order=self._max_order)
+            delta[~pure], order[~pure] = d, o
+        return delta, order
+
+    def methods_at(self, alpha: float | np.ndarray) -> list[str]:
+        """Names of the RDP methods giving the composed curve at the orders ``alpha``."""
+        names: set[str] = set()
+        a = np.atleast_1d(np.asarray(alpha, dtype=float))
+        a = a[np.isfinite(a)]
+        if not a.size:
+            return []
+        for _, _, spec in self._terms:
+            if spec is None:
+                names.add("user curve")
+            else:
+                names.update(str(m) for m in rdp_curve(spec[0], spec[1], a, spec[2]).methods)
+        return sorted(names)
+
+
+# ------------------------------------------------------------------------------------------
+# the run accountant "rdp"
+# ------------------------------------------------------------------------------------------
+
+
+def compositions(run) -> int:
+    """How many one-step RDP results compose into the run: ``run.steps`` for per-step schemes
+    (Poisson, without/with replacement, model splitting), the number of epochs for per-epoch
+    schemes (balanced iteration, deterministic, shuffle), which must then be whole."""
+    if run.scheme.per_epoch:
+        per = run.scheme.steps_per_epoch
+        if run.steps % per:
+            raise NotApplicable(
+                f"steps={run.steps} is not a whole number of epochs of {run.scheme} "
+                f"({per} steps per epoch); the RDP accountant composes whole epochs"
+            )
+        return run.steps // per
+    return run.steps
+
+
+def _applies(run) -> bool:
+    found = rdp_methods(run.mechanism, run.scheme, run.relation)
+    return any(REGISTRY[name].in_best for name, _ in found)
+
+
+class _RdpRun(RunAnalysis):
+    def __init__(self, run) -> None:
+        self.acc = RdpAccountant().compose(
+            (run.mechanism, run.scheme, run.relation), compositions(run)
+        )
+
+    def _source(self, orders: np.ndarray) -> str:
+        o = np.asarray(orders, dtype=float)
+        parts = []
+        if not np.isposinf(o).all():
+            methods = self.acc.methods_at(o[~np.isposinf(o)])
+            used = ", ".join(methods) if methods else "any (TV bound)"
+            parts.append(f"RDP (methods: {used}) converted by {SOURCE_BALLE}")
+        if np.isposinf(o).any():
+            parts.append(SOURCE_PURE.format(eps=self.acc.pure_epsilon))
+        return "; ".join(parts)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        eps, orders = self.acc.get_epsilon_and_order(delta)
+        value = float(eps) if np.ndim(eps) == 0 else eps
+        return Bound(value, "upper", self._source(orders)), None
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        out, orders = self.acc.get_delta_and_order(epsilon)
+        value = float(out) if np.ndim(out) == 0 else out
+        kind = "exact" if np.isposinf(orders).all() else "upper"  # delta = 0 above the max loss
+        return Bound(value, kind, self._source(orders)), None
+
+
+@run_accountant(
+    "rdp",
+    _applies,
+    "Rényi-DP composition of the best one-step RDP result, converted by Balle et al. 2020, Thm 21",
+)
+def _build_rdp(run) -> RunAnalysis:
+    return _RdpRun(run)
+
