@@ -64,10 +64,10 @@ from ...pld.discretise import discretise
 from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
-from ...sampling.schemes import WithoutReplacement, WithReplacement
+from ...sampling.schemes import WithoutReplacement
 from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
-from .profiles import PAPER, profile_terms
+from .profiles import PAPER, covers_fixed_batch, profile_terms
 
 __all__ = [
     "fixed_batch_pairs",
@@ -193,14 +193,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
 
 
 def _applies(run) -> bool:
-    s, r = run.scheme, run.relation
-    if not isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse)):
-        return False
-    if isinstance(s, WithoutReplacement):
-        return type(r) is Substitution and r.group <= s.batch_size
-    if isinstance(s, WithReplacement):
-        return type(r) in (Substitution, AddRemove) and r.group <= s.batch_size
-    return False
+    return isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse)) and \
+        covers_fixed_batch(run.scheme, run.relation)
 
 
 @run_accountant(

@@ -522,6 +522,13 @@ def _rdp_applies(mech, scheme, relation) -> bool:
     # dominating pair (privamp.theorems.mironov2019) is never larger than Thm 6 of Thm 8,
     # which bounds both orders of the neighbours by the same profile.  profile_rdp still
     # computes it.
+    return covers_fixed_batch(scheme, relation)
+
+
+def covers_fixed_batch(scheme, relation) -> bool:
+    """Whether Thms 9-11 give a white-box group profile for this fixed-size scheme and
+    relation: without replacement under substitution, with replacement under substitution or
+    add/remove, for groups no larger than a batch."""
     if isinstance(scheme, WithoutReplacement):
         return type(relation) is Substitution and relation.group <= scheme.batch_size
     if isinstance(scheme, WithReplacement):
