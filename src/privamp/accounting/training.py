@@ -20,6 +20,7 @@ from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import Scheme
 from ..theorems.registry import BoundPair, RunAnalysis, applicable
+from .screening import rdp_ruled_out
 
 __all__ = [
     "Training",
@@ -67,7 +68,8 @@ class Training:
         """
         return self._analyses(name)[0]
 
-    def _analyses(self, name: str) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
+    def _analyses(self, name: str, skip: tuple[str, ...] = ()
+                  ) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
         accountants = applicable(self, name)
         if not accountants:
             raise NotApplicable(
@@ -78,36 +80,63 @@ class Training:
         declined: list[tuple[str, str]] = []
         errors: list[NotApplicable] = []
         for acc in accountants:
-            key = f"{acc.name}:{id(acc)}"
-            if key not in self._cache:
-                try:
-                    self._cache[key] = acc.build(self)
-                except NotApplicable as exc:
-                    if name != "best":
-                        raise
-                    self._cache[key] = exc
-            built = self._cache[key]
+            if acc.name in skip:
+                continue
+            built = self._built(acc, name)
             if isinstance(built, NotApplicable):
                 errors.append(built)
                 declined.append((acc.name, str(built)))
                 continue
             out.append((acc.name, built))
-        if not out:
+        if not out and errors:
             raise errors[0]
         return out, declined
 
-    def _query(self, accountant: str, ask) -> tuple[list[BoundPair], tuple[tuple[str, str], ...]]:
-        analyses, declined = self._analyses(accountant)
-        pairs: list[BoundPair] = []
+    def _built(self, acc, name: str) -> RunAnalysis | NotApplicable:
+        key = f"{acc.name}:{id(acc)}"
+        if key not in self._cache:
+            try:
+                self._cache[key] = acc.build(self)
+            except NotApplicable as exc:
+                if name != "best":
+                    raise
+                self._cache[key] = exc
+        return self._cache[key]
+
+    def _ask(self, analyses, accountant: str, which: str, x: np.ndarray,
+             pairs: list[BoundPair], declined: list[tuple[str, str]]) -> list[NotApplicable]:
         errors: list[NotApplicable] = []
         for acc_name, an in analyses:
             try:
-                pairs.append(ask(an))
+                pairs.append(getattr(an, which)(x))
             except NotApplicable as exc:
                 if accountant != "best":
                     raise
                 errors.append(exc)
                 declined.append((acc_name, str(exc)))
+        return errors
+
+    def _query(self, accountant: str, which: str, x: np.ndarray
+               ) -> tuple[list[BoundPair], tuple[tuple[str, str], ...]]:
+        """Ask the accountants; with "best", the RDP accountant only when it can win
+        (:mod:`privamp.accounting.screening`)."""
+        later = ("rdp",) if accountant == "best" else ()
+        analyses, declined = self._analyses(accountant, skip=later)
+        pairs: list[BoundPair] = []
+        errors = self._ask(analyses, accountant, which, x, pairs, declined)
+        uppers = [np.asarray(u.value, dtype=float) for u, _ in pairs if u is not None]
+        for acc in applicable(self, accountant):
+            if acc.name not in later:
+                continue
+            if uppers and rdp_ruled_out(self, [an for _, an in analyses], which, x,
+                                        np.min(np.broadcast_arrays(*uppers), axis=0)):
+                continue
+            built = self._built(acc, accountant)
+            if isinstance(built, NotApplicable):
+                errors.append(built)
+                declined.append((acc.name, str(built)))
+                continue
+            errors += self._ask([(acc.name, built)], accountant, which, x, pairs, declined)
         if not pairs:
             raise errors[0]
         return pairs, tuple(declined)
@@ -120,7 +149,7 @@ class Training:
             ValueError: ``delta`` outside (0, 1).
         """
         d = check_delta(delta)
-        pairs, declined = self._query(accountant, lambda an: an.epsilon(d))
+        pairs, declined = self._query(accountant, "epsilon", d)
         return _combine(pairs, np.shape(delta), declined)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
@@ -131,7 +160,7 @@ class Training:
             ValueError: ``epsilon`` negative or NaN.
         """
         e = check_epsilon(epsilon)
-        pairs, declined = self._query(accountant, lambda an: an.delta(e))
+        pairs, declined = self._query(accountant, "delta", e)
         return _combine(pairs, np.shape(epsilon), declined)
 
     def __str__(self) -> str:

@@ -22,6 +22,7 @@ from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
 from ..pld.compose import _TWO_LEVEL_FACTOR, _TWO_LEVEL_MIN_T, _optimistic_factor, compose_two_level
 from ..pld.discretise import _MAX_LOSS, discretise
+from ..pld.moments import renyi_floor
 from ..pld.grid import _QUERY_REL, OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, _zero_pld
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
@@ -244,6 +245,15 @@ class PLDAnalysis(RunAnalysis):
         _check_finite_upper(self.pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Lower bounds on the run's Rényi DP at orders ``alpha``: the max over directions of
+        the optimistic composed PLD's divergence (:func:`privamp.pld.moments.renyi_floor`;
+        each optimistic PLD belongs to a pair the true one dominates), and at least
+        2 TV^2 <= KL <= D_alpha (Pinsker), TV >= the certified lower bound on delta(0)."""
+        tv = float(np.max(self.pld.delta(np.zeros(1))[1]))
+        floors = [renyi_floor(o, alpha) for _, o in self.pld.directions]
+        return np.maximum(np.max(floors, axis=0), 2.0 * max(tv, 0.0) ** 2)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         return self._query(delta, "epsilon")

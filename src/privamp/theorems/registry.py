@@ -208,6 +208,15 @@ def _applicable(mechanism, scheme, relation, method):
     return chosen
 
 
+def _one_tight(chosen: list[RdpMethod]) -> list[RdpMethod]:
+    """The methods worth computing: a tight (exact) result is the true divergence of the worst
+    pair up to its certified rounding, so no other upper bound can be smaller by more than
+    that rounding (~1e-11 relative); keep the first tight one registered and skip the rest
+    (issue 14: the sampled-Gaussian curve was computed by two exact methods and a looser one)."""
+    tight = [m for m in chosen if m.tight]
+    return tight[:1] if tight else chosen
+
+
 def rdp_curve(
     mechanism: Mechanism,
     scheme: Scheme,
@@ -218,7 +227,7 @@ def rdp_curve(
     """Like :func:`rdp`, also telling which method gave each order."""
     relation = AddRemove() if relation is None else relation
     a = np.atleast_1d(check_orders(alpha))
-    chosen = _applicable(mechanism, scheme, relation, method)
+    chosen = _one_tight(_applicable(mechanism, scheme, relation, method))
     values = np.stack(
         [np.asarray(m.func(mechanism, scheme, relation, a), dtype=float) for m in chosen]
     )

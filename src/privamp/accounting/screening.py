@@ -1,0 +1,106 @@
+"""Which accountants can win: the rule "best" follows (issue 14).
+
+The rule.  "best" reports the smallest upper bound and the largest lower bound over the
+applicable accountants.  It runs every accountant except "rdp" (the PLD accountants, the exact
+and closed-form ones).  The RDP accountant gives no lower bound, so it matters only if its
+upper bound could be smaller than the best upper bound already in hand; it is run unless that
+is ruled out by a certified floor on its answer:
+
+* an analysis that offers ``renyi_floor(alpha)`` (the Poisson PLD accountant: its optimistic
+  PLDs belong to pairs the run's true pair dominates, so by data processing their Rényi
+  divergences are <= the run's RDP, hence <= any RDP upper bound the "rdp" accountant
+  composes) bounds the RDP curve from below at every order;
+* the conversion (Balle et al. 2020, arXiv:1905.09982, Thm 21, with the total-variation
+  shortcut) is monotone in the RDP value, so its minimum over an interval of orders [a, b]
+  is at least :func:`~privamp.renyi.conversion.eps_floor` of the floor at a (the RDP of a
+  pair is nondecreasing in the order); intervals covering all orders the accountant may try
+  (1 + 1e-9 .. 1e6) are split where the floor is below the target, for a bounded number of
+  rounds;
+* a pure-DP step (Laplace, randomized response) makes the RDP accountant answer at most the
+  pure epsilon of the run: if that is below the best upper bound, "rdp" runs.
+
+If every interval's floor is >= the best upper bound at every query point, the RDP
+accountant cannot give a smaller upper bound and is skipped: "best" is then exactly as tight
+as running all accountants, at the cost of the PLD alone.  Otherwise (tiny delta, very long
+runs, no floor offered, the PLD declined) it runs as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..renyi.conversion import eps_floor, log_delta_floor
+from ..theorems.rdp_composition import compositions, pure_dp_epsilon
+
+__all__ = [
+    "rdp_cannot_win",
+    "rdp_ruled_out",
+]
+
+
+#: orders the RDP accountant may try: a - 1 in [1e-9, 1e6 - 1]
+_T_LO, _T_HI = 1e-9, 1e6
+
+
+_START_INTERVALS = 48
+
+
+_ROUNDS = 16
+
+
+_MAX_INTERVALS = 1500
+
+
+def rdp_cannot_win(floor: Callable[[np.ndarray], np.ndarray], which: str, x: np.ndarray,
+                   target: np.ndarray) -> bool:
+    """True if the Balle 2020 conversion of every RDP curve >= ``floor`` gives, at every
+    query point ``x`` (deltas if ``which == "epsilon"``, epsilons if ``"delta"``), a value
+    >= ``target`` (the best upper bound already in hand); False if that is not certified
+    within the round budget."""
+    x = np.atleast_1d(np.asarray(x, dtype=float)).ravel()
+    target = np.broadcast_to(np.asarray(target, dtype=float), np.shape(x)).ravel()
+    edges = np.geomspace(_T_LO, _T_HI, _START_INTERVALS + 1)
+    lo, hi = edges[:-1], edges[1:]
+    vals = np.asarray(floor(1.0 + lo), dtype=float)
+    for _ in range(_ROUNDS):
+        if which == "epsilon":
+            fl = eps_floor(1.0 + lo, 1.0 + hi, vals, x)
+        else:
+            fl = np.exp(log_delta_floor(1.0 + lo, 1.0 + hi, vals, x))
+        bad = (fl < target[:, None]).any(axis=0)
+        if not bad.any():
+            return True
+        if lo.size + bad.sum() > _MAX_INTERVALS:
+            return False
+        mid = np.sqrt(lo[bad] * hi[bad])
+        new_vals = np.maximum(np.asarray(floor(1.0 + mid), dtype=float), vals[bad])
+        lo = np.concatenate([lo[~bad], lo[bad], mid])
+        hi = np.concatenate([hi[~bad], mid, hi[bad]])
+        vals = np.concatenate([vals[~bad], vals[bad], new_vals])
+    return False
+
+
+def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np.ndarray
+                  ) -> bool:
+    """The rule of this module for one query: True if the "rdp" accountant cannot beat
+    ``best_upper`` (the smallest upper bound of the accountants run so far)."""
+    floors = [an.renyi_floor for an in analyses if hasattr(an, "renyi_floor")]
+    if not floors:
+        return False
+    best_upper = np.asarray(best_upper, dtype=float)
+    if not np.all(np.isfinite(best_upper)):
+        return False
+    pure = pure_dp_epsilon(run.mechanism, run.scheme, run.relation)
+    if pure is not None:
+        total = compositions(run) * pure
+        if which == "epsilon" and np.any(total < best_upper):
+            return False
+        if which == "delta" and np.any(np.asarray(x) >= total):
+            return False  # delta = 0 exactly there by pure DP
+
+    def floor(alpha: np.ndarray) -> np.ndarray:
+        return np.max([f(alpha) for f in floors], axis=0)
+
+    return rdp_cannot_win(floor, which, x, best_upper)
