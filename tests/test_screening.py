@@ -1,0 +1,95 @@
+"""The "best" rule (issue 14): skipping the RDP accountant never loosens "best".
+
+Reference: the smallest upper bound of every applicable accountant run on its own (a fresh
+run per accountant), against the rule's answer; and the floors of the rule against the RDP
+curve they bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import privamp as pa
+from privamp.renyi.conversion import eps_floor, eps_from_rdp
+
+SETTINGS = [
+    (pa.Gaussian(1.0), 0.01, 100, 1e-5),
+    (pa.Gaussian(1.0), 0.01, 100, 1e-100),   # tiny delta: the PLD declines, RDP answers
+    (pa.Gaussian(0.8), 1e-3, 1000, 1e-5),
+    (pa.Gaussian(2.0), 1.0, 5, 1e-5),
+    (pa.Gaussian(1.1), 256 / 60000, 2000, 1e-5),
+    (pa.Gaussian(0.6), 0.05, 300, 1e-9),
+    (pa.Laplace(1.0), 0.01, 1000, 1e-5),
+    (pa.Laplace(0.2), 0.01, 50, 1e-3),      # pure DP near the answer
+    (pa.RandomizedResponse(0.9), 0.05, 100, 1e-8),
+]
+
+
+def _all_upper(m, q, T, which, x) -> float:
+    vals = []
+    for acc in ("pld", "rdp"):
+        run = pa.Training(m, pa.Poisson(q), steps=T)
+        try:
+            g = getattr(run, which)(x, accountant=acc)
+        except pa.NotApplicable:
+            continue
+        vals.append(float(g.upper.value))
+    return min(vals)
+
+
+@pytest.mark.parametrize("m,q,T,delta", SETTINGS)
+def test_best_never_looser_than_all_epsilon(m, q, T, delta):
+    best = pa.Training(m, pa.Poisson(q), steps=T).epsilon(delta)
+    assert float(best.upper.value) <= _all_upper(m, q, T, "epsilon", delta) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("m,q,T,delta", SETTINGS[:4] + SETTINGS[6:8])
+def test_best_never_looser_than_all_delta(m, q, T, delta):
+    eps = float(pa.Training(m, pa.Poisson(q), steps=T).epsilon(delta, accountant="rdp").upper)
+    for e in (0.5 * eps, eps):
+        best = pa.Training(m, pa.Poisson(q), steps=T).delta(e)
+        assert float(best.upper.value) <= _all_upper(m, q, T, "delta", e) * (1 + 1e-12)
+
+
+def test_rdp_is_skipped_when_it_cannot_win(monkeypatch):
+    """The rule saves the RDP curve on the canonical run (and the answer is the PLD's)."""
+    from privamp.theorems import mironov2019
+
+    calls = []
+    orig = mironov2019.sampled_gaussian_rdp
+    monkeypatch.setattr(mironov2019, "sampled_gaussian_rdp",
+                        lambda *a, **k: calls.append(1) or orig(*a, **k))
+    g = pa.Training(pa.Gaussian(1.1), pa.Poisson(256 / 60000), steps=14063).epsilon(1e-5)
+    assert "PLD" in g.upper.source and not calls
+
+
+def test_renyi_floor_below_exact_composed_rdp():
+    """The PLD's floor lies below T x the exact sampled-Gaussian RDP (integer orders: the
+    binomial sum of Mironov et al. 2019, evaluated here with mpmath)."""
+    import mpmath as mp
+
+    mp.mp.dps = 40
+    q, s, T = 0.01, 1.0, 500
+    an = pa.Training(pa.Gaussian(s), pa.Poisson(q), steps=T).analysis("pld")[0][1]
+    for n in (2, 3, 5, 8):
+        tot = mp.fsum(mp.binomial(n, k) * (1 - q) ** (n - k) * mp.mpf(q) ** k
+                      * mp.e ** ((k * k - k) / (2 * s * s)) for k in range(n + 1))
+        exact = T * float(mp.log(tot) / (n - 1))
+        fl = float(an.renyi_floor(np.array([float(n)]))[0])
+        assert fl <= exact
+        assert fl >= 0.9 * exact  # the floor is useful, not vacuous
+
+
+def test_eps_floor_below_conversion_on_interval():
+    """eps_floor over [a, b] lies below the conversion at every order in between, for a
+    nondecreasing curve (checked on a fine grid)."""
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        a = 1 + 10 ** rng.uniform(-3, 2)
+        b = a * (1 + 10 ** rng.uniform(-3, 0))
+        orders = np.linspace(a, b, 400)
+        curve = rng.uniform(0, 5) * orders ** rng.uniform(0, 1.5)
+        d = 10 ** rng.uniform(-12, -2)
+        fine, _ = eps_from_rdp(orders, curve, d)
+        fl = eps_floor(np.array([a]), np.array([b]), curve[:1], np.array([d]))[0, 0]
+        assert fl <= fine
