@@ -245,32 +245,102 @@ def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np
         return
 
 
+#: integer orders tried first by :func:`_search_integers_first`: 2..64, dp-accounting's
+#: 128..1024, then ~1.4x apart up to 2e4 (higher orders only if the search moves there)
+_INTEGER_ORDERS: np.ndarray = np.unique(np.concatenate([
+    np.arange(2.0, 65.0), [128.0, 256.0, 512.0, 1024.0], np.round(np.geomspace(64.0, 2e4, 16))]))
+
+
+#: orders below 2, tried only when the best integer order is 2
+_LOW_ORDERS: np.ndarray = 1.0 + np.geomspace(1e-4, 0.9, 12)
+
+
+#: points of the chord search between the best order's neighbours
+_CHORD_POINTS = 257
+
+
+def _chord_bound(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
+    """Upper bounds on the curve at orders ``x`` inside the cached range: the CGF
+    (a - 1) rdp(a) of a Rényi divergence is convex in a (van Erven & Harremoës 2014, Cor. 2),
+    so its chord between two cached orders (upper bounds there) bounds it between them."""
+    k = (cache.alpha - 1.0) * cache.rdp
+    with np.errstate(invalid="ignore"):
+        return np.interp(x, cache.alpha, k) / (x - 1.0)
+
+
+def _bracket(cache: _CurveCache, objective: Callable) -> tuple[float, float, float]:
+    """(lo, best, hi): the best cached order and its neighbours (lo: halfway to 1 at the
+    first), and the best order of the chord bound between them."""
+    vals = objective(cache.alpha, cache.rdp)
+    i = int(np.argmin(vals))
+    a = cache.alpha
+    lo = a[i - 1] if i > 0 else 1.0 + 0.5 * (a[0] - 1.0)
+    hi = a[min(i + 1, a.size - 1)]
+    x = np.linspace(lo, hi, _CHORD_POINTS)
+    chord = objective(x, _chord_bound(cache, x))
+    best = float(x[int(np.nanargmin(chord))]) if np.isfinite(chord).any() else float(a[i])
+    return float(lo), best, float(hi)
+
+
+def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: float) -> None:
+    """Order search for curves whose integer orders are cheap (privamp's one-step curves:
+    exact binomial sums) and real orders dear (certified quadrature): one batch of real orders.
+
+    Integer orders first (:data:`_INTEGER_ORDERS`, which hold dp-accounting's integers; below
+    2 only if 2 wins, then one more batch between the best one's neighbours).  Between the
+    best order's neighbours: every order of dp-accounting's grid (1.1..10.9 by 0.1) and the
+    optimum of the chord bound (:func:`_chord_bound`, free), in one evaluation; above 11 the
+    integers there.  So the orders searched hold every order of dp-accounting's grid in the
+    best bracket: for an objective unimodal over the orders, the result is at most
+    dp-accounting's on the same curve.  About 100 integer and <= 40 real orders per delta,
+    against ~100-500 real ones for :func:`_search`.
+    """
+    cache.add(_INTEGER_ORDERS[_INTEGER_ORDERS <= max_order])
+    if not np.isfinite(objective(cache.alpha, cache.rdp)).any():
+        return
+    lo, best, hi = _bracket(cache, objective)
+    if lo < 2.0:
+        cache.add(_LOW_ORDERS)
+        lo, best, hi = _bracket(cache, objective)
+        cache.add(np.append(1.0 + np.geomspace(lo - 1.0, hi - 1.0, 10)[1:-1], best))
+        lo, best, hi = _bracket(cache, objective)
+    grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
+    grid = grid[(grid >= 1.1) & (grid <= 10.9)]
+    if hi > 11.0:
+        grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
+    new = np.append(grid, best)
+    cache.add(np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
 def optimal_epsilon(
     curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER,
+    max_order: float = _MAX_ORDER, integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
-    refined per delta (see module docstring); orders at most ``max_order``."""
+    refined per delta (see module docstring); orders at most ``max_order``.
+    ``integers_first``: the search of :func:`_search_integers_first`."""
     d = check_delta(delta)
     cache = _CurveCache(curve) if _cache is None else _cache
+    search = _search_integers_first if integers_first else _search
     for dv in np.unique(d.ravel()):
-        _search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
-                max_order)
+        search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
+               max_order)
     return eps_from_rdp(cache.alpha, cache.rdp, d, conversion)
 
 
 def optimal_delta(
     curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER,
+    max_order: float = _MAX_ORDER, integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon;
     orders at most ``max_order``."""
     e = check_epsilon(epsilon)
     cache = _CurveCache(curve) if _cache is None else _cache
+    search = _search_integers_first if integers_first else _search
     for ev in np.unique(e.ravel()):
-        _search(cache,
-                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
-                max_order)
+        search(cache,
+               lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
+               max_order)
     return delta_from_rdp(cache.alpha, cache.rdp, e, conversion)
 
 

@@ -27,7 +27,16 @@ from ..renyi.conversion import (
 from ..results import Bound
 from ..sampling.relations import AddRemove, Relation, ZeroOut
 from ..sampling.schemes import Poisson, Scheme
-from .registry import REGISTRY, BoundPair, RunAnalysis, rdp_curve, rdp_methods, run_accountant
+from .registry import (
+    REGISTRY,
+    BoundPair,
+    RunAnalysis,
+    _applicable,
+    _one_tight,
+    rdp_curve,
+    rdp_methods,
+    run_accountant,
+)
 
 __all__ = [
     "RdpAccountant",
@@ -97,6 +106,8 @@ class RdpAccountant:
         #: pure-DP epsilon of everything composed (None: unknown), see pure_dp_epsilon
         self.pure_epsilon: float | None = 0.0
         self._max_order = _MAX_ORDER
+        #: every term is a privamp one-step curve (cheap integer orders): search integers first
+        self._integers_first = False
 
     def compose(self, step: CurveFn | tuple, steps: int = 1) -> RdpAccountant:
         n = check_int("steps", steps, minimum=1)
@@ -119,8 +130,10 @@ class RdpAccountant:
             self._terms.append((fn, n, (mech, scheme, relation)))
             pure = pure_dp_epsilon(mech, scheme, relation)
             self._max_order = min(self._max_order, _CURVE_MAX_ORDER)
+            self._integers_first = all(spec is not None for _, _, spec in self._terms)
         elif callable(step):
             self._terms.append((step, n, None))
+            self._integers_first = False
             pure = None
         else:
             raise ValueError("step must be a callable alpha -> rdp or a (mechanism, scheme) tuple")
@@ -150,7 +163,8 @@ class RdpAccountant:
             d = check_delta(delta)
             return np.zeros(d.shape), np.full(d.shape, np.nan)
         eps, order = optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache,
-                                     max_order=self._max_order)
+                                     max_order=self._max_order,
+                                     integers_first=self._integers_first)
         if self.pure_epsilon is not None:
             pure = eps > self.pure_epsilon
             eps = np.where(pure, self.pure_epsilon, eps)
@@ -182,7 +196,8 @@ class RdpAccountant:
         order = np.full(e.shape, np.inf)
         if not pure.all():
             d, o = optimal_delta(self._curve, e[~pure], self.conversion, _cache=self._cache,
-                                 max_order=self._max_order)
+                                 max_order=self._max_order,
+                                 integers_first=self._integers_first)
             delta[~pure], order[~pure] = d, o
         return delta, order
 
@@ -196,6 +211,8 @@ class RdpAccountant:
         for _, _, spec in self._terms:
             if spec is None:
                 names.add("user curve")
+            elif len(chosen := _one_tight(_applicable(spec[0], spec[1], spec[2], "best"))) == 1:
+                names.add(chosen[0].name)  # one method computes every order: no evaluation
             else:
                 names.update(str(m) for m in rdp_curve(spec[0], spec[1], a, spec[2]).methods)
         return sorted(names)
