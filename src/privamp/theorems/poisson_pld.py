@@ -22,8 +22,8 @@ from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
 from ..pld.compose import _TWO_LEVEL_FACTOR, _TWO_LEVEL_MIN_T, _optimistic_factor, compose_two_level
 from ..pld.discretise import _MAX_LOSS, discretise
-from ..pld.moments import renyi_floor
 from ..pld.grid import _QUERY_REL, OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, _zero_pld
+from ..pld.moments import renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
