@@ -52,3 +52,59 @@ def test_calibrate_errors():
         pa.calibrate(0.0, 1e-5, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.1), steps=1))
     with pytest.raises(ValueError, match="delta"):
         pa.calibrate(1.0, 2.0, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.1), steps=1))
+
+
+def _analytic_gaussian_delta(s: float, eps: float) -> float:
+    """delta(eps) of a Gaussian with mean shift s (Balle & Wang 2018, Thm 8)."""
+    from scipy import stats
+
+    return stats.norm.cdf(s / 2 - eps / s) - math.exp(eps) * stats.norm.cdf(-s / 2 - eps / s)
+
+
+def test_calibrate_steps_knob_matches_closed_form():
+    # T releases of Gaussian(sigma): one Gaussian of shift sqrt(T) / sigma; the largest T
+    # meeting (eps, delta) by the closed form, against the calibrated integer
+    sigma, eps, delta = 20.0, 2.0, 1e-5
+    probes = []
+    got = pa.calibrate(eps, delta, lambda T: pa.Training(pa.Gaussian(sigma), pa.Poisson(1.0),
+                                                         steps=T),
+                       knob="steps", callback=lambda v, g: probes.append((v, g)))
+    assert got.kind == "lower" and got.value == int(got.value)
+    assert _analytic_gaussian_delta(math.sqrt(got.value) / sigma, eps) <= delta
+    # the accountant's upper bound is within 0.1% of the truth: T + 1% fails
+    assert _analytic_gaussian_delta(math.sqrt(got.value * 1.01) / sigma, eps) > delta
+    assert probes and all(isinstance(v, int) for v, _ in probes)
+    assert all(g is None or g.upper is not None for _, g in probes)
+
+
+def test_calibrate_rate_knob_by_dp_accounting():
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    sigma, T, eps, delta = 1.0, 1000, 1.0, 1e-5
+    got = pa.calibrate(eps, delta, lambda q: pa.Training(pa.Gaussian(sigma), pa.Poisson(q),
+                                                         steps=T), knob="rate")
+
+    def dpa(q):
+        d = pld.from_gaussian_mechanism(sigma, sampling_prob=q,
+                                        value_discretization_interval=1e-4)
+        return d.self_compose(T).get_epsilon_for_delta(delta)
+
+    assert got.kind == "lower"
+    assert dpa(got.value) <= eps + 2e-3
+    assert dpa(got.value * 1.01) > eps
+
+
+def test_calibrate_noise_probes_stay_near_the_answer():
+    """No absurd probes (issue 14): every probe within a factor 2 of the answer, few probes."""
+    probes = []
+    got = pa.calibrate(3.0, 1e-5, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.01),
+                                                        steps=10_000),
+                       callback=lambda v, g: probes.append(v))
+    assert len(probes) <= 10
+    assert all(0.5 * got.value <= v <= 2 * got.value for v in probes)
+
+
+def test_calibrate_unknown_knob():
+    with pytest.raises(ValueError, match="knob"):
+        pa.calibrate(1.0, 1e-5, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.1), steps=1),
+                     knob="temperature")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from .._validation import check_delta, check_positive
 from ..errors import NotApplicable
@@ -14,10 +13,25 @@ from ..sampling.schemes import Scheme
 from .training import Training
 
 __all__ = [
+    "KNOBS",
     "calibrate",
     "compare",
     "Comparison",
 ]
+
+
+#: the knobs :func:`calibrate` can tune: (default search range, integer-valued, epsilon
+#: increases with the value)
+KNOBS: dict[str, tuple[float, float, bool, bool]] = {
+    "noise": (1e-2, 1e3, False, False),
+    "rate": (1e-7, 1.0, False, True),
+    "batch_size": (1.0, 1e7, True, True),
+    "steps": (1.0, 1e9, True, True),
+    "epochs": (1e-3, 1e6, False, True),
+}
+
+
+Probe = Callable[[float, Guarantee | None], None]
 
 
 def calibrate(
@@ -26,52 +40,213 @@ def calibrate(
     make_run: Callable[[float], Training],
     *,
     accountant: str = "best",
-    lo: float = 1e-2,
-    hi: float = 1e3,
+    lo: float | None = None,
+    hi: float | None = None,
     rtol: float = 1e-3,
+    knob: str = "noise",
+    start: float | None = None,
+    callback: Probe | None = None,
 ) -> Bound:
-    """Smallest noise multiplier sigma (within ``rtol``) for which ``make_run(sigma)`` has an
-    epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``.
+    """The knob value (noise multiplier by default) for which ``make_run(value)`` has an
+    epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``, within ``rtol``.
 
-    Returns a Bound of kind ``"upper"``: the returned sigma meets the target (it is an upper
-    bound on the smallest sigma that does), with the accountant's source.
+    ``knob``: ``"noise"`` (the smallest sigma meeting the target; returned as a Bound of kind
+    ``"upper"``: an upper bound on that smallest sigma), or ``"rate"``, ``"batch_size"``,
+    ``"steps"``, ``"epochs"`` (epsilon grows with them: the largest value meeting the target,
+    kind ``"lower"``; batch size and steps are integers).  ``make_run`` maps the value to a
+    :class:`Training`.  ``lo``/``hi`` bound the search (defaults per knob in :data:`KNOBS`).
+
+    The search never probes far from the answer: it starts at ``start`` (default: a
+    closed-form estimate for Poisson-subsampled Gaussian noise, Bu et al. 2020 CLT,
+    arXiv:1911.11607 — only an estimate, every answer is checked by the accountant; else the
+    geometric middle of the range), walks outward by growing factors until the target is
+    bracketed, then closes the bracket by regula falsi (Illinois) on log epsilon against
+    log value.  ``callback(value, guarantee)`` is called after every probe (``guarantee`` is
+    ``None`` where the accountant declined the run).
+
+    Raises:
+        ValueError: a parameter out of range, an unknown knob, or no value in [lo, hi] meets
+            the target (the message names the bound to move).
     """
     target = check_positive("target_epsilon", target_epsilon)
     d = float(check_delta(delta))
-    lo = check_positive("lo", lo)
-    hi = check_positive("hi", hi)
+    if knob not in KNOBS:
+        raise ValueError(f"knob must be one of {', '.join(KNOBS)}, got {knob!r}")
+    dlo, dhi, integer, increasing = KNOBS[knob]
+    lo = check_positive("lo", dlo if lo is None else lo)
+    hi = check_positive("hi", dhi if hi is None else hi)
+    if not lo < hi:
+        raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
+    rtol = check_positive("rtol", rtol)
+    probes = _Probes(make_run, d, accountant, callback, integer)
 
-    def eps_at(sigma: float, probe: bool = True) -> tuple[float, str]:
-        run = make_run(sigma)
-        try:
-            g = run.epsilon(d, accountant=accountant)
-        except NotApplicable:
-            if not probe:
-                raise
-            # the accountant declines this noise level (e.g. losses too large to discretise
-            # at tiny sigma): count it as not meeting the target, never as meeting it
-            return float("inf"), ""
-        if g.upper is None:
-            raise ValueError("the accountant gives no upper bound for this run; cannot calibrate")
-        return float(g.upper.value), g.upper.source
+    def meets(x: float) -> bool:
+        return probes.eps(x) <= target
 
-    e_hi, src = eps_at(hi, probe=False)
-    if e_hi > target:
+    x0 = start if start is not None else _estimate(make_run, target, d, knob, lo, hi)
+    x0 = float(min(max(x0, lo), hi))
+    bad, good = _bracket(meets, x0, lo, hi, increasing, integer)
+    if good is None:
+        end = "lo" if increasing else "hi"
         raise ValueError(
-            f"even sigma={hi} gives epsilon {e_hi:.4g} > target_epsilon={target}; raise hi"
-        )
-    e_lo, _ = eps_at(lo)
-    if e_lo <= target:
-        return Bound(lo, "upper", f"calibrated (target met already at the search floor); {src}")
-    a, b = np.log(lo), np.log(hi)
-    while b - a > np.log1p(rtol):
-        m = 0.5 * (a + b)
-        e, s = eps_at(float(np.exp(m)))
+            f"even {knob}={lo if increasing else hi:g} gives epsilon "
+            f"{probes.eps(lo if increasing else hi):.4g} > target_epsilon={target}; "
+            f"move {end}")
+    if bad is None:
+        return probes.bound(good, increasing, knob, "target met already at the search limit")
+    good = _illinois(probes, target, bad, good, rtol, integer)
+    return probes.bound(good, increasing, knob, "")
+
+
+class _Probes:
+    """Accountant queries of the calibration, remembered by value."""
+
+    def __init__(self, make_run, delta, accountant, callback, integer) -> None:
+        self.make_run, self.delta, self.accountant = make_run, delta, accountant
+        self.callback, self.integer = callback, integer
+        self.seen: dict[float, tuple[float, str]] = {}
+
+    def eps(self, x: float) -> float:
+        x = float(round(x)) if self.integer else float(x)
+        if x not in self.seen:
+            g: Guarantee | None = None
+            try:
+                g = self.make_run(int(x) if self.integer else x).epsilon(
+                    self.delta, accountant=self.accountant)
+            except NotApplicable:
+                # declined (e.g. losses too large to discretise at tiny sigma): counts as
+                # not meeting the target, never as meeting it
+                self.seen[x] = (float("inf"), "")
+            else:
+                if g.upper is None:
+                    raise ValueError("the accountant gives no upper bound for this run; "
+                                     "cannot calibrate")
+                self.seen[x] = (float(g.upper.value), g.upper.source)
+            if self.callback is not None:
+                self.callback(int(x) if self.integer else x, g)
+        return self.seen[x][0]
+
+    def bound(self, x: float, increasing: bool, knob: str, note: str) -> Bound:
+        src = self.seen[float(x)][1]
+        kind = "lower" if increasing else "upper"
+        text = f"calibrated {knob}" + (f" ({note})" if note else "") + f"; epsilon by {src}"
+        return Bound(float(x), kind, text)
+
+
+def _bracket(meets, x0: float, lo: float, hi: float, increasing: bool, integer: bool
+             ) -> tuple[float | None, float | None]:
+    """(bad, good): neighbouring probed values, one failing and one meeting the target, found
+    by walking from x0 by factors 1.1, 1.21, 1.46, ... (squared each time) within [lo, hi];
+    None for a side not found."""
+    ok0 = meets(x0)
+    # meeting the target: move towards failing (smaller sigma, larger rate), and vice versa
+    up = ok0 == increasing
+    factor = 1.1
+    x = x0
+    while True:
+        nxt = min(x * factor, hi) if up else max(x / factor, lo)
+        if integer:
+            nxt = float(round(nxt)) if nxt != x else nxt
+            if nxt == x:
+                nxt = min(x + 1, hi) if up else max(x - 1, lo)
+        if nxt == x:  # at the limit
+            return (None, x) if ok0 else (x, None)
+        if meets(nxt) != ok0:
+            return (x, nxt) if not ok0 else (nxt, x)
+        x, factor = nxt, factor * factor
+
+
+def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: float,
+              integer: bool) -> float:
+    """Close [bad, good] (in either order) to relative width rtol (or adjacent integers) by
+    the Illinois variant of regula falsi on log epsilon - log target against log value;
+    returns the value meeting the target."""
+    fb = math.log(probes.eps(bad)) - math.log(target) if math.isfinite(probes.eps(bad)) else None
+    fg = math.log(max(probes.eps(good), 1e-300)) - math.log(target)
+    side = 0
+    for _ in range(100):
+        lb, lg = math.log(bad), math.log(good)
+        if abs(lg - lb) <= math.log1p(rtol) or (integer and abs(good - bad) <= 1):
+            return good
+        if fb is None or fb <= fg:  # no usable slope: bisect
+            m = 0.5 * (lb + lg)
+        else:
+            m = lg - fg * (lg - lb) / (fg - fb)
+            # keep the step strictly inside, away from the ends
+            w = 0.05 * (lg - lb)
+            m = min(max(m, min(lb, lg) + abs(w)), max(lb, lg) - abs(w))
+        x = math.exp(m)
+        if integer:
+            x = float(round(x))
+            if x in (bad, good):
+                x = float(math.floor(0.5 * (bad + good)))
+                if x in (bad, good):
+                    return good
+        e = probes.eps(x)
+        f = math.log(max(e, 1e-300)) - math.log(target) if math.isfinite(e) else None
         if e <= target:
-            b, src = m, s
+            good, fg = x, f
+            if side == 1 and fb is not None:
+                fb *= 0.5
+            side = 1
+        else:
+            bad, fb = x, f
+            if side == -1:
+                fg *= 0.5
+            side = -1
+    return good
+
+
+def _estimate(make_run, target: float, delta: float, knob: str, lo: float, hi: float
+              ) -> float:
+    """A starting value: for the noise of Poisson-subsampled Gaussian runs, the sigma whose
+    CLT approximation (mu-GDP with mu = q sqrt(T (e^{1/sigma^2} - 1)), Bu et al. 2020,
+    arXiv:1911.11607, Thm 6) meets the target; else the geometric middle of [lo, hi]."""
+    middle = math.sqrt(lo * hi)
+    if knob != "noise":
+        return middle
+    try:
+        run = make_run(1.0)
+    except (ValueError, TypeError):
+        return middle
+    rate = getattr(run.scheme, "rate", None)
+    if rate is None or run.mechanism.__class__.__name__ != "Gaussian":
+        return middle
+    sens = float(getattr(run.mechanism, "sensitivity", 1.0))
+    mu_target = _gdp_mu(target, delta)
+    if mu_target is None:
+        return middle
+    # mu(sigma) decreasing: solve mu(sigma) = mu_target in log sigma by bisection
+    a, b = math.log(lo), math.log(hi)
+    for _ in range(60):
+        m = 0.5 * (a + b)
+        s = math.exp(m) / sens
+        inner = math.expm1(min(1.0 / (s * s), 700.0))
+        mu = rate * math.sqrt(run.steps * inner) if rate < 1 else math.sqrt(run.steps) / s
+        if mu > mu_target:
+            a = m
+        else:
+            b = m
+    return math.exp(b)
+
+
+def _gdp_mu(eps: float, delta: float) -> float | None:
+    """The mu of mu-GDP whose epsilon at delta is eps (Dong, Roth, Su 2019, Cor. 2.13)."""
+    from scipy.stats import norm
+
+    def dlt(mu: float) -> float:
+        return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2))
+
+    a, b = 1e-3, 100.0
+    if dlt(b) < delta or dlt(a) > delta:
+        return None
+    for _ in range(80):
+        m = math.sqrt(a * b)
+        if dlt(m) > delta:
+            b = m
         else:
             a = m
-    return Bound(float(np.exp(b)), "upper", f"calibrated sigma; epsilon by {src}")
+    return a
 
 
 @dataclass(frozen=True)
