@@ -8,6 +8,7 @@ sound upper bound and the largest certified lower bound any of them gives.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ import numpy as np
 from .._validation import check_delta, check_epsilon, check_int, check_positive
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
+from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import Scheme
@@ -163,11 +165,117 @@ class Training:
         pairs, declined = self._query(accountant, "delta", e)
         return _combine(pairs, np.shape(epsilon), declined)
 
+    def epsilon_curve(self, delta: float, steps: Sequence[int] | None = None,
+                      accountant: str = "best") -> Guarantee:
+        """Bounds on epsilon at ``delta`` after each number of steps in ``steps``: a Guarantee
+        whose upper and lower values are arrays aligned with ``steps`` (default: the end of
+        each epoch when the run was given in epochs or its scheme composes epochs, else 100
+        evenly spaced checkpoints up to the run's length).
+
+        One query: the Poisson PLD accountant composes each checkpoint from the previous one
+        (:meth:`~privamp.theorems.poisson_pld.PLDAnalysis.curve`); with "best" the RDP
+        accountant is asked only at checkpoints where it can win
+        (:mod:`privamp.accounting.screening`); other accountants answer checkpoint by
+        checkpoint.  A checkpoint with no lower bound gets the trivial lower bound 0.
+
+        Raises:
+            NotApplicable: no accountant (or not the one named) answers some checkpoint.
+            ValueError: ``delta`` outside (0, 1), or steps not positive integers.
+        """
+        d = check_delta(delta)
+        if d.ndim:
+            raise ValueError("delta must be one number for epsilon_curve")
+        ts = self._checkpoints(steps)
+        order = np.unique(ts)
+        pairs = self._curve_pairs(order, d, accountant)
+        at = np.searchsorted(order, ts)
+        ups, los, srcs_u, srcs_l = [], [], [], []
+        for ps in pairs:
+            g = _combine(ps, ())
+            ups.append(float(g.upper.value))
+            srcs_u.append(g.upper.source)
+            lo = g.lower
+            los.append(0.0 if lo is None else float(lo.value))
+            srcs_l.append("trivial bound 0" if lo is None else lo.source)
+        upper = Bound(np.asarray(ups)[at], "upper", "; ".join(dict.fromkeys(srcs_u)))
+        lower = Bound(np.asarray(los)[at], "lower", "; ".join(dict.fromkeys(srcs_l)))
+        return Guarantee(upper, lower)
+
+    def _checkpoints(self, steps: Sequence[int] | None) -> np.ndarray:
+        if steps is None:
+            per = None
+            try:
+                per = float(self.scheme.steps_per_epoch)
+            except (NotImplementedError, ValueError):
+                per = None
+            if per and (self.epochs is not None or self.scheme.per_epoch) and \
+                    self.steps / per <= 1000:
+                ends = np.round(per * np.arange(1, math.ceil(self.steps / per - 1e-9) + 1))
+                return np.unique(np.clip(ends, 1, self.steps).astype(int))
+            return np.unique(np.round(np.linspace(self.steps / 100, self.steps, 100))
+                             .clip(1).astype(int))
+        ts = np.asarray(steps)
+        if ts.ndim != 1 or not ts.size or not np.all(np.isfinite(ts)) or \
+                np.any(ts != np.round(ts)) or np.any(ts < 1):
+            raise ValueError("steps must be a non-empty sequence of integers >= 1")
+        return ts.astype(int)
+
+    def _at(self, t: int) -> Training:
+        return Training(self.mechanism, self.scheme, steps=int(t), relation=self.relation)
+
+    def _curve_pairs(self, order: np.ndarray, d: np.ndarray, accountant: str
+                     ) -> list[list[BoundPair]]:
+        """Per checkpoint, the (upper, lower) pairs of the accountants that answer."""
+        last = self._at(int(order[-1])) if order[-1] != self.steps else self
+        fast = None
+        if accountant in ("best", "pld"):
+            analyses, _ = last._analyses(accountant, skip=("rdp",)) if accountant == "best" \
+                else last._analyses(accountant)
+            if len(analyses) == 1 and hasattr(analyses[0][1], "curve"):
+                fast = analyses[0][1]
+        if fast is None:
+            return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
+        rdp_ok = accountant == "best" and any(
+            a.name == "rdp" for a in applicable(last, "best"))
+
+        def need_rdp(t: int, pld) -> bool:
+            """At checkpoint t, can the RDP accountant beat this PLD? (floors computed here,
+            so no checkpoint's PLD is kept)"""
+            if not rdp_ok:
+                return False
+            up = pld.epsilon(d)[0]
+            return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, up)
+
+        results, needs = fast.curve(order, "epsilon", d, hook=need_rdp)
+        out = []
+        for t, res, need in zip(order, results, needs, strict=True):
+            ps = [] if isinstance(res, NotApplicable) else [res]
+            if need or (rdp_ok and not ps):
+                try:
+                    ps += self._at(int(t))._query("rdp", "epsilon", d)[0]
+                except NotApplicable:
+                    pass
+            if not ps:
+                raise res if isinstance(res, NotApplicable) else NotApplicable(
+                    f"no accountant answers after {t} steps")
+            out.append(ps)
+        return out
+
     def __str__(self) -> str:
         return (
             f"Training({self.mechanism}, {self.scheme}, steps={self.steps}, "
             f"relation={self.relation})"
         )
+
+
+class _Floor:
+    """The Rényi floor of one checkpoint's PLD, for the screening rule."""
+
+    def __init__(self, pld) -> None:
+        self.pld = pld
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        return two_sided_renyi_floor(self.pld, alpha)
 
 
 def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:

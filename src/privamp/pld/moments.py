@@ -11,6 +11,7 @@ from .grid import PLD
 
 __all__ = [
     "renyi_floor",
+    "two_sided_renyi_floor",
 ]
 
 
@@ -48,3 +49,13 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     t = (a - 1.0)[:, None]
     out = logsumexp(t * lm[None, :] + lw[None, :], axis=1) / t[:, 0]
     return np.maximum(out, 0.0)
+
+
+def two_sided_renyi_floor(pld, alpha: np.ndarray) -> np.ndarray:
+    """Lower bounds on the Rényi DP of a run whose true pair dominates every optimistic side
+    of ``pld`` (a :class:`~privamp.pld.two_sided.TwoSidedPLD`): the max over directions of
+    :func:`renyi_floor`, and at least 2 TV^2 <= KL <= D_alpha (Pinsker's inequality) with TV
+    at least the certified lower bound on delta(0)."""
+    tv = float(np.max(pld.delta(np.zeros(1))[1]))
+    floors = [renyi_floor(o, alpha) for _, o in pld.directions]
+    return np.maximum(np.max(floors, axis=0), 2.0 * max(tv, 0.0) ** 2)

@@ -6,6 +6,7 @@ the automatic grid, and the run accountant "pld" for Poisson runs.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -23,7 +24,7 @@ from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
 from ..pld.compose import _TWO_LEVEL_FACTOR, _TWO_LEVEL_MIN_T, _optimistic_factor, compose_two_level
 from ..pld.discretise import _MAX_LOSS, discretise
 from ..pld.grid import _QUERY_REL, OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, _zero_pld
-from ..pld.moments import renyi_floor
+from ..pld.moments import two_sided_renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
@@ -115,6 +116,11 @@ def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, fl
     return _cap_composed(float(min(h, 0.05)), width), width
 
 
+#: truncation budget of the checkpoint products of :meth:`PLDAnalysis.curve`, over t steps
+#: each product truncates _TRUNC_CURVE / t (at most one product per step)
+_TRUNC_CURVE = 1e-13
+
+
 #: at most about this many points in the T-fold composition's window (the 0.05 cap on h
 #: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
 _MAX_COMPOSED_POINTS = 2e6
@@ -185,15 +191,19 @@ class PLDAnalysis(RunAnalysis):
         self.h = None if h is None else check_positive("h", h)
         self.grid: list[float] = []
         self._pld: TwoSidedPLD | None = None
+        self._singles: list[tuple[PLD, PLD | None, bool]] | None = None
 
-    @property
-    def pld(self) -> TwoSidedPLD:
-        if self._pld is None:
+    def _single_steps(self) -> list[tuple[PLD, PLD | None, bool]]:
+        """Per direction: (pessimistic, optimistic or None, two-level) PLDs of one step, on
+        the grids :func:`_auto_grid` picks for this run's length; None: the direction's
+        pessimistic side only (a coarse secondary direction); two-level: composed by
+        :func:`compose_two_level` (else plain self-composition)."""
+        if self._singles is None:
             self._pairs = poisson_pairs(self.mechanism, self.rate)
             self._tail = min(1e-16, 1e-13 / self.steps)
             self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
             self._partial = []
-            dirs = []
+            singles = []
             for i, pair in enumerate(self._pairs):
                 h, width = (self.h, 0.0) if self.h is not None else _auto_grid(pair,
                                                                                self.steps)
@@ -206,18 +216,84 @@ class PLDAnalysis(RunAnalysis):
                     p, _ = discretise(pair, h, self._tail, optimistic=False,
                                       rho_max=self._rho)
                     self._partial.append(i)
-                    dirs.append((compose_two_level(p, self.steps), _zero_pld(h)))
+                    singles.append((p, None, True))
                 elif self.h is None and _lead_direction(pair):
                     p, o = discretise(pair, h, self._tail, rho_max=self._rho)
-                    o = o.coarsen(_optimistic_factor(pair.w))
-                    dirs.append((compose_two_level(p, self.steps),
-                                 compose_two_level(o, self.steps)))
+                    singles.append((p, o.coarsen(_optimistic_factor(pair.w)), True))
                 else:
                     p, o = discretise(pair, h, self._tail, rho_max=self._rho)
                     _check_slack(p, self.steps)
+                    singles.append((p, o, False))
+            self._singles = singles
+        return self._singles
+
+    @property
+    def pld(self) -> TwoSidedPLD:
+        if self._pld is None:
+            dirs = []
+            for p, o, two_level in self._single_steps():
+                if two_level:
+                    dirs.append((compose_two_level(p, self.steps),
+                                 _zero_pld(p.h) if o is None
+                                 else compose_two_level(o, self.steps)))
+                else:
                     dirs.append((p.self_compose(self.steps), o.self_compose(self.steps)))
             self._pld = TwoSidedPLD(dirs)
         return self._pld
+
+    def curve(self, steps: np.ndarray, which: str, x: np.ndarray,
+              hook: Callable[[int, TwoSidedPLD], object] | None = None
+              ) -> tuple[list[BoundPair | NotApplicable], list[object]]:
+        """Bounds after each number of steps in ``steps`` (increasing, each <= the run's),
+        reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
+        composed with the gap's block (each distinct gap composed once, on the fine grid,
+        then coarsened like :func:`compose_two_level` when the run is long).  Every block and
+        product keeps its side's kind, so each checkpoint's interval is certified as for a
+        run of that length (a little wider: one coarsening per block).  A checkpoint the grid
+        cannot answer is returned as its NotApplicable.  ``hook(t, pld)``, if given, is
+        called at each checkpoint (its results are returned alongside)."""
+        singles = self._single_steps()
+        coarse = self.steps >= _TWO_LEVEL_MIN_T
+        blocks: dict[tuple[int, int], PLD] = {}
+
+        def block(i: int, side: int, gap: int) -> PLD:
+            key = (i, side, gap)
+            if key not in blocks:
+                one, two_level = singles[i][side], singles[i][2]
+                b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
+                if two_level and coarse and b.h == one.h:
+                    b = b.coarsen(_TWO_LEVEL_FACTOR)
+                blocks[key] = b
+            return blocks[key]
+
+        current: list[list[PLD | None]] = [[None, None] for _ in singles]
+        out: list[BoundPair | NotApplicable] = []
+        extra: list[object] = []
+        prev = 0
+        x = np.asarray(x, dtype=float)
+        for t in np.asarray(steps, dtype=int):
+            gap = int(t) - prev
+            prev = int(t)
+            dirs = []
+            for i, (_, o, _) in enumerate(singles):
+                for side in (0, 1):
+                    if side == 1 and o is None:
+                        continue
+                    b = block(i, side, gap)
+                    c = current[i][side]
+                    current[i][side] = b if c is None else c.compose(b, _TRUNC_CURVE / t)
+                pess = current[i][0]
+                dirs.append((pess, current[i][1] if o is not None else _zero_pld(pess.h)))
+            pld = TwoSidedPLD(dirs)
+            try:
+                up, lo = getattr(pld, which)(x)
+                _check_finite_upper(pld, up, lo, x, which)
+                out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
+                            Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
+            except NotApplicable as exc:
+                out.append(exc)
+            extra.append(None if hook is None else hook(int(t), pld))
+        return out, extra
 
     def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
         """Compose a coarse, pessimistic-only direction fully (on the finest grid in use) if
@@ -247,13 +323,10 @@ class PLDAnalysis(RunAnalysis):
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        """Lower bounds on the run's Rényi DP at orders ``alpha``: the max over directions of
-        the optimistic composed PLD's divergence (:func:`privamp.pld.moments.renyi_floor`;
-        each optimistic PLD belongs to a pair the true one dominates), and at least
-        2 TV^2 <= KL <= D_alpha (Pinsker), TV >= the certified lower bound on delta(0)."""
-        tv = float(np.max(self.pld.delta(np.zeros(1))[1]))
-        floors = [renyi_floor(o, alpha) for _, o in self.pld.directions]
-        return np.maximum(np.max(floors, axis=0), 2.0 * max(tv, 0.0) ** 2)
+        """Lower bounds on the run's Rényi DP at orders ``alpha``
+        (:func:`privamp.pld.moments.two_sided_renyi_floor`: each optimistic PLD belongs to a
+        pair the true one dominates)."""
+        return two_sided_renyi_floor(self.pld, alpha)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         return self._query(delta, "epsilon")
