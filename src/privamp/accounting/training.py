@@ -238,13 +238,12 @@ class Training:
         rdp_ok = accountant == "best" and any(
             a.name == "rdp" for a in applicable(last, "best"))
 
-        def need_rdp(t: int, pld) -> bool:
+        def need_rdp(t: int, pld, res) -> bool:
             """At checkpoint t, can the RDP accountant beat this PLD? (floors computed here,
             so no checkpoint's PLD is kept)"""
-            if not rdp_ok:
-                return False
-            up = pld.epsilon(d)[0]
-            return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, up)
+            if not rdp_ok or isinstance(res, NotApplicable):
+                return rdp_ok
+            return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, res[0].value)
 
         results, needs = fast.curve(order, "epsilon", d, hook=need_rdp)
         out = []

@@ -68,13 +68,16 @@ def _bulk(x: np.ndarray, ratio: float) -> tuple[int, int]:
 
 
 def convolve_nonneg(
-    x: np.ndarray, y: np.ndarray | None = None, round: str = "up"
+    x: np.ndarray, y: np.ndarray | None = None, round: str = "up",
+    direct_budget: float = _DIRECT_BUDGET,
 ) -> tuple[np.ndarray, float]:
     """Full linear convolution of nonnegative ``x`` and ``y`` (``y=None``: x with itself).
 
     Returns ``(z, err)``: with ``round="up"``, ``z >= z_exact - e`` entrywise for some ``e``
     with ``sum |e| <= err``; with ``round="down"``, ``z <= z_exact + e``.  Negative roundoff
     values are clipped to 0 (moving entries towards the exact nonnegative values).
+    ``direct_budget``: multiply-adds allowed for the exact direct part (smaller: faster,
+    with a larger certified FFT allowance).
     """
     if round not in ("up", "down"):
         raise ValueError(f"round must be 'up' or 'down', got {round!r}")
@@ -83,7 +86,7 @@ def convolve_nonneg(
         y = x
     n = len(x) + len(y) - 1
     sign = 1.0 if round == "up" else -1.0
-    if len(x) * len(y) <= _DIRECT_BUDGET or x.max() <= 0 or y.max() <= 0:
+    if len(x) * len(y) <= direct_budget or x.max() <= 0 or y.max() <= 0:
         z = np.convolve(x, y)
         z *= 1.0 + sign * 2.0 * _gamma(min(len(x), len(y)) + 1)
         return z, 0.0
@@ -91,7 +94,7 @@ def convolve_nonneg(
         bx0, bx1 = _bulk(x, ratio)
         by0, by1 = (bx0, bx1) if same else _bulk(y, ratio)
         mx, my = bx1 - bx0, by1 - by0
-        if mx * my <= _DIRECT_BUDGET:
+        if mx * my <= direct_budget:
             break
     else:
         z, err = _fft_conv(x, y, same)

@@ -144,17 +144,21 @@ class PLD:
             raise ValueError(f"PLDs must share the grid step h, got {self.h} and {other.h}")
 
     # -- composition ------------------------------------------------------------------------
-    def compose(self, other: PLD, truncation: float = 1e-16) -> PLD:
+    def compose(self, other: PLD, truncation: float = 1e-16,
+                direct_budget: float | None = None) -> PLD:
         """The PLD of the product pair (P1 x P2, Q1 x Q2).
 
         Tails of mass <= ``truncation`` (each side) are truncated in the sound direction.
+        ``direct_budget``: see :func:`privamp.numerics.fft.convolve_nonneg` (None: its
+        default).
         """
         self._check_compatible(other)
         if not 0.0 <= truncation < 1e-3:
             raise ValueError(f"truncation must be in [0, 1e-3), got {truncation}")
         same = other is self
         rnd = "up" if self.kind == "pessimistic" else "down"
-        z, err = convolve_nonneg(self.masses, None if same else other.masses, rnd)
+        kw = {} if direct_budget is None else {"direct_budget": direct_budget}
+        z, err = convolve_nonneg(self.masses, None if same else other.masses, rnd, **kw)
         m1, m2 = float(self.masses.sum()), float(other.masses.sum())
         p1, p2 = self.inf_mass, other.inf_mass
         inf_mass = p1 * (m2 + p2) + m1 * p2

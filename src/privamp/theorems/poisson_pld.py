@@ -121,6 +121,11 @@ def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, fl
 _TRUNC_CURVE = 1e-13
 
 
+#: direct-sum budget of the checkpoint products (their FFT allowance, ~1e-12 each, is
+#: negligible against delta; the direct part costs more than the FFT there)
+_CURVE_DIRECT = 1e5
+
+
 #: at most about this many points in the T-fold composition's window (the 0.05 cap on h
 #: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
 _MAX_COMPOSED_POINTS = 2e6
@@ -242,7 +247,7 @@ class PLDAnalysis(RunAnalysis):
         return self._pld
 
     def curve(self, steps: np.ndarray, which: str, x: np.ndarray,
-              hook: Callable[[int, TwoSidedPLD], object] | None = None
+              hook: Callable[[int, TwoSidedPLD, object], object] | None = None
               ) -> tuple[list[BoundPair | NotApplicable], list[object]]:
         """Bounds after each number of steps in ``steps`` (increasing, each <= the run's),
         reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
@@ -250,8 +255,8 @@ class PLDAnalysis(RunAnalysis):
         then coarsened like :func:`compose_two_level` when the run is long).  Every block and
         product keeps its side's kind, so each checkpoint's interval is certified as for a
         run of that length (a little wider: one coarsening per block).  A checkpoint the grid
-        cannot answer is returned as its NotApplicable.  ``hook(t, pld)``, if given, is
-        called at each checkpoint (its results are returned alongside)."""
+        cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
+        is called at each checkpoint (its results are returned alongside)."""
         singles = self._single_steps()
         coarse = self.steps >= _TWO_LEVEL_MIN_T
         blocks: dict[tuple[int, int], PLD] = {}
@@ -281,7 +286,8 @@ class PLDAnalysis(RunAnalysis):
                         continue
                     b = block(i, side, gap)
                     c = current[i][side]
-                    current[i][side] = b if c is None else c.compose(b, _TRUNC_CURVE / t)
+                    current[i][side] = b if c is None else c.compose(
+                        b, _TRUNC_CURVE / t, direct_budget=_CURVE_DIRECT)
                 pess = current[i][0]
                 dirs.append((pess, current[i][1] if o is not None else _zero_pld(pess.h)))
             pld = TwoSidedPLD(dirs)
@@ -292,7 +298,7 @@ class PLDAnalysis(RunAnalysis):
                             Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
             except NotApplicable as exc:
                 out.append(exc)
-            extra.append(None if hook is None else hook(int(t), pld))
+            extra.append(None if hook is None else hook(int(t), pld, out[-1]))
         return out, extra
 
     def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
