@@ -10,7 +10,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 """
 
 from . import theorems as _theorems  # noqa: F401  (imports register every result)
-from .accounting import Training, calibrate, compare
+from .accounting import Composition, Training, calibrate, compare, compose
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
@@ -80,4 +80,6 @@ __all__ = [
     "RdpAccountant",
     "ABLQ",
     "calibrate_interval",
+    "compose",
+    "Composition",
 ]

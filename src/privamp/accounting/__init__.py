@@ -2,6 +2,7 @@
 bounds), calibration and comparison."""
 
 from .calibration import calibrate, compare
+from .composition import Composition, compose
 from .training import Training
 
-__all__ = ["Training", "calibrate", "compare"]
+__all__ = ["Training", "calibrate", "compare", "Composition", "compose"]

@@ -82,19 +82,30 @@ def rdp_cannot_win(floor: Callable[[np.ndarray], np.ndarray], which: str, x: np.
     return False
 
 
+def _pure_total(runs: list) -> float | None:
+    """The pure-DP epsilon the RDP accountant may use for these runs composed (None: none)."""
+    total = 0.0
+    for run in runs:
+        pure = pure_dp_epsilon(run.mechanism, run.scheme, run.relation)
+        if pure is None:
+            return None
+        total += compositions(run) * pure
+    return total
+
+
 def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np.ndarray
                   ) -> bool:
     """The rule of this module for one query: True if the "rdp" accountant cannot beat
-    ``best_upper`` (the smallest upper bound of the accountants run so far)."""
+    ``best_upper`` (the smallest upper bound of the accountants run so far).  ``run``: a
+    Training, or a list of them (the phases of a composition)."""
     floors = [an.renyi_floor for an in analyses if hasattr(an, "renyi_floor")]
     if not floors:
         return False
     best_upper = np.asarray(best_upper, dtype=float)
     if not np.all(np.isfinite(best_upper)):
         return False
-    pure = pure_dp_epsilon(run.mechanism, run.scheme, run.relation)
-    if pure is not None:
-        total = compositions(run) * pure
+    total = _pure_total(run if isinstance(run, list) else [run])
+    if total is not None:
         if which == "epsilon" and np.any(total < best_upper):
             return False
         if which == "delta" and np.any(np.asarray(x) >= total):

@@ -260,6 +260,12 @@ class Training:
             out.append(ps)
         return out
 
+    def __add__(self, other):
+        """``run_a + run_b``: the two runs one after the other (:func:`privamp.compose`)."""
+        from .composition import compose
+
+        return compose(self, other)
+
     def __str__(self) -> str:
         return (
             f"Training({self.mechanism}, {self.scheme}, steps={self.steps}, "

@@ -33,6 +33,9 @@ from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "poisson_pairs",
+    "phases_pld",
+    "PhasesPLDAnalysis",
+    "applies_to_phase",
     "PLDAnalysis",
     "auto_grid",
     "pld_analysis",
@@ -482,3 +485,85 @@ def _applies(run) -> bool:
 def _build(run) -> PLDAnalysis:
     return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)
 
+
+
+# ------------------------------------------------------------------------------------------
+# several phases (pa.compose)
+# ------------------------------------------------------------------------------------------
+def applies_to_phase(run) -> bool:
+    """True when the Poisson PLD accountant handles this run (as a phase of a composition)."""
+    return _applies(run)
+
+
+def phases_pld(phases: list[tuple[Mechanism, float, int]]) -> TwoSidedPLD:
+    """The two-sided PLD of phases run one after the other: ``(mechanism, rate, steps)`` each
+    Poisson-subsampled under add/remove (or zero-out), group 1.
+
+    For fixed neighbours, the pair of the whole history is the product of the phases' pairs
+    in the same orientation, so the remove directions compose with each other and the add
+    directions with each other (Zhu, Dong, Wang 2022, arXiv:2106.08567, dominating pairs of
+    Poisson subsampling; composition of dominating pairs, their Thm 10), and the run's bounds
+    are the max over the two.  Every phase is discretised on one grid per direction (the
+    finest :func:`_auto_grid` step among the phases for the total length), composed like a
+    run of its own (:func:`compose_two_level` for small-rate Gaussian phases), brought to the
+    coarsest grid of the phases by :meth:`PLD.coarsen` (same kind: still certified), and the
+    phases composed by FFT.
+    """
+    total = sum(T for _, _, T in phases)
+    tail = min(1e-16, 1e-13 / total)
+    rho = min(1e-6, max(1e-10, 1e-4 / total))
+    pairs = [poisson_pairs(m, q) for m, q, _ in phases]
+    h = [min(_auto_grid(pp[i], total)[0] for pp in pairs) for i in range(2)]
+    sides: list[list[list[PLD]]] = [[[], []], [[], []]]  # [direction][side] -> phase PLDs
+    for pp, (_, _, T) in zip(pairs, phases, strict=True):
+        for i, pair in enumerate(pp):
+            p, o = discretise(pair, h[i], tail, rho_max=rho)
+            two = (_lead_direction(pair) or _secondary_direction(pair))
+            if not two:
+                _check_slack(p, T)
+            for side, one in enumerate((p, o)):
+                sides[i][side].append(compose_two_level(one, T) if two else one.self_compose(T))
+    dirs = []
+    for i in range(2):
+        out = []
+        for side in range(2):
+            parts = sides[i][side]
+            top = max(x.h for x in parts)
+            parts = [x if x.h == top else x.coarsen(int(round(top / x.h))) for x in parts]
+            acc = parts[0]
+            for x in parts[1:]:
+                acc = acc.compose(x, _TRUNC_CURVE / len(parts))
+            out.append(acc)
+        dirs.append((out[0], out[1]))
+    return TwoSidedPLD(dirs)
+
+
+class PhasesPLDAnalysis(RunAnalysis):
+    """PLD analysis of a composition of Poisson phases (:func:`phases_pld`)."""
+
+    def __init__(self, phases: list[tuple[Mechanism, float, int]]) -> None:
+        self.phases = phases
+        self._pld: TwoSidedPLD | None = None
+
+    @property
+    def pld(self) -> TwoSidedPLD:
+        if self._pld is None:
+            self._pld = phases_pld(self.phases)
+        return self._pld
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Lower bounds on the history's Rényi DP (see :meth:`PLDAnalysis.renyi_floor`)."""
+        return two_sided_renyi_floor(self.pld, alpha)
+
+    def _query(self, x: np.ndarray, which: str) -> BoundPair:
+        x = np.asarray(x, dtype=float)
+        up, lo = getattr(self.pld, which)(x)
+        _check_finite_upper(self.pld, up, lo, x, which)
+        return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
+            shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._query(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._query(epsilon, "delta")

@@ -1,0 +1,172 @@
+"""Runs made of phases: ``pa.compose(run_a, run_b, ...)`` (also ``run_a + run_b``).
+
+Phases may differ in mechanism, noise, rate, steps and scheme; they must share the
+neighbouring relation.  The PLD accountant composes the phases' two-sided PLDs (Poisson
+phases: :func:`privamp.theorems.poisson_pld.phases_pld`); the RDP accountant sums the phases'
+curves at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converts once (Balle
+et al. 2020, arXiv:1905.09982, Thm 21).  "best" runs the PLD accountant and the RDP one only
+where it can win (:mod:`privamp.accounting.screening`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_delta, check_epsilon
+from ..errors import NotApplicable
+from ..results import Guarantee
+from ..theorems.poisson_pld import PhasesPLDAnalysis, applies_to_phase
+from ..theorems.rdp_composition import RdpAccountant, compositions
+from ..theorems.rdp_composition import _applies as _rdp_applies
+from ..theorems.registry import BoundPair
+from .screening import rdp_ruled_out
+from .training import Training, _combine
+
+__all__ = [
+    "Composition",
+    "compose",
+]
+
+
+ACCOUNTANTS = ("best", "pld", "rdp")
+
+
+@dataclass(frozen=True)
+class Composition:
+    """Phases run one after the other on the same data (a history of training runs)."""
+
+    phases: tuple[Training, ...]
+
+    def __post_init__(self) -> None:
+        phases = tuple(self.phases)
+        if not phases:
+            raise ValueError("a composition needs at least one phase (a privamp Training)")
+        for p in phases:
+            if not isinstance(p, Training):
+                raise ValueError(f"every phase must be a privamp Training, got {p!r}")
+        rel = phases[0].relation
+        for p in phases[1:]:
+            if p.relation != rel:
+                raise ValueError(
+                    f"all phases must share the neighbouring relation: {rel} and {p.relation}")
+        object.__setattr__(self, "phases", phases)
+
+    @property
+    def relation(self):
+        return self.phases[0].relation
+
+    def __add__(self, other: Training | Composition) -> Composition:
+        return compose(self, other)
+
+    # ------------------------------------------------------------------------------------
+    def _pld(self) -> PhasesPLDAnalysis:
+        live = [p for p in self.phases if getattr(p.scheme, "rate", None) != 0.0]
+        for p in live:
+            if not applies_to_phase(p):
+                raise NotApplicable(
+                    f"the PLD accountant composes Poisson-subsampled Gaussian, Laplace and "
+                    f"randomized-response phases (add/remove or zero-out, group 1); not {p}")
+        if not live:
+            raise NotApplicable("every phase has rate 0: no privacy loss")
+        return PhasesPLDAnalysis([(p.mechanism, p.scheme.rate, p.steps) for p in live])
+
+    def _rdp(self) -> RdpAccountant:
+        acc = RdpAccountant()
+        for p in self.phases:
+            if not _rdp_applies(p):
+                raise NotApplicable(f"no Rényi-DP result applies to the phase {p}")
+            acc.compose((p.mechanism, p.scheme, p.relation), compositions(p))
+        return acc
+
+    def _analysis(self, name: str):
+        cache = self.__dict__.setdefault("_built", {})
+        if name not in cache:
+            try:
+                cache[name] = self._pld() if name == "pld" else _RdpHistory(self._rdp())
+            except NotApplicable as exc:
+                cache[name] = exc
+        return cache[name]
+
+    def _query(self, which: str, x: np.ndarray, accountant: str) -> Guarantee:
+        if accountant not in ACCOUNTANTS:
+            raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}, "
+                             f"got {accountant!r}")
+        names = ("pld", "rdp") if accountant == "best" else (accountant,)
+        pairs: list[BoundPair] = []
+        declined: list[tuple[str, str]] = []
+        errors: list[NotApplicable] = []
+        for name in names:
+            an = self._analysis(name)
+            if name == "rdp" and accountant == "best" and pairs and rdp_ruled_out(
+                    list(self.phases), [self._analysis("pld")], which, x,
+                    np.asarray(pairs[0][0].value)):
+                continue
+            try:
+                if isinstance(an, NotApplicable):
+                    raise an
+                pairs.append(getattr(an, which)(x))
+            except NotApplicable as exc:
+                errors.append(exc)
+                declined.append((name, str(exc)))
+        if not pairs:
+            raise errors[0]
+        return _combine(pairs, np.shape(x), tuple(declined))
+
+    def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
+        """Bounds on the history's epsilon at ``delta`` (in (0, 1), scalar or array).
+
+        Raises:
+            NotApplicable: some phase is one no accountant (or not the one named) composes.
+            ValueError: ``delta`` outside (0, 1), or an unknown accountant.
+        """
+        d = check_delta(delta)
+        return self._query("epsilon", d, accountant)
+
+    def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
+        """Bounds on the history's delta at ``epsilon`` (>= 0, scalar or array).
+
+        Raises:
+            NotApplicable: some phase is one no accountant (or not the one named) composes.
+            ValueError: ``epsilon`` negative or NaN, or an unknown accountant.
+        """
+        e = check_epsilon(epsilon)
+        return self._query("delta", e, accountant)
+
+    def __str__(self) -> str:
+        return "Composition(" + ", ".join(str(p) for p in self.phases) + ")"
+
+
+class _RdpHistory:
+    """The RDP accountant of a history, answering like a run analysis."""
+
+    def __init__(self, acc: RdpAccountant) -> None:
+        from ..theorems.rdp_composition import _RdpRun
+
+        self.inner = _RdpRun.__new__(_RdpRun)
+        self.inner.acc = acc
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self.inner.epsilon(delta)
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self.inner.delta(epsilon)
+
+
+def compose(*runs: Training | Composition) -> Composition:
+    """A history made of the given runs one after the other (a Composition's phases are
+    spliced in).  ``run_a + run_b`` is the same.
+
+    Raises:
+        ValueError: no runs, a non-run argument, or phases under different relations.
+    """
+    phases: list[Training] = []
+    for r in runs:
+        if isinstance(r, Composition):
+            phases.extend(r.phases)
+        elif isinstance(r, Training):
+            phases.append(r)
+        else:
+            raise ValueError(f"compose takes privamp Training runs or Compositions, got {r!r}")
+    return Composition(tuple(phases))
