@@ -1,0 +1,82 @@
+"""run.epsilon_curve: checkpoints reusing composed PLDs, checked against dp-accounting and
+against single queries of runs of each length."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import privamp as pa
+
+
+def _dpa_pld(q, sigma, T, delta):
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    d = pld.from_gaussian_mechanism(sigma, sampling_prob=q, value_discretization_interval=1e-4,
+                                    use_connect_dots=True)
+    return d.self_compose(T).get_epsilon_for_delta(delta)
+
+
+def test_curve_brackets_dp_accounting_at_checkpoints():
+    q, sigma, T = 0.01, 1.0, 600
+    steps = [50, 200, 600]
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5, steps)
+    assert g.upper.value.shape == (3,) and g.lower.value.shape == (3,)
+    for i, t in enumerate(steps):
+        ref = _dpa_pld(q, sigma, t, 1e-5)
+        assert g.lower.value[i] <= ref
+        assert abs(g.upper.value[i] - ref) <= 1e-4 * ref
+    assert np.all(np.diff(g.upper.value) > 0)
+
+
+def test_curve_overlaps_single_queries_long_run():
+    """A run long enough for the two-level grid: every checkpoint's certified interval
+    overlaps that of a separate run of that length, and is <= 0.1% wide."""
+    run = pa.Training(pa.Gaussian(1.1), pa.Poisson(256 / 60000), steps=14063)
+    steps = [7000, 141, 14063]  # any order, aligned with the output
+    g = run.epsilon_curve(1e-5, steps)
+    for i, t in enumerate(steps):
+        one = pa.Training(pa.Gaussian(1.1), pa.Poisson(256 / 60000), steps=t).epsilon(1e-5)
+        assert g.lower.value[i] <= one.upper.value and one.lower.value <= g.upper.value[i]
+        assert g.upper.value[i] - g.lower.value[i] <= 1e-3 * g.upper.value[i]
+
+
+def test_default_checkpoints():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), epochs=3)  # 30 steps
+    g = run.epsilon_curve(1e-5)
+    assert g.upper.value.shape == (3,)
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), steps=1000)
+    assert run.epsilon_curve(1e-5).upper.value.shape == (100,)
+
+
+def test_rdp_curve_matches_dp_accounting():
+    import dp_accounting as dpa
+
+    logging.disable(logging.WARNING)
+    q, sigma = 0.02, 0.9
+    steps = [10, 100, 1000]
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=1000).epsilon_curve(
+        1e-6, steps, accountant="rdp")
+    assert g.lower.value.tolist() == [0.0, 0.0, 0.0]  # trivial lower bound
+    for i, t in enumerate(steps):
+        acc = dpa.rdp.RdpAccountant()
+        acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), t)
+        ref = acc.get_epsilon(1e-6)
+        assert ref * (1 - 1e-3) <= g.upper.value[i] <= ref * (1 + 1e-9)
+
+
+def test_best_curve_takes_rdp_where_it_wins():
+    """At delta = 1e-100 the PLD declines; "best" answers every checkpoint by RDP."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    g = run.epsilon_curve(1e-100, [10, 100])
+    ref = run.epsilon_curve(1e-100, [10, 100], accountant="rdp")
+    assert np.allclose(g.upper.value, ref.upper.value, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [[], [0, 5], [1.5], [[1, 2]]])
+def test_curve_rejects_bad_steps(bad):
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    with pytest.raises(ValueError, match="steps"):
+        run.epsilon_curve(1e-5, bad)
