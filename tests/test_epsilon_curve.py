@@ -47,7 +47,7 @@ def test_default_checkpoints():
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), epochs=3)  # 30 steps
     g = run.epsilon_curve(1e-5)
     assert g.upper.value.shape == (3,)
-    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), steps=1000)
+    run = pa.Training(pa.Gaussian(2.0), pa.Poisson(0.01), steps=300)
     assert run.epsilon_curve(1e-5).upper.value.shape == (100,)
 
 
