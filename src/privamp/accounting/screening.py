@@ -102,6 +102,8 @@ def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np
     if not floors:
         return False
     best_upper = np.asarray(best_upper, dtype=float)
+    if np.all(best_upper <= 0.0):
+        return True  # nothing is below 0
     if not np.all(np.isfinite(best_upper)):
         return False
     total = _pure_total(run if isinstance(run, list) else [run])

@@ -260,6 +260,9 @@ class PLDAnalysis(RunAnalysis):
         run of that length (a little wider: one coarsening per block).  A checkpoint the grid
         cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
         is called at each checkpoint (its results are returned alongside)."""
+        if self.rate == 0.0:
+            x = np.asarray(x, dtype=float)
+            return [self._query(x, which) for _ in steps], [False for _ in steps]
         singles = self._single_steps()
         coarse = self.steps >= _TWO_LEVEL_MIN_T
         blocks: dict[tuple[int, int], PLD] = {}
@@ -335,6 +338,8 @@ class PLDAnalysis(RunAnalysis):
         """Lower bounds on the run's Rényi DP at orders ``alpha``
         (:func:`privamp.pld.moments.two_sided_renyi_floor`: each optimistic PLD belongs to a
         pair the true one dominates)."""
+        if self.rate == 0.0:
+            return np.zeros(np.shape(alpha))
         return two_sided_renyi_floor(self.pld, alpha)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
