@@ -18,7 +18,7 @@ from .._validation import check_delta, check_epsilon
 from ..errors import NotApplicable
 from ..results import Guarantee
 from ..theorems.poisson_pld import PhasesPLDAnalysis, applies_to_phase
-from ..theorems.rdp_composition import RdpAccountant, compositions
+from ..theorems.rdp_composition import RdpAccountant, _RdpRun, compositions
 from ..theorems.rdp_composition import _applies as _rdp_applies
 from ..theorems.registry import BoundPair
 from .screening import rdp_ruled_out
@@ -84,7 +84,7 @@ class Composition:
         cache = self.__dict__.setdefault("_built", {})
         if name not in cache:
             try:
-                cache[name] = self._pld() if name == "pld" else _RdpHistory(self._rdp())
+                cache[name] = self._pld() if name == "pld" else _RdpRun(acc=self._rdp())
             except NotApplicable as exc:
                 cache[name] = exc
         return cache[name]
@@ -136,22 +136,6 @@ class Composition:
 
     def __str__(self) -> str:
         return "Composition(" + ", ".join(str(p) for p in self.phases) + ")"
-
-
-class _RdpHistory:
-    """The RDP accountant of a history, answering like a run analysis."""
-
-    def __init__(self, acc: RdpAccountant) -> None:
-        from ..theorems.rdp_composition import _RdpRun
-
-        self.inner = _RdpRun.__new__(_RdpRun)
-        self.inner.acc = acc
-
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        return self.inner.epsilon(delta)
-
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        return self.inner.delta(epsilon)
 
 
 def compose(*runs: Training | Composition) -> Composition:

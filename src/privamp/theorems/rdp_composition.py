@@ -244,8 +244,11 @@ def _applies(run) -> bool:
 
 
 class _RdpRun(RunAnalysis):
-    def __init__(self, run) -> None:
-        self.acc = RdpAccountant().compose(
+    """The "rdp" accountant's analysis of a run, or of any RdpAccountant (``acc``: e.g. the
+    phases of a composition)."""
+
+    def __init__(self, run=None, acc: RdpAccountant | None = None) -> None:
+        self.acc = acc if acc is not None else RdpAccountant().compose(
             (run.mechanism, run.scheme, run.relation), compositions(run)
         )
 
