@@ -21,6 +21,7 @@ from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import Scheme
+from ..theorems.rdp_composition import _RdpRun
 from ..theorems.registry import BoundPair, RunAnalysis, applicable
 from .screening import rdp_ruled_out
 
@@ -233,6 +234,8 @@ class Training:
                 else last._analyses(accountant)
             if len(analyses) == 1 and hasattr(analyses[0][1], "curve"):
                 fast = analyses[0][1]
+        if accountant == "rdp":
+            return [[pair] for pair in self._rdp_curve(order, d, strict=True)]
         if fast is None:
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
         rdp_ok = accountant == "best" and any(
@@ -246,18 +249,40 @@ class Training:
             return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, res[0].value)
 
         results, needs = fast.curve(order, "epsilon", d, hook=need_rdp)
+        wanted = [int(t) for t, res, need in zip(order, results, needs, strict=True)
+                  if need or (rdp_ok and isinstance(res, NotApplicable))]
+        rdp = dict(zip(wanted, self._rdp_curve(np.array(wanted, dtype=int), d), strict=True)) \
+            if wanted else {}
         out = []
-        for t, res, need in zip(order, results, needs, strict=True):
+        for t, res in zip(order, results, strict=True):
             ps = [] if isinstance(res, NotApplicable) else [res]
-            if need or (rdp_ok and not ps):
-                try:
-                    ps += self._at(int(t))._query("rdp", "epsilon", d)[0]
-                except NotApplicable:
-                    pass
+            if rdp.get(int(t)) is not None:
+                ps.append(rdp[int(t)])
             if not ps:
                 raise res if isinstance(res, NotApplicable) else NotApplicable(
                     f"no accountant answers after {t} steps")
             out.append(ps)
+        return out
+
+    def _rdp_curve(self, order: np.ndarray, d: np.ndarray, strict: bool = False
+                   ) -> list[BoundPair | None]:
+        """The "rdp" accountant after each number of steps in ``order``, from one one-step
+        curve (:meth:`RdpAccountant.with_steps`); None where it declines (raised if
+        ``strict``)."""
+        out: list[BoundPair | None] = []
+        base = None
+        for t in order:
+            try:
+                run_t = self._at(int(t))
+                an = run_t._built(applicable(run_t, "rdp")[0], "rdp")
+                if isinstance(an, NotApplicable):
+                    raise an
+                base = an.acc if base is None else base
+                out.append(_RdpRun(acc=base.with_steps(an.acc._terms[0][1])).epsilon(d))
+            except NotApplicable:
+                if strict:
+                    raise
+                out.append(None)
         return out
 
     def __add__(self, other):

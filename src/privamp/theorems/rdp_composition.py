@@ -144,6 +144,33 @@ class RdpAccountant:
         self._cache = _CurveCache(self._curve)
         return self
 
+    def with_steps(self, steps: int) -> RdpAccountant:
+        """This one-term accountant with ``steps`` copies of its term instead, sharing the
+        term's evaluations (a memo of the one-step curve by order): one RDP curve for the
+        epsilon after many numbers of steps."""
+        if len(self._terms) != 1:
+            raise ValueError("with_steps needs an accountant with exactly one composed term")
+        n = check_int("steps", steps, minimum=1)
+        fn, _, spec = self._terms[0]
+        memo = self.__dict__.setdefault("_memo", {})
+
+        def shared(a: np.ndarray) -> np.ndarray:
+            flat = np.asarray(a, dtype=float).ravel()
+            miss = np.array([x for x in np.unique(flat) if x not in memo])
+            if miss.size:
+                memo.update(zip(miss.tolist(), np.asarray(fn(miss), dtype=float).tolist(),
+                                strict=True))
+            return np.array([memo[x] for x in flat.tolist()]).reshape(np.shape(a))
+
+        out = RdpAccountant(self.conversion)
+        out._terms = [(shared, n, spec)]
+        out._cache = _CurveCache(out._curve)
+        pure = None if spec is None else pure_dp_epsilon(*spec)
+        out.pure_epsilon = None if pure is None else n * pure * (1.0 + _PURE_ROUND)
+        out._max_order, out._integers_first = self._max_order, self._integers_first
+        out.__dict__["_memo"] = memo
+        return out
+
     def rdp(self, alpha: float | np.ndarray) -> np.ndarray:
         """Total RDP of everything composed so far at orders ``alpha``."""
         a = check_orders(alpha)
