@@ -35,3 +35,16 @@ def test_batched_integer_orders_match_mpmath():
                              for k in range(2, n + 1)))
         assert float(ref) <= g <= float(ref) + 1e-12 * max(1.0, abs(float(ref)))
         assert g == _sgm_log_excess_integer(int(n), s, q)
+
+
+def test_tangent_floor_below_the_curve():
+    """The floor that prunes the order search lies below a convex-CGF curve everywhere
+    (the sampled Gaussian's exact RDP at real orders, here privamp's certified curve)."""
+    from privamp.renyi.conversion import _CurveCache, _tangent_floor
+    from privamp.theorems.mironov2019 import sampled_gaussian_rdp
+
+    for s, q in [(1 / 1.1, 0.004), (1 / 0.3, 1e-5), (0.5, 0.5)]:
+        cache = _CurveCache(lambda a, s=s, q=q: sampled_gaussian_rdp(a, s, q))
+        cache.add(np.array([2.0, 3.0, 4.0, 6.0, 9.0, 13.0, 20.0]))
+        x = np.array([1.05, 1.5, 1.9, 2.5, 3.3, 5.1, 7.7, 11.0, 17.0])
+        assert np.all(_tangent_floor(cache, x) <= sampled_gaussian_rdp(x, s, q) * (1 + 1e-9))

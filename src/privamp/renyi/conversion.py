@@ -300,16 +300,53 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
         return
     lo, best, hi = _bracket(cache, objective)
     if lo < 2.0:
-        cache.add(_LOW_ORDERS)
+        _add_if_can_win(cache, objective, _LOW_ORDERS)
         lo, best, hi = _bracket(cache, objective)
-        cache.add(np.append(1.0 + np.geomspace(lo - 1.0, hi - 1.0, 10)[1:-1], best))
+        _add_if_can_win(cache, objective,
+                        np.append(1.0 + np.geomspace(lo - 1.0, hi - 1.0, 10)[1:-1], best))
         lo, best, hi = _bracket(cache, objective)
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
         grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
     new = np.append(grid, best)
-    cache.add(np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
+def _add_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray) -> None:
+    """Evaluate the curve only at those ``orders`` whose objective can beat the best one
+    cached: the objective grows with the RDP value, so its value at a floor of the curve
+    (:func:`_tangent_floor`) bounds it from below."""
+    orders = np.asarray(orders, dtype=float)
+    if not orders.size:
+        return
+    can_win = objective(orders, _tangent_floor(cache, orders)) < np.min(
+        objective(cache.alpha, cache.rdp))
+    cache.add(orders[can_win])
+
+
+def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
+    """Lower bounds on a Rényi curve at orders ``x`` inside the cached range (ignoring the
+    ~1e-11 relative rounding of the cached values: used only to choose orders to evaluate).
+    The CGF K(a) = (a - 1) rdp(a) is convex (van Erven & Harremoës 2014), so it lies above
+    the extensions of the chords next to x's cell [a_i, a_i+1]; rdp is nondecreasing."""
+    a, k = cache.alpha, (cache.alpha - 1.0) * cache.rdp
+    raw = np.searchsorted(a, x, side="right") - 1
+    i = np.clip(raw, 0, a.size - 1)
+    j = np.where(raw < 0, 0, np.minimum(i + 1, a.size - 1))  # below the range: chord a0, a1
+    floor = np.zeros(np.shape(x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        left = (i >= 1) & (raw >= 0)
+        sl = (k[i] - k[np.maximum(i - 1, 0)]) / (a[i] - a[np.maximum(i - 1, 0)])
+        floor = np.where(left, np.maximum(floor, k[i] + (x - a[i]) * sl), floor)
+        right = j + 1 <= a.size - 1
+        jj = np.minimum(j + 1, a.size - 1)
+        sr = (k[jj] - k[j]) / (a[jj] - a[j])
+        floor = np.where(right & ((j > i) | (raw < 0)),
+                         np.maximum(floor, k[j] - (a[j] - x) * sr), floor)
+        out = np.maximum(np.nan_to_num(floor / (x - 1.0), nan=0.0), np.where(
+            x >= a[i], cache.rdp[i], 0.0))
+    return np.maximum(out, 0.0)
 
 
 def optimal_epsilon(
