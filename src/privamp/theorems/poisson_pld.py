@@ -116,7 +116,12 @@ def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, fl
         h = spread / 120.0
     h = max(h, width / points,
             (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (_SECONDARY_COST if coarse else 1.0)))
-    return _cap_composed(float(min(h, 0.05)), width), width
+    # composed in two levels, the long window lies on the grid _TWO_LEVEL_FACTOR times
+    # coarser: cap on a grid half that coarse (at most ~4e6 points there; q = 0.01, T = 1e6:
+    # h 2e-4 -> 6e-5, upper bound 1.3e-5 relative lower, 60 MiB at T = 1e7)
+    two = (lead or coarse) and T >= _TWO_LEVEL_MIN_T
+    return _cap_composed(float(min(h, 0.05)), width,
+                         _TWO_LEVEL_FACTOR // 2 if two else 1), width
 
 
 #: truncation budget of the checkpoint products of :meth:`PLDAnalysis.curve`, over t steps
@@ -134,10 +139,11 @@ _CURVE_DIRECT = 1e5
 _MAX_COMPOSED_POINTS = 2e6
 
 
-def _cap_composed(h: float, width: float) -> float:
+def _cap_composed(h: float, width: float, coarsening: int = 1) -> float:
     """h, coarsened if the composed window ``width`` would need more than
-    ``_MAX_COMPOSED_POINTS`` points (a coarser grid is as sound, only wider)."""
-    return float(max(h, width / _MAX_COMPOSED_POINTS))
+    ``_MAX_COMPOSED_POINTS`` points on the grid ``coarsening`` times coarser than h (where
+    the long composition happens; a coarser grid is as sound, only wider)."""
+    return float(max(h, width / (_MAX_COMPOSED_POINTS * coarsening)))
 
 
 #: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
