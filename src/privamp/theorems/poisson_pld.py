@@ -119,7 +119,9 @@ def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> tuple[float, fl
     # composed in two levels, the long window lies on the grid _TWO_LEVEL_FACTOR times
     # coarser: cap on a grid half that coarse (at most ~4e6 points there; q = 0.01, T = 1e6:
     # h 2e-4 -> 6e-5, upper bound 1.3e-5 relative lower, 60 MiB at T = 1e7)
-    two = (lead or coarse) and T >= _TWO_LEVEL_MIN_T
+    # (only where the composed spread, not one step's range, sets the window: tiny rates
+    # have a long range of rare large losses, and a finer grid there only costs time)
+    two = (lead or coarse) and T >= _TWO_LEVEL_MIN_T and 20.0 * math.sqrt(T) * sd >= hi_d - lo_d
     return _cap_composed(float(min(h, 0.05)), width,
                          _TWO_LEVEL_FACTOR // 2 if two else 1), width
 
