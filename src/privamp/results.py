@@ -1,5 +1,9 @@
-"""Labelled results: every number that leaves privamp is a :class:`Bound` inside a
-:class:`Guarantee` (or an array of upper bounds from :func:`privamp.rdp`).
+"""Labelled results: every number that leaves privamp is a :class:`Bound`, alone (an array of
+upper bounds from :func:`privamp.rdp`) or inside a :class:`Guarantee`.
+
+Both behave like the number they hold: ``float(b)``, ``np.asarray(b)``, ``f"{b:.3f}"`` and
+comparisons (``b < 3``) use ``b.value``; a Guarantee uses its upper bound, the number that is
+safe to report, and raises ``ValueError`` when it has none.
 
 A ``Bound`` says what the number is (``"upper"``, ``"lower"`` or ``"exact"``) and where it
 comes from (paper and theorem).  A ``Guarantee`` pairs an upper and a lower bound on the same
@@ -57,6 +61,56 @@ class Bound:
             raise TypeError("this Bound holds an array; index .value instead")
         return float(self.value)
 
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self.value, dtype=dtype)
+
+    def __format__(self, spec: str) -> str:
+        return _format(self.value, spec, self)
+
+    def __lt__(self, other: Any) -> Any:
+        return self.value < _plain(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.value <= _plain(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.value > _plain(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.value >= _plain(other)
+
+    # arithmetic gives plain numbers (the label does not survive arbitrary arithmetic)
+    def __add__(self, other: Any) -> Any:
+        return self.value + _plain(other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self.value - _plain(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _plain(other) - self.value
+
+    def __mul__(self, other: Any) -> Any:
+        return self.value * _plain(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.value / _plain(other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _plain(other) / self.value
+
+    def __len__(self) -> int:
+        return len(np.atleast_1d(self.value)) if isinstance(self.value, np.ndarray) else 1
+
+    def __getitem__(self, index: Any) -> Any:
+        return np.asarray(self.value)[index]
+
+    def __iter__(self) -> Any:
+        return iter(np.atleast_1d(self.value).tolist())
+
     @property
     def is_upper(self) -> bool:
         """True when the value may be reported as an upper bound (``upper`` or ``exact``)."""
@@ -81,6 +135,23 @@ class Bound:
     def __str__(self) -> str:
         symbol = {"upper": "<=", "lower": ">=", "exact": "=="}[self.kind]
         return f"{symbol} {_fmt(self.value)}  [{self.kind}; {self.source}]"
+
+
+def _plain(other: Any) -> Any:
+    """The number inside a Bound or Guarantee (its upper bound), anything else unchanged."""
+    if isinstance(other, Guarantee):
+        return other.number
+    if isinstance(other, Bound):
+        return other.value
+    return other
+
+
+def _format(value: float | np.ndarray, spec: str, whole: Any) -> str:
+    if not spec:
+        return str(whole)
+    if isinstance(value, np.ndarray):
+        return "[" + ", ".join(format(float(x), spec) for x in value.ravel()) + "]"
+    return format(float(value), spec)
 
 
 def _json_float(x: float) -> float | str:
@@ -130,10 +201,42 @@ class Guarantee:
                     f"({self.lower} vs {self.upper}); please report this"
                 )
 
-    def __float__(self) -> float:
+    @property
+    def number(self) -> float | np.ndarray:
+        """The upper bound's value: what ``float``, formatting and comparisons use.
+
+        Raises:
+            ValueError: no upper bound is known (only a lower bound), so no number is safe
+                to report.
+        """
         if self.upper is None:
-            raise ValueError("this Guarantee has no upper bound; only a lower bound is known")
+            raise ValueError(
+                "this Guarantee has no upper bound (only a lower bound, "
+                f"{_fmt(self.lower.value)}, is known): there is no number safe to report"
+            )
+        return self.upper.value
+
+    def __float__(self) -> float:
+        self.number  # noqa: B018  (raises the clear error when there is no upper bound)
         return float(self.upper)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self.number, dtype=dtype)
+
+    def __format__(self, spec: str) -> str:
+        return _format(self.number, spec, self) if spec else str(self)
+
+    def __lt__(self, other: Any) -> Any:
+        return self.number < _plain(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.number <= _plain(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.number > _plain(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.number >= _plain(other)
 
     @property
     def exact(self) -> bool:

@@ -35,8 +35,8 @@ import warnings
 from typing import Any
 
 from .._validation import check_delta, check_int, check_positive
-from ..errors import NotApplicable
 from ..accounting.training import Training
+from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, Relation, Substitution
