@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "src" / "privamp"
 
 LAYERS = {
-    "results": 0, "errors": 0, "_validation": 0,
+    "results": 0, "errors": 0, "_validation": 0, "progress": 0,
     "numerics": 1,
     "pairs": 2,
     "mechanisms": 3, "sampling": 3,
