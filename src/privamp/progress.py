@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TextIO, TypeVar
 
