@@ -291,6 +291,10 @@ def test_substitution_doubles_the_sensitivity():
     acc = PrivampAccountant(pa.WithoutReplacement(8, 64), relation=pa.Substitution())
     acc.step(noise_multiplier=1.0, sample_rate=0.125)
     assert acc.training().mechanism == pa.Gaussian(1.0, 2.0)
+    dpa = pytest.importorskip("dp_accounting")
+    same = PrivampAccountant(pa.WithoutReplacement(8, 64),
+                             relation=dpa.NeighboringRelation.REPLACE_ONE)
+    assert same.relation == pa.Substitution() and same.sensitivity == 2.0
 
 
 def test_make_private_rejects_mismatched_inputs():

@@ -39,8 +39,9 @@ from ..accounting.training import Training
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
-from ..sampling.relations import AddRemove, Relation, Substitution
+from ..sampling.relations import Relation, Substitution
 from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
+from .dp_accounting import as_relation
 
 __all__ = [
     "PrivampAccountant",
@@ -82,7 +83,8 @@ class PrivampAccountant(IAccountant):
         The privamp batch sampler attached to the data loader (any object with a ``.scheme``)
         or directly a privamp :class:`~privamp.Scheme`.
     relation:
-        Neighbouring relation protected (default add/remove, as Opacus).
+        Neighbouring relation protected: a privamp relation or a
+        ``dp_accounting.NeighboringRelation`` (default add/remove, as Opacus).
     sensitivity:
         l2-sensitivity of one step in units of the clipping norm; default 2 under
         substitution and 1 otherwise.
@@ -110,9 +112,7 @@ class PrivampAccountant(IAccountant):
     ) -> None:
         super().__init__()
         self.scheme = _scheme_of(sampler)
-        self.relation = relation if relation is not None else AddRemove()
-        if not isinstance(self.relation, Relation):
-            raise ValueError(f"relation must be a privamp relation, got {relation!r}")
+        self.relation = as_relation(relation)
         if sensitivity is None:
             sensitivity = 2.0 if isinstance(self.relation, Substitution) else 1.0
         self.sensitivity = check_positive("sensitivity", sensitivity)
