@@ -20,7 +20,7 @@ LAYERS = {
     "theorems": 5,
     "accounting": 6,
     "plotting": 7, "support": 7, "integrations": 7,
-    "reproduce": 8,
+    "reproduce": 8, "opacus": 8, "torch": 8, "interop": 8,
     "cli": 9,
     "__init__": 10,
 }

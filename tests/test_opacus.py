@@ -4,6 +4,7 @@ Poisson it sits between Opacus's own PRV estimate (within its error) and its RDP
 
 from __future__ import annotations
 
+import math
 import re
 import warnings
 
@@ -378,3 +379,62 @@ def test_plain_opacus_run_with_a_shuffling_loader_is_accounted_as_shuffle():
         rdp.step(noise_multiplier=1.0, sample_rate=1 / 6)
     assert direct.lower is not None
     assert rdp.get_epsilon(DELTA) < direct.lower.value  # 5.34 < 6.44 here
+
+
+def _gauss_eps(mu: float, delta: float) -> float:
+    """Balle & Wang 2018, Thm 8: epsilon at delta of the Gaussian mechanism with shift mu."""
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    def d(e: float) -> float:
+        return norm.cdf(mu / 2 - e / mu) - math.exp(e) * norm.cdf(-mu / 2 - e / mu)
+
+    return brentq(lambda e: d(e) - delta, 0.0, 200.0, xtol=1e-12)
+
+
+def test_make_private_with_epsilon_calibrates_for_the_sampler_used():
+    from scipy.optimize import brentq
+
+    from privamp.opacus import make_private_with_epsilon
+
+    # deterministic batches, one batch per epoch, 4 epochs: one Gaussian of shift 2 / sigma
+    ds = _data(16)
+    model = torch.nn.Linear(5, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, opt, loader, acc = make_private_with_epsilon(
+            None, model, opt, ds, DeterministicBatchSampler(16, 16, epochs=4), 2.0, DELTA, 1.0)
+    exact = brentq(lambda s: _gauss_eps(2.0 / s, DELTA) - 2.0, 0.5, 50.0, xtol=1e-10)
+    sigma = float(acc.calibration)
+    assert exact <= sigma <= exact * (1 + 2e-3) and opt.noise_multiplier == sigma
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    assert len(acc) == 4 and acc.get_epsilon(DELTA) <= 2.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: PoissonBatchSampler(64, 0.25, 8, seed=0), lambda: ShuffleBatchSampler(16, 64, 2)],
+)
+def test_make_private_with_epsilon_meets_the_target_for_every_sampler(make):
+    from privamp.opacus import make_private_with_epsilon
+
+    sampler = make()
+    model = torch.nn.Linear(5, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        *_, acc = make_private_with_epsilon(None, model, opt, _data(64), sampler, 3.0, DELTA,
+                                            1.0, relation=pa.ZeroOut())
+    sigma = float(acc.calibration)
+    run = pa.Training(pa.Gaussian(sigma), sampler.scheme, steps=sampler.steps,
+                      relation=pa.ZeroOut())
+    assert float(run.epsilon(DELTA)) <= 3.0
+    smaller = pa.Training(pa.Gaussian(sigma / 1.01), sampler.scheme, steps=sampler.steps,
+                          relation=pa.ZeroOut())
+    assert float(smaller.epsilon(DELTA)) > 3.0  # and it is (nearly) the smallest such noise

@@ -46,6 +46,7 @@ from .dp_accounting import as_relation
 __all__ = [
     "PrivampAccountant",
     "make_private",
+    "make_private_with_epsilon",
 ]
 
 
@@ -524,3 +525,55 @@ def make_private(
     optimizer.expected_batch_size = max(1, int(round(batch_sampler.expected_batch_size)))
     return module, optimizer, loader, acc
 
+
+
+def make_private_with_epsilon(
+    privacy_engine: Any,
+    module: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    dataset: Any,
+    batch_sampler: Any,
+    target_epsilon: float,
+    target_delta: float,
+    max_grad_norm: float,
+    *,
+    relation: Any = None,
+    sensitivity: float | None = None,
+    accountant: str = "best",
+    callback: Any = None,
+    **make_private_kwargs: Any,
+) -> tuple[Any, Any, DataLoader, PrivampAccountant]:
+    """:func:`make_private` with the noise multiplier calibrated so that the planned run (one
+    pass over ``batch_sampler``: its ``steps``) has an epsilon upper bound at
+    ``target_delta`` of at most ``target_epsilon``, for the sampler's own scheme (Opacus's
+    version assumes Poisson sampling).  The noise is the smallest found by
+    :func:`privamp.calibrate` (relative precision 1e-3); it is kept as
+    ``accountant.calibration`` (a :class:`~privamp.Bound` with its source).
+    ``callback(sigma, guarantee)`` is called after each probe of the search (e.g. to show
+    progress; needs a build of ``privamp.calibrate`` with ``callback``).
+
+    Returns ``(module, optimizer, data_loader, accountant)``; raises ``ValueError`` when no
+    noise multiplier in the search range meets the target.
+    """
+    from ..accounting.calibration import calibrate
+
+    if not hasattr(batch_sampler, "scheme") or not hasattr(batch_sampler, "steps"):
+        raise ValueError(
+            "batch_sampler must be a privamp batch sampler from privamp.integrations.torch "
+            f"(with .scheme and .steps), got {type(batch_sampler).__name__}"
+        )
+    plan = PrivampAccountant(batch_sampler, relation=relation, sensitivity=sensitivity,
+                             accountant=accountant)
+
+    def run_at(sigma: float) -> Training:
+        return plan._run(sigma, int(batch_sampler.steps))
+
+    extra = {} if callback is None else {"callback": callback}
+    noise = calibrate(target_epsilon, target_delta, run_at, accountant=accountant, **extra)
+    out = make_private(
+        privacy_engine, module, optimizer, dataset, batch_sampler, float(noise.value),
+        max_grad_norm, relation=plan.relation, sensitivity=plan.sensitivity,
+        accountant=accountant, **make_private_kwargs,
+    )
+    out[3].calibration = noise
+    return out
