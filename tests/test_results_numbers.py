@@ -23,6 +23,18 @@ def test_a_guarantee_formats_and_compares_as_its_upper_bound():
     assert round(float(g), 1) == 2.5 and np.asarray(g) == 2.5
 
 
+def test_formatting_rounds_in_the_safe_direction():
+    up, lo = pa.Bound(2.38163, "upper", "t"), pa.Bound(2.38132, "lower", "t")
+    g = pa.Guarantee(up, lo)
+    assert f"{g:.2f}" == "2.39" and f"{up:.3f}" == "2.382" and f"{lo:.3f}" == "2.381"
+    assert f"{lo:.2f}" == "2.38" and f"{up:>8.3g}" == "    2.39" and f"{up:.1%}" == "238.2%"
+    assert f"{pa.Bound(2.38163, 'exact', 't'):.2f}" == "2.38"
+    assert f"{pa.Bound(math.inf, 'upper', 't'):.2f}" == "inf"
+    for x in (0.1, 1 / 3, 2.675, 1e-7 + 1e-20, 123456.7):
+        assert float(f"{pa.Bound(x, 'upper', 't'):.2g}") >= x
+        assert float(f"{pa.Bound(x, 'lower', 't'):.2e}") <= x
+
+
 def test_a_guarantee_without_upper_bound_refuses_to_be_a_number():
     g = pa.Guarantee(None, LO)
     for use in (float, lambda x: f"{x:.2f}", lambda x: x < 3, np.asarray):

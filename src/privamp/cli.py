@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -209,13 +210,13 @@ def _print_guarantee(title: str, g: Guarantee, args: argparse.Namespace,
         return
     print(title)
     if g.exact:
-        print(f"  exact  {float(g.upper.value):.6g}   {_source(args, g.upper.source)}")
+        print(f"  exact  {g.upper:.6g}   {_source(args, g.upper.source)}")
     else:
         for label, b in (("upper", g.upper), ("lower", g.lower)):
             if b is None:
                 print(f"  {label}  {'-':>10}   no {label} bound available for this setting")
             else:
-                print(f"  {label}  {float(b.value):>10.6g}   {_source(args, b.source)}")
+                print(f"  {label}  {b:>10.6g}   {_source(args, b.source)}")
     for name, why in g.declined:
         print(f"  ({name} does not apply: {why})")
 
@@ -241,7 +242,7 @@ def _calibrate_progress() -> tuple[Any, dict[str, Any]]:
     bar = progress(total=None, desc="calibrating", log_every=0.0)
 
     def callback(value: float, guarantee: Guarantee) -> None:
-        up = "-" if guarantee.upper is None else f"{float(guarantee.upper.value):.4g}"
+        up = "-" if guarantee.upper is None else f"{guarantee.upper:.4g}"
         bar.set_postfix_str(f"sigma={value:.4g}, epsilon<={up}", refresh=False)
         bar.update()
 
@@ -266,7 +267,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         print(json.dumps({"inputs": _inputs(args, run), "noise_multiplier": b.value,
                           "source": b.source}))
         return
-    print(f"noise multiplier  {float(b.value):.6g}")
+    print(f"noise multiplier  {b:.6g}")
     print(f"  the smallest found (relative precision 1e-3) whose epsilon upper bound at "
           f"delta={args.delta:g} is at most {args.epsilon:g}")
     print(f"  ({run.scheme}, {run.steps} steps, {run.relation}; {_source(args, b.source)})")
@@ -325,8 +326,8 @@ def _print_table(table: Comparison, args: argparse.Namespace) -> None:
         if g is None:
             print(f"{name:<22}{'-':>12}{'-':>12}  {note}")
             continue
-        lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
-        hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
+        lo = "-" if g.lower is None else f"{g.lower:.4g}"
+        hi = "-" if g.upper is None else f"{g.upper:.4g}"
         src = (g.upper or g.lower).source
         print(f"{name:<22}{lo:>12}{hi:>12}  {_source(args, src)}")
 
@@ -349,8 +350,8 @@ def cmd_curve(args: argparse.Namespace) -> None:
         print(f"epsilon at delta={args.delta:g} over training  ({_describe(run)})")
         print(f"  {'steps':>10}{'lower':>12}{'upper':>12}")
         for k, g in points:
-            lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
-            hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
+            lo = "-" if g.lower is None else f"{g.lower:.4g}"
+            hi = "-" if g.upper is None else f"{g.upper:.4g}"
             print(f"  {k:>10}{lo:>12}{hi:>12}")
     if args.plot:
         path = plot_epsilon_curve(points, args.plot, f"{_describe(run)}, delta={args.delta:g}")
@@ -435,8 +436,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
             print(f"{title}: not available yet ({exc})\n")
     if shuffle_lower is not None and g.upper is not None:
         ratio = shuffle_lower / float(g.upper.value)
-        print(f"Reporting the Poisson epsilon ({float(g.upper.value):.3g}) for a shuffled run "
-              f"under-reports it by a factor of at least {ratio:.1f}.")
+        print(f"Reporting the Poisson epsilon ({g.upper:.3g}) for a shuffled run "
+              f"under-reports it by a factor of at least {math.floor(ratio * 10) / 10:.1f}.")
 
 
 # -- parser ---------------------------------------------------------------------------------

@@ -3,7 +3,8 @@ upper bounds from :func:`privamp.rdp`) or inside a :class:`Guarantee`.
 
 Both behave like the number they hold: ``float(b)``, ``np.asarray(b)``, ``f"{b:.3f}"`` and
 comparisons (``b < 3``) use ``b.value``; a Guarantee uses its upper bound, the number that is
-safe to report, and raises ``ValueError`` when it has none.
+safe to report, and raises ``ValueError`` when it has none.  Formatting rounds in the safe
+direction: an upper bound up, a lower bound down.
 
 A ``Bound`` says what the number is (``"upper"``, ``"lower"`` or ``"exact"``) and where it
 comes from (paper and theorem).  A ``Guarantee`` pairs an upper and a lower bound on the same
@@ -12,8 +13,10 @@ quantity; ``float(g)`` is the upper bound, the number that is safe to report.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -65,7 +68,9 @@ class Bound:
         return np.array(self.value, dtype=dtype)
 
     def __format__(self, spec: str) -> str:
-        return _format(self.value, spec, self)
+        """Formats ``value``, rounded up for an upper bound and down for a lower bound
+        (``f"{b:.2f}"`` of an upper bound 2.3816 is ``"2.39"``)."""
+        return _format(self.value, spec, self, self.kind)
 
     def __lt__(self, other: Any) -> Any:
         return self.value < _plain(other)
@@ -146,12 +151,30 @@ def _plain(other: Any) -> Any:
     return other
 
 
-def _format(value: float | np.ndarray, spec: str, whole: Any) -> str:
+_ROUNDING = {"upper": decimal.ROUND_CEILING, "lower": decimal.ROUND_FLOOR,
+             "exact": decimal.ROUND_HALF_EVEN}
+
+
+def _directed(x: float, spec: str, kind: str) -> str:
+    """``format(x, spec)`` rounded in the direction that keeps the bound a bound: an upper
+    bound up, a lower bound down (an exact value to nearest).  The digits are rounded in
+    exact decimal arithmetic, then printed with ``float``'s formatting."""
+    m = re.search(r"\.(\d+)([eEfFgG%]?)$", spec)
+    if m is None or not math.isfinite(x):
+        return format(x, spec)
+    with decimal.localcontext() as ctx:
+        ctx.rounding = _ROUNDING[kind]
+        digits = format(decimal.Decimal(x), f".{m.group(1)}{m.group(2)}")
+    y = float(digits[:-1]) / 100 if m.group(2) == "%" else float(digits)
+    return format(y, spec)
+
+
+def _format(value: float | np.ndarray, spec: str, whole: Any, kind: str) -> str:
     if not spec:
         return str(whole)
     if isinstance(value, np.ndarray):
-        return "[" + ", ".join(format(float(x), spec) for x in value.ravel()) + "]"
-    return format(float(value), spec)
+        return "[" + ", ".join(_directed(float(x), spec, kind) for x in value.ravel()) + "]"
+    return _directed(float(value), spec, kind)
 
 
 def _json_float(x: float) -> float | str:
@@ -224,7 +247,8 @@ class Guarantee:
         return np.array(self.number, dtype=dtype)
 
     def __format__(self, spec: str) -> str:
-        return _format(self.number, spec, self) if spec else str(self)
+        """Formats the upper bound, rounded up; no spec gives the two-sided text."""
+        return _format(self.number, spec, self, self.upper.kind) if spec else str(self)
 
     def __lt__(self, other: Any) -> Any:
         return self.number < _plain(other)
