@@ -84,12 +84,7 @@ def plot_epsilon_vs_sigma(
     ax.set_title(f"{title or 'privacy of one run under each batch sampler'}\n(line: upper "
                  "bound; band: certified interval)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, path)
 
 
 
@@ -168,11 +163,16 @@ def plot_epsilon_curve(
     ax.set_ylabel("epsilon")
     ax.set_title("\n".join(_wrap(title, 80)), fontsize=8)
     ax.grid(True, alpha=0.3)
+    return _save(fig, ax, path)
+
+
+def _save(fig: Any, ax: Any, path: str | Path) -> Path:
+    """Legend, tight layout, write ``path`` at 150 dpi, close the figure."""
     ax.legend()
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=150)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
 

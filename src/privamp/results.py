@@ -38,8 +38,29 @@ def _as_value(value: Any) -> float | np.ndarray:
     return float(value)
 
 
+class _Numeric:
+    """Comparisons and ``np.asarray`` through the ``number`` a result stands for."""
+
+    number: Any
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self.number, dtype=dtype)
+
+    def __lt__(self, other: Any) -> Any:
+        return self.number < _plain(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.number <= _plain(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.number > _plain(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.number >= _plain(other)
+
+
 @dataclass(frozen=True)
-class Bound:
+class Bound(_Numeric):
     """A labelled number: ``value`` is an upper bound, a lower bound or the exact value of the
     quantity asked for, as stated by ``kind``; ``source`` names the result (paper, theorem)
     and the method that produced it.
@@ -64,25 +85,15 @@ class Bound:
             raise TypeError("this Bound holds an array; index .value instead")
         return float(self.value)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.array(self.value, dtype=dtype)
+    @property
+    def number(self) -> float | np.ndarray:
+        """``value``: what formatting, comparisons and ``np.asarray`` use."""
+        return self.value
 
     def __format__(self, spec: str) -> str:
         """Formats ``value``, rounded up for an upper bound and down for a lower bound
         (``f"{b:.2f}"`` of an upper bound 2.3816 is ``"2.39"``)."""
         return _format(self.value, spec, self, self.kind)
-
-    def __lt__(self, other: Any) -> Any:
-        return self.value < _plain(other)
-
-    def __le__(self, other: Any) -> Any:
-        return self.value <= _plain(other)
-
-    def __gt__(self, other: Any) -> Any:
-        return self.value > _plain(other)
-
-    def __ge__(self, other: Any) -> Any:
-        return self.value >= _plain(other)
 
     # arithmetic gives plain numbers (the label does not survive arbitrary arithmetic)
     def __add__(self, other: Any) -> Any:
@@ -144,11 +155,7 @@ class Bound:
 
 def _plain(other: Any) -> Any:
     """The number inside a Bound or Guarantee (its upper bound), anything else unchanged."""
-    if isinstance(other, Guarantee):
-        return other.number
-    if isinstance(other, Bound):
-        return other.value
-    return other
+    return other.number if isinstance(other, _Numeric) else other
 
 
 _ROUNDING = {"upper": decimal.ROUND_CEILING, "lower": decimal.ROUND_FLOOR,
@@ -190,7 +197,7 @@ def _fmt(value: float | np.ndarray) -> str:
 
 
 @dataclass(frozen=True)
-class Guarantee:
+class Guarantee(_Numeric):
     """Two-sided knowledge of one quantity (epsilon or delta of a run).
 
     ``upper`` is a sound upper bound (or the exact value), ``lower`` a certified lower bound
@@ -243,24 +250,9 @@ class Guarantee:
         self.number  # noqa: B018  (raises the clear error when there is no upper bound)
         return float(self.upper)
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        return np.array(self.number, dtype=dtype)
-
     def __format__(self, spec: str) -> str:
         """Formats the upper bound, rounded up; no spec gives the two-sided text."""
         return _format(self.number, spec, self, self.upper.kind) if spec else str(self)
-
-    def __lt__(self, other: Any) -> Any:
-        return self.number < _plain(other)
-
-    def __le__(self, other: Any) -> Any:
-        return self.number <= _plain(other)
-
-    def __gt__(self, other: Any) -> Any:
-        return self.number > _plain(other)
-
-    def __ge__(self, other: Any) -> Any:
-        return self.number >= _plain(other)
 
     @property
     def exact(self) -> bool:
