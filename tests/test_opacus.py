@@ -438,3 +438,38 @@ def test_make_private_with_epsilon_meets_the_target_for_every_sampler(make):
     smaller = pa.Training(pa.Gaussian(sigma / 1.01), sampler.scheme, steps=sampler.steps,
                           relation=pa.ZeroOut())
     assert float(smaller.epsilon(DELTA)) > 3.0  # and it is (nearly) the smallest such noise
+
+
+def test_an_opacus_history_becomes_privamp_phases():
+    from privamp.opacus import from_opacus_history, runs_from_opacus_history
+
+    history = [(1.1, 0.02, 200), (0.9, 0.05, 50), (1.1, 0.02, 100)]
+    runs = runs_from_opacus_history(history)
+    assert [(r.mechanism, r.scheme, r.steps) for r in runs] == [
+        (pa.Gaussian(1.1), pa.Poisson(0.02), 300), (pa.Gaussian(0.9), pa.Poisson(0.05), 50)]
+    one = from_opacus_history([(1.1, 0.02, 300)])
+    rdp, prv = RDPAccountant(), PRVAccountant()
+    rdp.history, prv.history = [(1.1, 0.02, 300)], [(1.1, 0.02, 300)]
+    g = one.epsilon(DELTA)
+    eps_prv = prv.get_epsilon(DELTA, eps_error=0.01)
+    assert g.lower.value <= eps_prv + 0.02 and eps_prv - 0.02 <= g.upper.value
+    assert g.upper.value <= rdp.get_epsilon(DELTA)
+    with pytest.raises(ValueError, match="no step"):
+        runs_from_opacus_history([(1.0, 0.1, 0)])
+    if not hasattr(pa, "compose"):
+        with pytest.raises(pa.NotApplicable, match="privamp.compose"):
+            from_opacus_history(history)
+        return
+    mixed = from_opacus_history(history).epsilon(DELTA)
+    rdp.history, prv.history = list(history), list(history)
+    eps_prv = prv.get_epsilon(DELTA, eps_error=0.01)
+    assert mixed.lower.value <= eps_prv + 0.02 and eps_prv - 0.02 <= mixed.upper.value
+    assert mixed.upper.value <= rdp.get_epsilon(DELTA)
+
+
+def test_a_second_data_loader_is_refused():
+    acc = PrivampAccountant(pa.Shuffle(10, 100))
+    acc.step(noise_multiplier=1.0, sample_rate=0.1)
+    acc.step(noise_multiplier=1.0, sample_rate=0.05)
+    with pytest.raises(ValueError, match="sample rate changed"):
+        acc.get_epsilon(DELTA)

@@ -41,6 +41,7 @@ from ..sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacem
 
 __all__ = [
     "as_relation",
+    "clipped_sensitivity",
     "from_dp_event",
     "runs_from_dp_event",
 ]
@@ -150,6 +151,14 @@ def as_relation(relation: Any) -> Relation:
     )
 
 
+def clipped_sensitivity(relation: Relation, sensitivity: float | None = None) -> float:
+    """``sensitivity`` (validated, > 0), or by default that of a sum of values clipped to norm
+    1 under ``relation``: 2 under substitution, 1 otherwise (privamp's convention)."""
+    if sensitivity is None:
+        return 2.0 if isinstance(relation, Substitution) else 1.0
+    return check_positive("sensitivity", sensitivity)
+
+
 _NEIGHBOURING = {
     "ADD_OR_REMOVE_ONE": AddRemove,
     "REPLACE_ONE": Substitution,
@@ -168,9 +177,7 @@ def runs_from_dp_event(
     distinct step (mechanism and sampling), with the number of times it is composed, in
     order of first appearance.  Arguments as :func:`from_dp_event`."""
     rel = as_relation(relation)
-    if sensitivity is None:
-        sensitivity = 2.0 if isinstance(rel, Substitution) else 1.0
-    sens = check_positive("sensitivity", sensitivity)
+    sens = clipped_sensitivity(rel, sensitivity)
     n = None if dataset_size is None else check_int("dataset_size", dataset_size, minimum=1)
 
     steps: list[tuple[_Step, int]] = []

@@ -34,16 +34,18 @@ import math
 import warnings
 from typing import Any
 
-from .._validation import check_delta, check_int, check_positive
+from .._validation import check_delta, check_int
 from ..accounting.training import Training
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
-from ..sampling.relations import Relation, Substitution
+from ..sampling.relations import Relation
 from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
-from .dp_accounting import as_relation
+from .dp_accounting import as_relation, clipped_sensitivity
 
 __all__ = [
+    "from_opacus_history",
+    "runs_from_opacus_history",
     "PrivampAccountant",
     "make_private",
     "make_private_with_epsilon",
@@ -114,9 +116,7 @@ class PrivampAccountant(IAccountant):
         super().__init__()
         self.scheme = _scheme_of(sampler)
         self.relation = as_relation(relation)
-        if sensitivity is None:
-            sensitivity = 2.0 if isinstance(self.relation, Substitution) else 1.0
-        self.sensitivity = check_positive("sensitivity", sensitivity)
+        self.sensitivity = clipped_sensitivity(self.relation, sensitivity)
         self.accountant = accountant
         self.dataset_size: int | None = getattr(sampler, "dataset_size", None)
         self.history: list[tuple[float, float, int]] = []
@@ -263,7 +263,17 @@ class PrivampAccountant(IAccountant):
 
     # ---- privamp -------------------------------------------------------------------------
     def phases(self) -> list[tuple[float, int]]:
-        """``(noise_multiplier, steps)`` for each stretch of constant noise, in order."""
+        """``(noise_multiplier, steps)`` for each stretch of constant noise, in order.
+
+        Raises ``ValueError`` when the sample rate Opacus passed changed (another data loader
+        was attached: this accountant's one scheme no longer describes the run)."""
+        rates = sorted({rate for _, rate, _ in self.history})
+        if len(rates) > 1:
+            raise ValueError(
+                f"the sample rate changed during the run ({rates}): another data loader was "
+                "attached to this accountant; account each loader's phase with its own "
+                "accountant and compose their training() runs with privamp.compose"
+            )
         out: list[tuple[float, int]] = []
         for nm, _, steps in self.history:
             if not (nm > 0 and math.isfinite(nm)):
@@ -360,6 +370,38 @@ class PrivampAccountant(IAccountant):
             raise NotApplicable("epsilon_per_epoch needs Training.epsilon_curve (issue 14)")
         return run.epsilon_curve(float(check_delta(delta)), steps=steps,
                                  accountant=self.accountant)
+
+
+def runs_from_opacus_history(
+    history: Any, relation: Any = None, sensitivity: float | None = None
+) -> list[Training]:
+    """The phases of an Opacus accountant's ``history`` (``(noise_multiplier, sample_rate,
+    steps)`` triples, as kept by Opacus's RDP, PRV and GDP accountants, which assume Poisson
+    sampling): one ``Training(Gaussian(noise), Poisson(rate), steps)`` per distinct
+    (noise, rate), steps summed, in order of first appearance.  ``relation`` and
+    ``sensitivity`` as for :class:`PrivampAccountant`.  Pass the phases to
+    ``privamp.compose``, or use :func:`from_opacus_history`."""
+    rel = as_relation(relation)
+    sens = clipped_sensitivity(rel, sensitivity)
+    counts: dict[tuple[float, float], int] = {}
+    for noise, rate, steps in history:
+        key = (float(noise), float(rate))
+        counts[key] = counts.get(key, 0) + check_int("steps", steps, minimum=0)
+    runs = [Training(Gaussian(nm, sens), Poisson(q), steps=c, relation=rel)
+            for (nm, q), c in counts.items() if c > 0]
+    if not runs:
+        raise ValueError("the history holds no step (steps must add up to >= 1)")
+    return runs
+
+
+def from_opacus_history(history: Any, relation: Any = None,
+                        sensitivity: float | None = None) -> Any:
+    """privamp's run for an Opacus accountant's ``history`` (Poisson sampling, as Opacus
+    assumes): a :class:`~privamp.Training`, or the composition of its phases
+    (``privamp.compose``) when the noise or the rate changed.  E.g.
+    ``from_opacus_history(engine.accountant.history).epsilon(1e-5)``."""
+    runs = runs_from_opacus_history(history, relation, sensitivity)
+    return runs[0] if len(runs) == 1 else _compose(runs)
 
 
 def _identity(acc: PrivampAccountant) -> dict[str, Any]:
