@@ -28,7 +28,8 @@ def test_formatting_rounds_in_the_safe_direction():
     g = pa.Guarantee(up, lo)
     assert f"{g:.2f}" == "2.39" and f"{up:.3f}" == "2.382" and f"{lo:.3f}" == "2.381"
     assert f"{lo:.2f}" == "2.38" and f"{up:>8.3g}" == "    2.39" and f"{up:.1%}" == "238.2%"
-    assert f"{pa.Bound(2.38163, 'exact', 't'):.2f}" == "2.38"
+    exact = pa.Bound(2.38163, "exact", "t")
+    assert f"{exact:.2f}" == "2.38" and f"{pa.Guarantee(exact, exact):.2f}" == "2.39"
     assert f"{pa.Bound(math.inf, 'upper', 't'):.2f}" == "inf"
     for x in (0.1, 1 / 3, 2.675, 1e-7 + 1e-20, 123456.7):
         assert float(f"{pa.Bound(x, 'upper', 't'):.2g}") >= x

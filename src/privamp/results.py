@@ -251,8 +251,9 @@ class Guarantee(_Numeric):
         return float(self.upper)
 
     def __format__(self, spec: str) -> str:
-        """Formats the upper bound, rounded up; no spec gives the two-sided text."""
-        return _format(self.number, spec, self, self.upper.kind) if spec else str(self)
+        """Formats the upper bound rounded up (even an exact value: the printed number is
+        the one safe to report); no spec gives the two-sided text."""
+        return _format(self.number, spec, self, "upper") if spec else str(self)
 
     @property
     def exact(self) -> bool:
