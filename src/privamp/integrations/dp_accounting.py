@@ -31,13 +31,13 @@ from typing import Any
 
 from .._validation import check_int, check_positive
 from ..accounting.training import Training
-from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
+from ._phases import compose_phases
 
 __all__ = [
     "as_relation",
@@ -236,12 +236,5 @@ def from_dp_event(
     )
     if len(runs) == 1:
         return runs[0]
-    from .. import accounting
-
-    compose = getattr(accounting, "compose", None)
-    if compose is None:
-        raise NotApplicable(
-            f"{_name(event)} composes different steps ({runs[0]} and {runs[1]}); accounting "
-            "for phases needs privamp.compose (not in this build)"
-        )
-    return compose(*runs)
+    return compose_phases(runs, f"{_name(event)} composes different steps ({runs[0]} and "
+                                f"{runs[1]})")

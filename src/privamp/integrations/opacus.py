@@ -41,6 +41,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
 from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
+from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity
 
 __all__ = [
@@ -311,7 +312,8 @@ class PrivampAccountant(IAccountant):
         if not isinstance(self.scheme, _EPOCH_SCHEMES):
             if len(phases) == 1:
                 return self._run(*phases[0]), ""
-            return _compose([self._run(nm, s) for nm, s in phases]), ""
+            return compose_phases([self._run(nm, s) for nm, s in phases],
+                                  "the noise multiplier changed during the run"), ""
         per = int(self.scheme.steps_per_epoch)
         whole = -(-total // per) * per
         note = "" if whole == total else (
@@ -323,7 +325,7 @@ class PrivampAccountant(IAccountant):
         if all(b % per == 0 for b in bounds):
             runs = [self._run(nm, s) for nm, s in phases[:-1]]
             runs.append(self._run(phases[-1][0], whole - bounds[-1]))
-            return _compose(runs), note
+            return compose_phases(runs, "the noise multiplier changed during the run"), note
         low = min(nm for nm, _ in phases)
         note = (
             f"noise changed inside an epoch: {total} steps accounted as {whole} steps at the "
@@ -401,7 +403,9 @@ def from_opacus_history(history: Any, relation: Any = None,
     (``privamp.compose``) when the noise or the rate changed.  E.g.
     ``from_opacus_history(engine.accountant.history).epsilon(1e-5)``."""
     runs = runs_from_opacus_history(history, relation, sensitivity)
-    return runs[0] if len(runs) == 1 else _compose(runs)
+    if len(runs) == 1:
+        return runs[0]
+    return compose_phases(runs, "the noise multiplier or the sample rate changed")
 
 
 def _identity(acc: PrivampAccountant) -> dict[str, Any]:
@@ -411,19 +415,6 @@ def _identity(acc: PrivampAccountant) -> dict[str, Any]:
         "relation": repr(acc.relation),
         "sensitivity": float(acc.sensitivity),
     }
-
-
-def _compose(runs: list[Training]) -> Any:
-    """``privamp.compose(*runs)`` (issue 14); ``NotApplicable`` until it is available."""
-    from .. import accounting
-
-    compose = getattr(accounting, "compose", None)
-    if compose is None:
-        raise NotApplicable(
-            "the noise multiplier changed during the run; accounting for phases needs "
-            "privamp.compose (not in this build)"
-        )
-    return compose(*runs)
 
 
 class _BatchSizes:
