@@ -239,7 +239,7 @@ def _calibrate_progress() -> tuple[Any, dict[str, Any]]:
     (none when this build's ``calibrate`` takes no callback)."""
     if "callback" not in inspect.signature(calibrate).parameters:
         return None, {}
-    bar = progress(total=None, desc="calibrating", log_every=0.0)
+    bar = progress(total=None, desc="calibrating", log_every=0.0, unit=" probes")
 
     def callback(value: float, guarantee: Guarantee) -> None:
         up = "-" if guarantee.upper is None else f"{guarantee.upper:.4g}"
@@ -268,8 +268,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                           "source": b.source}))
         return
     print(f"noise multiplier  {b:.6g}")
-    print(f"  the smallest found (relative precision 1e-3) whose epsilon upper bound at "
-          f"delta={args.delta:g} is at most {args.epsilon:g}")
+    print(f"  the smallest found whose epsilon upper bound at delta={args.delta:g} is at "
+          f"most {args.epsilon:g}")
     print(f"  ({run.scheme}, {run.steps} steps, {run.relation}; {_source(args, b.source)})")
 
 
@@ -293,7 +293,7 @@ def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int,
 def cmd_compare(args: argparse.Namespace) -> None:
     base, schemes, b, n, epochs = _compare_run(args)
     rows = []
-    for scheme in iterate(schemes, "comparing"):
+    for scheme in iterate(schemes, "comparing", unit=" schemes"):
         rows.extend(compare(base, [scheme], delta=args.delta, epsilon=args.epsilon).rows)
     quantity = "epsilon" if args.delta is not None else "delta"
     at = args.delta if args.delta is not None else args.epsilon
@@ -337,7 +337,8 @@ def cmd_curve(args: argparse.Namespace) -> None:
 
     run = make_run(args)
     steps = curve_steps(run, args.points)
-    bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0)
+    bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0,
+                   unit=" points")
     try:
         points = epsilon_over_training(run, args.delta, steps, accountant=args.accountant,
                                        callback=lambda k, g: bar.update())
@@ -388,7 +389,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     from .reproduce import figures, reproduce
 
     names = [args.figure] if args.figure is not None else list(figures(args.paper))
-    for name in iterate(names, f"drawing {args.paper}"):
+    for name in iterate(names, f"drawing {args.paper}", unit=" figures"):
         for p in reproduce(args.paper, name, args.out, fast=args.fast):
             print(f"wrote {p}")
 

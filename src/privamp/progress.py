@@ -55,6 +55,7 @@ def progress(
     stream: TextIO | None = None,
     log_every: float = 10.0,
     bar_format: str | None = None,
+    unit: str = "it",
 ) -> tqdm:
     """A tqdm bar over ``iterable`` (or a manual one with ``total``) on ``stream``
     (default stderr); log-friendly lines when ``stream`` is not a terminal.
@@ -73,13 +74,15 @@ def progress(
         dynamic_ncols=tty,
         leave=True,
         bar_format=bar_format,
+        unit=unit,
         disable=not _enabled(),
     )
 
 
-def iterate(items: Iterable[T], desc: str, stream: TextIO | None = None) -> Iterator[T]:
+def iterate(items: Iterable[T], desc: str, stream: TextIO | None = None,
+            unit: str = "it") -> Iterator[T]:
     """``items`` one by one with a progress bar labelled ``desc`` (see :func:`progress`)."""
-    bar = progress(items, desc=desc, stream=stream, log_every=0.0)
+    bar = progress(items, desc=desc, stream=stream, log_every=0.0, unit=unit)
     try:
         yield from bar
     finally:
