@@ -91,7 +91,7 @@ def test_rdp_json_and_list(capsys):
     out = json.loads(capsys.readouterr().out)
     # rate 1 is the Gaussian mechanism itself: alpha / (2 sigma^2)
     assert out["epsilon"] == pytest.approx([1.0, 1.75], rel=1e-9)
-    assert out["kind"] == "upper"
+    assert out["kind"] == "upper" and out["inputs"]["alpha"] == [2.0, 3.5]
 
 
 def test_epsilon_json_shape_matches_api(capsys):

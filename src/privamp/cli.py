@@ -372,6 +372,7 @@ def cmd_rdp(args: argparse.Namespace) -> None:
         print(
             json.dumps(
                 {
+                    "inputs": _inputs(args),
                     "alpha": curve.alpha.tolist(),
                     "epsilon": curve.epsilon.tolist(),
                     "kind": "upper",
