@@ -116,8 +116,9 @@ def train_one(
 
 
 def _interval(g: pa.Guarantee) -> str:
-    lo = "-" if g.lower is None else f"{float(g.lower.value):.3f}"
-    hi = "-" if g.upper is None else f"{float(g.upper.value):.3f}"
+    # a Bound formats in the safe direction: the upper end rounded up, the lower end down
+    lo = "-" if g.lower is None else f"{g.lower:.3f}"
+    hi = "-" if g.upper is None else f"{g.upper:.3f}"
     return f"[{lo}, {hi}]"
 
 
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         )
     print(
         f"\nPoisson-only accounting (Opacus's default) would report epsilon = "
-        f"{float(as_poisson.upper.value):.3f} for every row."
+        f"{as_poisson:.3f} for every row."
     )
     print(
         "The upper end of privamp's interval is the epsilon that is safe to report for the "
