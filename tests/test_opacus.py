@@ -473,3 +473,29 @@ def test_a_second_data_loader_is_refused():
     acc.step(noise_multiplier=1.0, sample_rate=0.05)
     with pytest.raises(ValueError, match="sample rate changed"):
         acc.get_epsilon(DELTA)
+
+
+def test_a_poisson_loader_at_another_rate_is_refused():
+    dl = pytest.importorskip("opacus.data_loader")
+    n = 400
+    base = torch.utils.data.DataLoader(_data(n), batch_size=40)  # Poisson rate 0.1
+    loader = dl.DPDataLoader.from_data_loader(base, generator=torch.Generator().manual_seed(1))
+    acc = PrivampAccountant(PoissonBatchSampler(n, 0.05, steps=10))  # claims rate 0.05
+    with pytest.raises(ValueError, match="averages 20.0"):
+        _opacus_engine_run(loader, acc)
+    # mean 40 vs 20 (sd 4.4 per batch): refused within a few steps
+    assert len(acc) < 5
+
+
+def test_genuine_poisson_batch_sizes_are_never_refused():
+    import numpy as np
+
+    from privamp.integrations.opacus import _batch_check, _BatchSizes
+
+    rng = np.random.default_rng(0)
+    for n, q in ((400, 0.05), (60000, 256 / 60000), (50, 0.9)):
+        for _ in range(20):
+            seen = _BatchSizes()
+            for size in rng.binomial(n, q, size=60):
+                seen.observe(int(size))
+                assert _batch_check(pa.Poisson(q), n, seen) == ""

@@ -422,12 +422,14 @@ class _BatchSizes:
 
     def __init__(self) -> None:
         self.count = 0
+        self.total = 0
         self.first: int | None = None
         self.constant = True
         self.last = 0
 
     def observe(self, size: int) -> None:
         self.count += 1
+        self.total += size
         self.last = size
         if self.first is None:
             self.first = size
@@ -450,17 +452,35 @@ def _batch_check(scheme: Scheme, n: int | None, seen: _BatchSizes) -> str:
         return f"a batch of {size} examples, but {scheme} draws batches of exactly {fixed}"
     if n is not None and size > n:
         return f"a batch of {size} examples from a dataset of {n}"
-    if isinstance(scheme, Poisson) and n is not None and seen.constant and seen.count > 1:
-        from scipy.stats import binom
+    if isinstance(scheme, Poisson) and n is not None:
+        return _poisson_check(scheme.rate, n, seen)
+    return ""
 
-        mode = math.floor((n + 1) * scheme.rate)
-        top = float(binom.pmf(min(mode, n), n, scheme.rate))
+
+def _poisson_check(q: float, n: int, seen: _BatchSizes) -> str:
+    """Batch sizes that Poisson sampling at rate ``q`` from ``n`` examples gives with
+    probability below ``_FALSE_ALARM`` over the whole run: the same size every step, or a
+    total off its Binomial(n * steps, q) law (tested at level ``_FALSE_ALARM / (m (m + 1))``
+    after step m, so that all the tests of a run together stay below ``_FALSE_ALARM``)."""
+    from scipy.stats import binom
+
+    m = seen.count
+    tail = min(binom.cdf(seen.total, n * m, q), binom.sf(seen.total - 1, n * m, q))
+    if 2 * tail < _FALSE_ALARM / (m * (m + 1)):
+        return (
+            f"{m} batches of {seen.total / m:.1f} examples on average, where Poisson sampling "
+            f"at rate {q:g} from {n} examples averages {n * q:.1f} (probability below "
+            f"{_FALSE_ALARM:g}: another rate or dataset size?)"
+        )
+    if seen.constant and m > 1:
+        mode = math.floor((n + 1) * q)
+        top = float(binom.pmf(min(mode, n), n, q))
         # P(count equal sizes) = sum_k p_k^count <= max_k p_k^(count - 1)
-        if top < 1 and (seen.count - 1) * math.log(top) < math.log(_FALSE_ALARM):
+        if top < 1 and (m - 1) * math.log(top) < math.log(_FALSE_ALARM):
             return (
-                f"{seen.count} batches of exactly {seen.first} examples in a row, which "
-                f"Poisson sampling at rate {scheme.rate:g} from {n} examples gives with "
-                f"probability below {_FALSE_ALARM:g} (a fixed-size loader, e.g. shuffle=True?)"
+                f"{m} batches of exactly {seen.first} examples in a row, which Poisson "
+                f"sampling at rate {q:g} from {n} examples gives with probability below "
+                f"{_FALSE_ALARM:g} (a fixed-size loader, e.g. shuffle=True?)"
             )
     return ""
 
