@@ -40,7 +40,7 @@ from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
-from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
+from ..sampling.schemes import Poisson, Scheme
 from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity
 
@@ -62,9 +62,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without opacus
         "privamp.integrations.opacus needs Opacus and PyTorch; install them with "
         '`pip install "privamp[opacus]"`'
     ) from exc
-
-
-_EPOCH_SCHEMES = (Shuffle, Deterministic, BalancedIteration)
 
 
 def _scheme_of(sampler_or_scheme: Any) -> Scheme:
@@ -309,7 +306,7 @@ class PrivampAccountant(IAccountant):
         if not phases:
             raise ValueError("no optimizer step recorded yet (steps must be >= 1)")
         total = sum(s for _, s in phases)
-        if not isinstance(self.scheme, _EPOCH_SCHEMES):
+        if not self.scheme.per_epoch:  # steps are independent: any count is a run
             if len(phases) == 1:
                 return self._run(*phases[0]), ""
             return compose_phases([self._run(nm, s) for nm, s in phases],
