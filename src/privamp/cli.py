@@ -36,7 +36,7 @@ from .mechanisms.gaussian import Gaussian
 from .mechanisms.laplace import Laplace
 from .mechanisms.randomized_response import RandomizedResponse
 from .progress import iterate, progress, working
-from .results import Guarantee
+from .results import Bound, Guarantee
 from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from .sampling.schemes import (
     BalancedIteration,
@@ -94,7 +94,9 @@ def _batches(cls: type[Scheme]) -> Callable[[argparse.Namespace], Scheme]:
 
 
 def _balanced(args: argparse.Namespace) -> Scheme:
-    steps = args.balanced_steps or _need(args, "steps", "for --scheme balanced")
+    steps = args.balanced_steps or getattr(args, "steps", None)
+    if steps is None:
+        raise CliError("--balanced-steps (steps per epoch) is required for --scheme balanced")
     return BalancedIteration(steps, args.participations)
 
 
@@ -383,7 +385,7 @@ def cmd_rdp(args: argparse.Namespace) -> None:
         return
     print(f"Rényi DP upper bounds, one step: {mech}, {scheme}, {rel}")
     for a, e, m in zip(curve.alpha, curve.epsilon, curve.methods, strict=True):
-        print(f"  alpha {a:>10.4g}   epsilon <= {e:.6g}   ({m})")
+        print(f"  alpha {a:>10.4g}   epsilon <= {Bound(e, 'upper', m):.6g}   ({m})")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -498,14 +500,14 @@ def _sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:
     s.add_argument("--group", type=_count, default=1, help="protect groups of K examples")
 
 
-def _run_flags(p: argparse.ArgumentParser, *, sigma: bool = True, scheme: bool = True,
-               accountant: bool = True) -> None:
+def _run_flags(p: argparse.ArgumentParser, *, sigma: bool = True, run: bool = True) -> None:
+    """Mechanism, sampling, (with ``run``) steps and accountant, and output flags."""
     _mechanism_flags(p, sigma)
-    _sampling_flags(p, scheme)
-    r = p.add_argument_group("run")
-    r.add_argument("--steps", type=_count, help="number of training steps")
-    r.add_argument("--epochs", type=float, help="number of epochs (instead of --steps)")
-    if accountant:
+    _sampling_flags(p)
+    if run:
+        r = p.add_argument_group("run")
+        r.add_argument("--steps", type=_count, help="number of training steps")
+        r.add_argument("--epochs", type=float, help="number of epochs (instead of --steps)")
         r.add_argument("--accountant", default="best",
                        help="best (default: tightest of all that apply) | pld | rdp")
     _output_flags(p)
@@ -580,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _command(sub, "rdp", "one-step Rényi DP curve, or --list the applicable methods",
                  "privamp rdp --sigma 1.0 --scheme poisson --rate 0.01 --alpha 2 4 8", cmd_rdp)
-    _run_flags(p, accountant=False)
+    _run_flags(p, run=False)
     p.add_argument("--alpha", type=float, nargs="+", default=[2, 4, 8, 16, 32, 64],
                    help="Rényi orders > 1 (default 2 4 8 16 32 64)")
     p.add_argument("--method", default="best", help="best, or a name from --list")
