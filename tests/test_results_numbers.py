@@ -50,6 +50,8 @@ def test_a_bound_formats_compares_and_converts():
     assert np.array_equal(np.asarray(arr), [0.5, 1.5]) and np.all(arr < 2)
     with pytest.raises(TypeError, match="holds an array"):
         float(arr)
+    with pytest.raises(TypeError, match="holds one number"):
+        list(UP)
 
 
 def test_rdp_is_an_upper_bound_with_the_closed_form_at_rate_one():

@@ -118,14 +118,19 @@ class Bound(_Numeric):
     def __rtruediv__(self, other: Any) -> Any:
         return _plain(other) / self.value
 
+    def _array(self) -> np.ndarray:
+        if not isinstance(self.value, np.ndarray):
+            raise TypeError("this Bound holds one number, not an array (use float(bound))")
+        return self.value
+
     def __len__(self) -> int:
-        return len(np.atleast_1d(self.value)) if isinstance(self.value, np.ndarray) else 1
+        return len(self._array())
 
     def __getitem__(self, index: Any) -> Any:
-        return np.asarray(self.value)[index]
+        return self._array()[index]
 
     def __iter__(self) -> Any:
-        return iter(np.atleast_1d(self.value).tolist())
+        return iter(self._array().tolist())
 
     @property
     def is_upper(self) -> bool:
