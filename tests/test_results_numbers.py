@@ -52,6 +52,8 @@ def test_a_bound_formats_compares_and_converts():
         float(arr)
     with pytest.raises(TypeError, match="holds one number"):
         list(UP)
+    empty = pa.Bound(np.array([]), "upper", "t")
+    assert bool(UP) and bool(pa.Bound(0.0, "exact", "t")) and bool(empty) and len(empty) == 0
 
 
 def test_rdp_is_an_upper_bound_with_the_closed_form_at_rate_one():

@@ -126,6 +126,11 @@ class Bound(_Numeric):
     def __len__(self) -> int:
         return len(self._array())
 
+    def __bool__(self) -> bool:
+        """A Bound is always true (``g.upper or g.lower`` picks the one that exists), even
+        when it holds 0 or an array."""
+        return True
+
     def __getitem__(self, index: Any) -> Any:
         return self._array()[index]
 
