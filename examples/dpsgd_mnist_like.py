@@ -7,8 +7,7 @@ number of steps under four batch samplers (Poisson, shuffle, fixed-size without 
 balanced iteration), and prints test accuracy next to privamp's [lower, upper] interval on
 epsilon for the sampler actually used, and next to the number one would report by
 (wrongly, except for the first row) accounting the run as Poisson.  Needs torch and opacus
-(``pip install "privamp[opacus]"``) and scikit-learn for the data; without scikit-learn it
-falls back to a synthetic dataset of the same shape and says so.
+and scikit-learn, which ships the data (from a checkout: ``pip install ".[opacus,examples]"``).
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ import numpy as np
 import torch
 
 import privamp as pa
-from privamp.integrations.opacus import make_private
-from privamp.integrations.torch import (
+from privamp.opacus import make_private
+from privamp.torch import (
     BalancedIterationSampler,
     PoissonBatchSampler,
     PrivampBatchSampler,
@@ -39,15 +38,12 @@ def load_digits(seed: int = 0) -> tuple[torch.Tensor, ...]:
     """Train/test tensors: scikit-learn's 8x8 digits (1797 images) split 1440 / 357."""
     try:
         from sklearn.datasets import load_digits as sk_digits
-
-        x, y = sk_digits(return_X_y=True)
-        x = x / 16.0
-    except ImportError:
-        print("scikit-learn is not installed: using a synthetic digits-shaped dataset")
-        rng = np.random.default_rng(seed)
-        centers = rng.normal(size=(10, 64))
-        y = rng.integers(0, 10, size=1797)
-        x = centers[y] + rng.normal(scale=1.5, size=(1797, 64))
+    except ImportError as exc:
+        raise SystemExit(
+            'this example needs scikit-learn for its data: pip install ".[opacus,examples]"'
+        ) from exc
+    x, y = sk_digits(return_X_y=True)
+    x = x / 16.0
     perm = np.random.default_rng(seed).permutation(len(y))
     x = torch.tensor(x[perm], dtype=torch.float32)
     y = torch.tensor(y[perm], dtype=torch.long)
@@ -120,8 +116,9 @@ def train_one(
 
 
 def _interval(g: pa.Guarantee) -> str:
-    lo = "-" if g.lower is None else f"{float(g.lower.value):.3f}"
-    hi = "-" if g.upper is None else f"{float(g.upper.value):.3f}"
+    # a Bound formats in the safe direction: the upper end rounded up, the lower end down
+    lo = "-" if g.lower is None else f"{g.lower:.3f}"
+    hi = "-" if g.upper is None else f"{g.upper:.3f}"
     return f"[{lo}, {hi}]"
 
 
@@ -179,7 +176,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         )
     print(
         f"\nPoisson-only accounting (Opacus's default) would report epsilon = "
-        f"{float(as_poisson.upper.value):.3f} for every row."
+        f"{as_poisson:.3f} for every row."
     )
     print(
         "The upper end of privamp's interval is the epsilon that is safe to report for the "

@@ -11,7 +11,11 @@ import pytest
 dpa = pytest.importorskip("dp_accounting")
 
 import privamp as pa  # noqa: E402
-from privamp.integrations.dp_accounting import from_dp_event  # noqa: E402
+from privamp.integrations.dp_accounting import (  # noqa: E402
+    as_relation,
+    from_dp_event,
+    runs_from_dp_event,
+)
 
 DELTA = 1e-5
 # dp_accounting's PLDAccountant discretises privacy losses with interval 1e-4 (its default);
@@ -117,10 +121,7 @@ def test_unsupported_events_name_the_event(event, name):
         from_dp_event(event)
 
 
-def test_heterogeneous_and_empty_compositions_raise():
-    mixed = dpa.ComposedDpEvent([_poisson_gaussian(0.1, 1.0, 3), _poisson_gaussian(0.2, 1.0, 3)])
-    with pytest.raises(ValueError, match="different steps"):
-        from_dp_event(mixed)
+def test_empty_compositions_and_mismatched_sizes_raise():
     with pytest.raises(ValueError, match="no private step"):
         from_dp_event(dpa.ComposedDpEvent([dpa.NoOpDpEvent()]))
     with pytest.raises(ValueError, match="dataset_size"):
@@ -128,3 +129,58 @@ def test_heterogeneous_and_empty_compositions_raise():
             dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0)),
             dataset_size=99,
         )
+
+
+def _mixed_event():
+    """A warm-up at another rate, then training, then a Laplace release (Poisson rate 1)."""
+    return dpa.ComposedDpEvent([
+        _poisson_gaussian(0.2, 2.0, 20),
+        dpa.SelfComposedDpEvent(
+            dpa.ComposedDpEvent([_poisson_gaussian(0.05, 1.0, 10), dpa.NoOpDpEvent()]), 3),
+        dpa.LaplaceDpEvent(20.0),
+        _poisson_gaussian(0.2, 2.0, 5),
+    ])
+
+
+def test_a_mixed_event_becomes_phases():
+    runs = runs_from_dp_event(_mixed_event())
+    assert [(r.mechanism, r.scheme, r.steps) for r in runs] == [
+        (pa.Gaussian(2.0), pa.Poisson(0.2), 25),
+        (pa.Gaussian(1.0), pa.Poisson(0.05), 30),
+        (pa.Laplace(20.0), pa.Poisson(1.0), 1),
+    ]
+    if not hasattr(pa, "compose"):
+        with pytest.raises(pa.NotApplicable, match="privamp.compose"):
+            from_dp_event(_mixed_event())
+
+
+def test_a_mixed_event_matches_dp_accounting_pld():
+    if not hasattr(pa, "compose"):
+        pytest.skip("needs pa.compose (merged from i14)")
+    event = _mixed_event()
+    acc = dpa.pld.PLDAccountant()
+    acc.compose(event)
+    reference = acc.get_epsilon(DELTA)
+    run = from_dp_event(event)
+    assert len(run.phases) == 3
+    g = run.epsilon(DELTA)
+    assert g.lower.value - DPA_TOL <= reference <= g.upper.value + DPA_TOL
+    assert g.upper.value - g.lower.value <= 10 * DPA_TOL
+
+
+def test_neighboring_relation_is_accepted():
+    rel = dpa.NeighboringRelation
+    assert as_relation(rel.ADD_OR_REMOVE_ONE) == pa.AddRemove()
+    assert as_relation(rel.REPLACE_ONE) == pa.Substitution()
+    assert as_relation(rel.REPLACE_SPECIAL) == pa.ZeroOut()
+    with pytest.raises(ValueError, match="NeighboringRelation"):
+        as_relation("add-remove")
+    wor = dpa.SampledWithoutReplacementDpEvent(100, 10, dpa.GaussianDpEvent(1.0))
+    run = from_dp_event(wor, relation=rel.REPLACE_ONE)
+    assert run.relation == pa.Substitution() and run.mechanism == pa.Gaussian(1.0, 2.0)
+    event = _poisson_gaussian(0.05, 1.0, 20)
+    run = from_dp_event(event, relation=rel.ADD_OR_REMOVE_ONE)
+    acc = dpa.pld.PLDAccountant(neighboring_relation=rel.ADD_OR_REMOVE_ONE)
+    acc.compose(event)
+    g = run.epsilon(DELTA)
+    assert g.lower.value - DPA_TOL <= acc.get_epsilon(DELTA) <= g.upper.value + DPA_TOL

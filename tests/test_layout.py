@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1] / "src" / "privamp"
 
 LAYERS = {
-    "results": 0, "errors": 0, "_validation": 0,
+    "results": 0, "errors": 0, "_validation": 0, "progress": 0,
     "numerics": 1,
     "pairs": 2,
     "mechanisms": 3, "sampling": 3,
@@ -20,7 +20,7 @@ LAYERS = {
     "theorems": 5,
     "accounting": 6,
     "plotting": 7, "support": 7, "integrations": 7,
-    "reproduce": 8,
+    "reproduce": 8, "opacus": 8, "torch": 8, "interop": 8,
     "cli": 9,
     "__init__": 10,
 }

@@ -32,14 +32,47 @@ from .sampling import (
     WithReplacement,
     ZeroOut,
 )
-from .theorems.balle2018.profiles import profile, profile_bound
+from .theorems.balle2018.profiles import profile_bound
 from .theorems.chua2024 import ABLQ, calibrate_interval
 from .theorems.dong2025.rdp import partial_split_rdp
 from .theorems.poisson_pld import poisson_pairs
 from .theorems.rdp_composition import RdpAccountant
-from .theorems.registry import rdp, rdp_curve, rdp_methods
+from .theorems.registry import rdp_curve, rdp_methods
 
 __version__ = "0.1.0"
+
+
+def rdp(mechanism, scheme, alpha, relation=None, method="best") -> Bound:
+    """Upper bounds on the Rényi-DP epsilon of one step of ``mechanism`` under ``scheme`` at
+    the order(s) ``alpha`` (> 1, real): a :class:`Bound` of kind ``"upper"`` whose value has
+    the shape of ``alpha`` (``np.asarray(bound)`` gives the array) and whose source names the
+    results used.  ``method="best"`` takes, per order, the smallest applicable result; another
+    name selects one (see :func:`rdp_methods`).
+
+    Raises:
+        NotApplicable: no result (or not the one named) applies to this setting.
+        ValueError: an order outside (1, inf) or an unknown method name.
+    """
+    import numpy as np
+
+    curve = rdp_curve(mechanism, scheme, alpha, relation, method)
+    value = curve.epsilon.reshape(np.shape(alpha))
+    return Bound(value, "upper", "Rényi DP of one step: " + "; ".join(curve.sources))
+
+
+def profile(mechanism, scheme, epsilon, relation=None, group="white-box",
+            dataset_size=None) -> Bound:
+    """Upper bounds on the privacy profile delta(epsilon) of one subsampled release (Balle,
+    Barthe, Gaboardi 2018): a :class:`Bound` of kind ``"upper"`` whose value has the shape of
+    ``epsilon``; arguments as :func:`profile_bound` (which keeps the kind ``"exact"`` where the
+    theorem is tight).
+
+    Raises:
+        NotApplicable: no theorem covers this mechanism, scheme and relation.
+        ValueError: a negative epsilon or an invalid argument, named in the message.
+    """
+    b = profile_bound(mechanism, scheme, epsilon, relation, group, dataset_size)
+    return Bound(b.value, "upper", b.source)
 
 __all__ = [
     "Bound",

@@ -16,24 +16,27 @@ Bad input prints one line ``privamp: error: ...`` and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
+import math
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import __version__
-from .accounting.calibration import calibrate, compare
+from .accounting.calibration import Comparison, calibrate, compare
 from .accounting.training import Training
 from .errors import NotApplicable
 from .mechanisms.base import Mechanism
 from .mechanisms.gaussian import Gaussian
 from .mechanisms.laplace import Laplace
 from .mechanisms.randomized_response import RandomizedResponse
-from .results import Guarantee
+from .progress import iterate, progress, working
+from .results import Bound, Guarantee
 from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from .sampling.schemes import (
     BalancedIteration,
@@ -53,18 +56,6 @@ __all__ = [
 ]
 
 
-SCHEMES = (
-    "poisson",
-    "without-replacement",
-    "with-replacement",
-    "deterministic",
-    "shuffle",
-    "balanced",
-    "model-split",
-    "dropout",
-)
-
-
 RELATIONS = {"add-remove": AddRemove, "substitution": Substitution, "zero-out": ZeroOut}
 
 
@@ -74,10 +65,67 @@ class CliError(Exception):
 
 # -- building values from flags -----------------------------------------------------------
 def _need(args: argparse.Namespace, name: str, why: str) -> Any:
-    value = getattr(args, name)
+    value = getattr(args, name, None)
     if value is None:
         raise CliError(f"--{name.replace('_', '-')} is required {why}")
     return value
+
+
+def _rate(args: argparse.Namespace) -> float:
+    """--rate, or --batch-size / --dataset-size (the expected batch over the dataset)."""
+    if args.rate is not None:
+        return args.rate
+    if args.batch_size is not None and args.dataset_size is not None:
+        if args.batch_size > args.dataset_size:
+            raise CliError(
+                f"--batch-size {args.batch_size} must be at most --dataset-size "
+                f"{args.dataset_size} for a Poisson rate"
+            )
+        return args.batch_size / args.dataset_size
+    raise CliError("--rate is required for --scheme poisson (or --batch-size and --dataset-size)")
+
+
+def _batches(cls: type[Scheme]) -> Callable[[argparse.Namespace], Scheme]:
+    def build(args: argparse.Namespace) -> Scheme:
+        why = f"for --scheme {cls.name}"
+        return cls(_need(args, "batch_size", why), _need(args, "dataset_size", why))
+
+    return build
+
+
+def _balanced(args: argparse.Namespace) -> Scheme:
+    steps = args.balanced_steps or getattr(args, "steps", None)
+    if steps is None:
+        raise CliError("--balanced-steps (steps per epoch) is required for --scheme balanced")
+    return BalancedIteration(steps, args.participations)
+
+
+@dataclass(frozen=True)
+class SchemeEntry:
+    """One ``--scheme`` choice: how to build it from the flags, and its help line."""
+
+    build: Callable[[argparse.Namespace], Scheme]
+    help: str
+
+
+#: the ``--scheme`` choices; a new scheme plugs in with one line here
+SCHEMES: dict[str, SchemeEntry] = {
+    "poisson": SchemeEntry(lambda a: Poisson(_rate(a)),
+                           "each example in each batch with probability --rate"),
+    "without-replacement": SchemeEntry(_batches(WithoutReplacement),
+                                       "a fresh batch of --batch-size distinct examples a step"),
+    "with-replacement": SchemeEntry(_batches(WithReplacement),
+                                    "--batch-size draws with replacement a step"),
+    "deterministic": SchemeEntry(_batches(Deterministic),
+                                 "the same consecutive batches every epoch"),
+    "shuffle": SchemeEntry(_batches(Shuffle), "a fresh random permutation every epoch"),
+    "balanced": SchemeEntry(_balanced, "each example in --participations of the steps of "
+                            "an epoch (Dong et al. 2025)"),
+    "model-split": SchemeEntry(lambda a: ModelSplit(_need(a, "parts", "for model-split"),
+                                                    a.selected),
+                               "each example updates --selected of --parts submodels"),
+    "dropout": SchemeEntry(lambda a: ModelSplit(2, 1), "dropout (model split in 2)"),
+}
 
 
 def make_mechanism(args: argparse.Namespace, sigma: float | None = None) -> Mechanism:
@@ -92,25 +140,9 @@ def make_mechanism(args: argparse.Namespace, sigma: float | None = None) -> Mech
 
 def make_scheme(args: argparse.Namespace, name: str | None = None) -> Scheme:
     name = name or args.scheme
-    why = f"for --scheme {name}"
-    if name == "poisson":
-        return Poisson(_need(args, "rate", why))
-    if name in ("without-replacement", "with-replacement", "deterministic", "shuffle"):
-        cls = {
-            "without-replacement": WithoutReplacement,
-            "with-replacement": WithReplacement,
-            "deterministic": Deterministic,
-            "shuffle": Shuffle,
-        }[name]
-        return cls(_need(args, "batch_size", why), _need(args, "dataset_size", why))
-    if name == "balanced":
-        steps = args.balanced_steps or _need(args, "steps", why)
-        return BalancedIteration(steps, args.participations)
-    if name == "model-split":
-        return ModelSplit(_need(args, "parts", why), args.selected)
-    if name == "dropout":
-        return ModelSplit(2, 1)
-    raise CliError(f"--scheme must be one of {', '.join(SCHEMES)}, got {name!r}")
+    if name not in SCHEMES:
+        raise CliError(f"--scheme must be one of {', '.join(SCHEMES)}, got {name!r}")
+    return SCHEMES[name].build(args)
 
 
 def make_relation(args: argparse.Namespace) -> Relation:
@@ -130,48 +162,63 @@ def make_run(args: argparse.Namespace, sigma: float | None = None) -> Training:
 
 
 # -- output -------------------------------------------------------------------------------
-def _with_progress(label: str, fn: Callable[[], Any]) -> Any:
-    """Run fn; on a terminal, show elapsed seconds on stderr while it takes more than 1 s."""
-    if not sys.stderr.isatty():
-        return fn()
-    done = threading.Event()
+def short_source(source: str) -> str:
+    """The first clause of a source (cut near 72 characters) and its relation or
+    post-processing notes; ``--verbose`` prints the whole text."""
+    parts = _clauses(source)
+    head = parts[0]
+    if len(head) > 72:
+        head = head[: max(head.rfind(" ", 0, 70), 20)] + " ..."
+    notes = [p.split(":")[0] for p in parts[1:]
+             if any(w in p for w in ("analysed as", "partial epoch", "noise changed"))]
+    return "; ".join([head, *notes])
 
-    def ticker() -> None:
-        start = time.monotonic()
-        while not done.wait(0.5):
-            elapsed = time.monotonic() - start
-            if elapsed > 1.0:
-                sys.stderr.write(f"\r{label} ... {elapsed:.0f} s")
-                sys.stderr.flush()
 
-    t = threading.Thread(target=ticker, daemon=True)
-    t.start()
-    try:
-        return fn()
-    finally:
-        done.set()
-        t.join()
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
+def _clauses(text: str) -> list[str]:
+    """``text`` split at the semicolons outside parentheses."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == ";" and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [*out, text[start:].strip()]
+
+
+def _source(args: argparse.Namespace, source: str) -> str:
+    return source if getattr(args, "verbose", False) else short_source(source)
+
+
+_NOT_INPUTS = ("func", "json", "verbose", "plot", "out")
+
+
+def _inputs(args: argparse.Namespace, run: Training | None = None) -> dict[str, Any]:
+    """The flags given (and, for a run, what they were read as), for JSON output."""
+    out = {k: v for k, v in vars(args).items() if v is not None and k not in _NOT_INPUTS}
+    if run is not None:
+        out["run"] = {"mechanism": repr(run.mechanism), "scheme": repr(run.scheme),
+                      "steps": run.steps, "relation": repr(run.relation)}
+    return out
 
 
 def _describe(run: Training) -> str:
     return f"{run.mechanism}, {run.scheme}, {run.steps} steps, {run.relation}"
 
 
-def _print_guarantee(title: str, g: Guarantee, as_json: bool) -> None:
-    if as_json:
-        print(g.to_json())
+def _print_guarantee(title: str, g: Guarantee, args: argparse.Namespace,
+                     run: Training | None = None) -> None:
+    if args.json:
+        print(json.dumps({"inputs": _inputs(args, run), **g.to_dict()}))
         return
     print(title)
     if g.exact:
-        print(f"  exact  {float(g.upper.value):.6g}   {g.upper.source}")
+        print(f"  exact  {g.upper:.6g}   {_source(args, g.upper.source)}")
     else:
         for label, b in (("upper", g.upper), ("lower", g.lower)):
             if b is None:
                 print(f"  {label}  {'-':>10}   no {label} bound available for this setting")
             else:
-                print(f"  {label}  {float(b.value):>10.6g}   {b.source}")
+                print(f"  {label}  {b:>10.6g}   {_source(args, b.source)}")
     for name, why in g.declined:
         print(f"  ({name} does not apply: {why})")
 
@@ -179,69 +226,139 @@ def _print_guarantee(title: str, g: Guarantee, as_json: bool) -> None:
 # -- commands -------------------------------------------------------------------------------
 def cmd_epsilon(args: argparse.Namespace) -> None:
     run = make_run(args)
-    g = _with_progress("accounting", lambda: run.epsilon(args.delta, accountant=args.accountant))
-    _print_guarantee(f"epsilon at delta={args.delta:g}  ({_describe(run)})", g, args.json)
+    g = working("accounting", lambda: run.epsilon(args.delta, accountant=args.accountant))
+    _print_guarantee(f"epsilon at delta={args.delta:g}  ({_describe(run)})", g, args, run)
 
 
 def cmd_delta(args: argparse.Namespace) -> None:
     run = make_run(args)
-    g = _with_progress("accounting", lambda: run.delta(args.epsilon, accountant=args.accountant))
-    _print_guarantee(f"delta at epsilon={args.epsilon:g}  ({_describe(run)})", g, args.json)
+    g = working("accounting", lambda: run.delta(args.epsilon, accountant=args.accountant))
+    _print_guarantee(f"delta at epsilon={args.epsilon:g}  ({_describe(run)})", g, args, run)
+
+
+def _calibrate_progress() -> tuple[Any, dict[str, Any]]:
+    """A progress bar and the keyword arguments that feed it from ``calibrate``'s callback
+    (none when this build's ``calibrate`` takes no callback)."""
+    if "callback" not in inspect.signature(calibrate).parameters:
+        return None, {}
+    bar = progress(total=None, desc="calibrating", log_every=0.0, unit=" probes")
+
+    def callback(value: float, guarantee: Guarantee) -> None:
+        up = "-" if guarantee.upper is None else f"{guarantee.upper:.4g}"
+        bar.set_postfix_str(f"sigma={value:.4g}, epsilon<={up}", refresh=False)
+        bar.update()
+
+    return bar, {"callback": callback}
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     if args.mechanism != "gaussian":
         raise CliError("calibrate tunes the Gaussian noise multiplier: use --mechanism gaussian")
-    make_run(args, sigma=1.0)  # validate the other flags once, before searching
-    b = _with_progress(
-        "calibrating",
-        lambda: calibrate(
-            args.epsilon, args.delta, lambda s: make_run(args, sigma=s), accountant=args.accountant
-        ),
-    )
+    run = make_run(args, sigma=1.0)  # validate the other flags once, before searching
+    bar, extra = _calibrate_progress()
+    def search() -> Any:
+        return calibrate(args.epsilon, args.delta, lambda s: make_run(args, sigma=s),
+                         accountant=args.accountant, **extra)
+
+    try:
+        b = search() if extra else working("calibrating", search)
+    finally:
+        if bar is not None:
+            bar.close()
     if args.json:
-        print(b.to_json())
-    else:
-        print(f"noise multiplier for epsilon <= {args.epsilon:g} at delta = {args.delta:g}")
-        print(f"  sigma  {float(b.value):.6g}   {b.source}")
+        print(json.dumps({"inputs": _inputs(args, run), "noise_multiplier": b.value,
+                          "source": b.source}))
+        return
+    print(f"noise multiplier  {b:.6g}")
+    print(f"  the smallest found whose epsilon upper bound at delta={args.delta:g} is at "
+          f"most {args.epsilon:g}")
+    print(f"  ({run.scheme}, {run.steps} steps, {run.relation}; {_source(args, b.source)})")
+
+
+def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int, int, float]:
+    if args.steps is None and args.epochs is None:
+        raise CliError("give --steps (steps per epoch) and optionally --epochs")
+    epochs = args.epochs or 1
+    b = args.batch_size or 1
+    n = args.dataset_size or b * _need(args, "steps", "without --dataset-size")
+    if n % b:
+        raise CliError(f"--batch-size {b} must divide --dataset-size {n}")
+    per_epoch = n // b
+    schemes: list[Scheme] = [
+        Deterministic(b, n), Poisson(b / n), Shuffle(b, n), BalancedIteration(per_epoch, 1),
+    ]
+    total = int(round(epochs * per_epoch))
+    base = Training(make_mechanism(args), schemes[1], steps=total, relation=make_relation(args))
+    return base, schemes, b, n, epochs
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
-    if args.steps is None and args.epochs is None:
-        raise CliError("give --steps (steps per epoch) and optionally --epochs")
-    steps_per_epoch = args.steps
-    epochs = args.epochs or 1
-    b = args.batch_size or 1
-    n = args.dataset_size or b * steps_per_epoch
-    if n % b:
-        raise CliError(f"--batch-size {b} must divide --dataset-size {n}")
-    steps_per_epoch = n // b
-    total = int(round(epochs * steps_per_epoch))
-    schemes: list[Scheme] = [
-        Deterministic(b, n),
-        Poisson(b / n),
-        Shuffle(b, n),
-        BalancedIteration(steps_per_epoch, 1),
-    ]
-    mech = make_mechanism(args)
-    base = Training(mech, schemes[1], steps=total, relation=make_relation(args))
-    table = _with_progress(
-        "comparing", lambda: compare(base, schemes, delta=args.delta, epsilon=args.epsilon)
-    )
+    base, schemes, b, n, epochs = _compare_run(args)
+    rows = []
+    for scheme in iterate(schemes, "comparing", unit=" schemes"):
+        rows.extend(compare(base, [scheme], delta=args.delta, epsilon=args.epsilon).rows)
+    quantity = "epsilon" if args.delta is not None else "delta"
+    at = args.delta if args.delta is not None else args.epsilon
+    table = Comparison(quantity, float(at), tuple(rows))
+    settings = (f"{base.mechanism}, batch {b} of {n}, {base.steps} steps ({epochs:g} epochs), "
+                f"{base.relation}")
     if args.json:
-        print(json.dumps(table.to_dict()))
+        print(json.dumps({"inputs": _inputs(args, base), **table.to_dict()}))
     else:
-        print(f"{mech}, batch {b} of {n}, {total} steps ({epochs:g} epochs), {base.relation}")
-        print(table)
+        print(settings)
+        _print_table(table, args)
     if args.plot:
         from .plotting import plot_epsilon_vs_sigma
 
-        sigma = float(args.sigma)
+        sigma = float(_need(args, "sigma", "for --plot"))
         path = plot_epsilon_vs_sigma(
             schemes, np.geomspace(sigma / 2.5, sigma * 2.5, 9), epochs, args.delta or 1e-6,
             args.plot, base.relation, args.sensitivity,
+            title=f"batch {b} of {n}, {epochs:g} epochs, {base.relation}, "
+                  f"delta={args.delta or 1e-6:g}",
         )
-        print(f"wrote {path}")
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
+
+
+def _print_table(table: Comparison, args: argparse.Namespace) -> None:
+    other = "delta" if table.quantity == "epsilon" else "epsilon"
+    print(f"{table.quantity} at {other} = {table.at:g}")
+    print(f"{'scheme':<22}{'lower':>12}{'upper':>12}  source (of the upper bound)")
+    for name, g, note in table.rows:
+        if g is None:
+            print(f"{name:<22}{'-':>12}{'-':>12}  {note}")
+            continue
+        lo = "-" if g.lower is None else f"{g.lower:.4g}"
+        hi = "-" if g.upper is None else f"{g.upper:.4g}"
+        src = (g.upper or g.lower).source
+        print(f"{name:<22}{lo:>12}{hi:>12}  {_source(args, src)}")
+
+
+def cmd_curve(args: argparse.Namespace) -> None:
+    from .plotting import curve_steps, epsilon_over_training, plot_epsilon_curve
+
+    run = make_run(args)
+    steps = curve_steps(run, args.points)
+    bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0,
+                   unit=" points")
+    try:
+        points = epsilon_over_training(run, args.delta, steps, accountant=args.accountant,
+                                       callback=lambda k, g: bar.update())
+    finally:
+        bar.close()
+    if args.json:
+        print(json.dumps({"inputs": _inputs(args, run), "steps": steps,
+                          "epsilon": [g.to_dict() for _, g in points]}))
+    else:
+        print(f"epsilon at delta={args.delta:g} over training  ({_describe(run)})")
+        print(f"  {'steps':>10}{'lower':>12}{'upper':>12}")
+        for k, g in points:
+            lo = "-" if g.lower is None else f"{g.lower:.4g}"
+            hi = "-" if g.upper is None else f"{g.upper:.4g}"
+            print(f"  {k:>10}{lo:>12}{hi:>12}")
+    if args.plot:
+        path = plot_epsilon_curve(points, args.plot, f"{_describe(run)}, delta={args.delta:g}")
+        print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
 
 
 def cmd_rdp(args: argparse.Namespace) -> None:
@@ -257,6 +374,7 @@ def cmd_rdp(args: argparse.Namespace) -> None:
         print(
             json.dumps(
                 {
+                    "inputs": _inputs(args),
                     "alpha": curve.alpha.tolist(),
                     "epsilon": curve.epsilon.tolist(),
                     "kind": "upper",
@@ -267,17 +385,16 @@ def cmd_rdp(args: argparse.Namespace) -> None:
         return
     print(f"Rényi DP upper bounds, one step: {mech}, {scheme}, {rel}")
     for a, e, m in zip(curve.alpha, curve.epsilon, curve.methods, strict=True):
-        print(f"  alpha {a:>10.4g}   epsilon <= {e:.6g}   ({m})")
+        print(f"  alpha {a:>10.4g}   epsilon <= {Bound(e, 'upper', m):.6g}   ({m})")
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from .reproduce import reproduce
+    from .reproduce import figures, reproduce
 
-    paths = _with_progress(
-        "drawing", lambda: reproduce(args.paper, args.figure, args.out, fast=args.fast)
-    )
-    for p in paths:
-        print(f"wrote {p}")
+    names = [args.figure] if args.figure is not None else list(figures(args.paper))
+    for name in iterate(names, f"drawing {args.paper}", unit=" figures"):
+        for p in reproduce(args.paper, name, args.out, fast=args.fast):
+            print(f"wrote {p}")
 
 
 def cmd_support(args: argparse.Namespace) -> None:
@@ -287,6 +404,7 @@ def cmd_support(args: argparse.Namespace) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> None:
+    args = argparse.Namespace(json=False, verbose=getattr(args, "verbose", False))
     q, sigma, epochs, delta = 256 / 60000, 1.1, 60, 1e-5
     mech = Gaussian(sigma)
     run = Training(mech, Poisson(q), epochs=epochs)
@@ -295,7 +413,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     t0 = time.perf_counter()
     g = run.epsilon(delta)
     dt = time.perf_counter() - t0
-    _print_guarantee("Poisson subsampling (what DP-SGD analyses assume):", g, False)
+    _print_guarantee("Poisson subsampling (what DP-SGD analyses assume):", g, args)
     print(f"  ({dt:.2f} s)\n")
     schemes: list[tuple[str, Scheme]] = [
         ("fixed-size batches, fresh random batch each step (substitution, sensitivity 2C)",
@@ -314,7 +432,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
         try:
             t0 = time.perf_counter()
             gg = r.epsilon(delta)
-            _print_guarantee(f"{title}:", gg, False)
+            _print_guarantee(f"{title}:", gg, args)
             print(f"  ({time.perf_counter() - t0:.2f} s)\n")
             if isinstance(scheme, Shuffle) and gg.lower is not None:
                 shuffle_lower = float(gg.lower.value)
@@ -322,8 +440,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
             print(f"{title}: not available yet ({exc})\n")
     if shuffle_lower is not None and g.upper is not None:
         ratio = shuffle_lower / float(g.upper.value)
-        print(f"Reporting the Poisson epsilon ({float(g.upper.value):.3g}) for a shuffled run "
-              f"under-reports it by a factor of at least {ratio:.1f}.")
+        print(f"Reporting the Poisson epsilon ({g.upper:.3g}) for a shuffled run "
+              f"under-reports it by a factor of at least {math.floor(ratio * 10) / 10:.1f}.")
 
 
 # -- parser ---------------------------------------------------------------------------------
@@ -346,82 +464,142 @@ def _count(text: str) -> int:
     return int(x)
 
 
-def _run_flags(p: argparse.ArgumentParser, *, scheme_required: bool = True) -> None:
-    m = p.add_argument_group("mechanism")
-    m.add_argument("--mechanism", choices=("gaussian", "laplace", "rr"), default="gaussian")
-    m.add_argument("--sigma", type=float, help="Gaussian noise multiplier")
+def _mechanism_flags(p: argparse.ArgumentParser, sigma: bool = True) -> None:
+    m = p.add_argument_group("mechanism (one release, in units of the clipping norm)")
+    m.add_argument("--mechanism", choices=("gaussian", "laplace", "rr"), default="gaussian",
+                   help="base mechanism (default gaussian)")
+    if sigma:
+        m.add_argument("--sigma", type=float, help="Gaussian noise multiplier (noise std / C)")
     m.add_argument("--scale", type=float, help="Laplace scale")
     m.add_argument("--theta", type=float, help="randomized response: truth probability")
-    m.add_argument("--sensitivity", type=float, default=1.0, help="sensitivity (default 1)")
+    m.add_argument("--sensitivity", type=float, default=1.0,
+                   help="sensitivity under the relation (default 1; 2 for substitution of "
+                        "clipped gradients)")
+
+
+def _sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:
     s = p.add_argument_group("sampling")
-    s.add_argument("--scheme", choices=SCHEMES, default="poisson" if not scheme_required else None,
-                   required=scheme_required)
-    s.add_argument("--rate", type=float, help="Poisson sampling rate")
-    s.add_argument("--batch-size", type=_count)
-    s.add_argument("--dataset-size", type=_count)
-    s.add_argument("--participations", type=_count, default=1, help="balanced: steps per record")
-    s.add_argument("--balanced-steps", type=_count, help="balanced: steps per epoch")
-    s.add_argument("--parts", type=_count, help="model split: number of submodels")
-    s.add_argument("--selected", type=_count, default=1, help="model split: parts per record")
-    s.add_argument("--relation", choices=tuple(RELATIONS), default="add-remove")
-    s.add_argument("--group", type=_count, default=1, help="group size K")
-    r = p.add_argument_group("run")
-    r.add_argument("--steps", type=_count)
-    r.add_argument("--epochs", type=float)
-    r.add_argument("--accountant", default="best", help="best | pld | rdp | ...")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    if scheme:
+        lines = "; ".join(f"{k}: {e.help}" for k, e in SCHEMES.items())
+        s.add_argument("--scheme", choices=tuple(SCHEMES), required=True, metavar="SCHEME",
+                       help=f"how batches are drawn ({lines})")
+        s.add_argument("--rate", type=float,
+                       help="Poisson rate (default --batch-size / --dataset-size)")
+    s.add_argument("--batch-size", type=_count, help="examples per batch (expected, Poisson)")
+    s.add_argument("--dataset-size", type=_count, help="examples in the dataset")
+    if scheme:
+        s.add_argument("--participations", type=_count, default=1,
+                       help="balanced: steps per example per epoch (default 1)")
+        s.add_argument("--balanced-steps", type=_count,
+                       help="balanced: steps per epoch (default --steps)")
+        s.add_argument("--parts", type=_count, help="model-split: number of submodels")
+        s.add_argument("--selected", type=_count, default=1,
+                       help="model-split: submodels each example updates (default 1)")
+    s.add_argument("--relation", choices=tuple(RELATIONS), default="add-remove",
+                   help="neighbouring datasets (default add-remove)")
+    s.add_argument("--group", type=_count, default=1, help="protect groups of K examples")
+
+
+def _run_flags(p: argparse.ArgumentParser, *, sigma: bool = True, run: bool = True) -> None:
+    """Mechanism, sampling, (with ``run``) steps and accountant, and output flags."""
+    _mechanism_flags(p, sigma)
+    _sampling_flags(p)
+    if run:
+        r = p.add_argument_group("run")
+        r.add_argument("--steps", type=_count, help="number of training steps")
+        r.add_argument("--epochs", type=float, help="number of epochs (instead of --steps)")
+        r.add_argument("--accountant", default="best",
+                       help="best (default: tightest of all that apply) | pld | rdp")
+    _output_flags(p)
+
+
+def _output_flags(p: argparse.ArgumentParser) -> None:
+    o = p.add_argument_group("output")
+    o.add_argument("--json", action="store_true",
+                   help="print JSON (the inputs echoed under 'inputs')")
+    o.add_argument("--verbose", action="store_true",
+                   help="full theorem text for each source (default: short)")
+
+
+def _command(sub: Any, name: str, summary: str, example: str, func: Callable) -> Any:
+    p = sub.add_parser(name, help=summary, description=summary,
+                       epilog=f"example:\n  {example}",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=func)
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="privamp",
         description="How private is this training run, given how it samples its data?",
+        epilog="run `privamp COMMAND --help` for the flags and an example of each command",
     )
     parser.add_argument("--version", action="version", version=f"privamp {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("epsilon", help="epsilon of a run at a given delta")
+    p = _command(sub, "epsilon", "epsilon of a run at a given delta (upper and lower bound)",
+                 "privamp epsilon --sigma 1.1 --scheme poisson --batch-size 256 "
+                 "--dataset-size 60000 --epochs 60 --delta 1e-5", cmd_epsilon)
     _run_flags(p)
-    p.add_argument("--delta", type=float, required=True)
-    p.set_defaults(func=cmd_epsilon)
+    p.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
 
-    p = sub.add_parser("delta", help="delta of a run at a given epsilon")
+    p = _command(sub, "delta", "delta of a run at a given epsilon (upper and lower bound)",
+                 "privamp delta --sigma 0.8 --scheme shuffle --batch-size 60 "
+                 "--dataset-size 60000 --epochs 1 --epsilon 1", cmd_delta)
     _run_flags(p)
-    p.add_argument("--epsilon", type=float, required=True)
-    p.set_defaults(func=cmd_delta)
+    p.add_argument("--epsilon", type=float, required=True, help="epsilon, >= 0")
 
-    p = sub.add_parser("calibrate", help="noise multiplier meeting a target (epsilon, delta)")
+    p = _command(sub, "calibrate", "the smallest noise multiplier meeting (epsilon, delta)",
+                 "privamp calibrate --epsilon 3 --delta 1e-5 --scheme poisson --rate 0.01 "
+                 "--steps 10000", cmd_calibrate)
+    _run_flags(p, sigma=False)
+    p.add_argument("--epsilon", type=float, required=True, help="target epsilon, > 0")
+    p.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
+
+    p = _command(sub, "compare", "deterministic / poisson / shuffle / balanced side by side",
+                 "privamp compare --sigma 0.5 --batch-size 100 --dataset-size 10000 "
+                 "--epochs 3 --delta 1e-6 --plot compare.png", cmd_compare)
+    _mechanism_flags(p)
+    _sampling_flags(p, scheme=False)
+    r = p.add_argument_group("run")
+    r.add_argument("--steps", type=_count, help="steps per epoch (without --dataset-size)")
+    r.add_argument("--epochs", type=float, help="number of epochs (default 1)")
+    _output_flags(p)
+    p.add_argument("--delta", type=float, help="epsilon at this delta")
+    p.add_argument("--epsilon", type=float, help="or delta at this epsilon")
+    p.add_argument("--plot", help="also draw epsilon vs sigma to this file (png/pdf/svg)")
+
+    p = _command(sub, "curve", "epsilon after each epoch (or at --points steps) of a run",
+                 "privamp curve --sigma 1.0 --scheme shuffle --batch-size 100 "
+                 "--dataset-size 10000 --epochs 5 --delta 1e-5 --plot curve.png", cmd_curve)
     _run_flags(p)
-    p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--delta", type=float, required=True)
-    p.set_defaults(func=cmd_calibrate)
+    p.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
+    p.add_argument("--points", type=_count, default=10,
+                   help="points on the curve (default 10; at most one per epoch for "
+                        "epoch-structured schemes, at most 200)")
+    p.add_argument("--plot", help="also draw the curve to this file (png/pdf/svg)")
 
-    p = sub.add_parser("compare", help="deterministic / poisson / shuffle / balanced side by side")
-    _run_flags(p, scheme_required=False)
-    p.add_argument("--delta", type=float)
-    p.add_argument("--epsilon", type=float)
-    p.add_argument("--plot", help="also draw eps vs sigma to this file (png/pdf/svg)")
-    p.set_defaults(func=cmd_compare)
-
-    p = sub.add_parser("rdp", help="one-step Rényi DP curve, or --list the applicable methods")
-    _run_flags(p)
-    p.add_argument("--alpha", type=float, nargs="+", default=[2, 4, 8, 16, 32, 64])
-    p.add_argument("--method", default="best")
+    p = _command(sub, "rdp", "one-step Rényi DP curve, or --list the applicable methods",
+                 "privamp rdp --sigma 1.0 --scheme poisson --rate 0.01 --alpha 2 4 8", cmd_rdp)
+    _run_flags(p, run=False)
+    p.add_argument("--alpha", type=float, nargs="+", default=[2, 4, 8, 16, 32, 64],
+                   help="Rényi orders > 1 (default 2 4 8 16 32 64)")
+    p.add_argument("--method", default="best", help="best, or a name from --list")
     p.add_argument("--list", action="store_true", help="list applicable methods and sources")
-    p.set_defaults(func=cmd_rdp)
 
-    p = sub.add_parser("reproduce", help="redraw a figure of one of the four papers")
-    p.add_argument("paper", choices=("balle2018", "schuchardt2024", "dong2025", "chua2024"))
+    p = _command(sub, "reproduce", "redraw a figure of one of the four papers",
+                 "privamp reproduce chua2024 --figure 1 --out figures --fast", cmd_reproduce)
+    p.add_argument("paper", choices=("balle2018", "schuchardt2024", "dong2025", "chua2024"),
+                   help="which paper")
     p.add_argument("--figure", help="figure name (default: all)")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.add_argument("--fast", action="store_true", help="coarse grids (seconds)")
-    p.set_defaults(func=cmd_reproduce)
 
-    p = sub.add_parser("support", help="the support matrix (markdown), from the registries")
-    p.set_defaults(func=cmd_support)
-
-    p = sub.add_parser("demo", help="the canonical DP-SGD example")
-    p.set_defaults(func=cmd_demo)
+    _command(sub, "support", "the support matrix (markdown), from the registries",
+             "privamp support > support.md", cmd_support)
+    p = _command(sub, "demo", "the canonical DP-SGD example", "privamp demo", cmd_demo)
+    p.add_argument("--verbose", action="store_true", help="full theorem text for each source")
     return parser
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +11,14 @@ import numpy as np
 from .accounting.training import Training
 from .errors import NotApplicable
 from .mechanisms.gaussian import Gaussian
+from .results import Bound, Guarantee
 from .sampling.relations import Relation
 from .sampling.schemes import Scheme
 
 __all__ = [
+    "curve_steps",
+    "epsilon_over_training",
+    "plot_epsilon_curve",
     "plot_epsilon_vs_sigma",
     "pyplot",
 ]
@@ -40,9 +44,11 @@ def plot_epsilon_vs_sigma(
     path: str | Path,
     relation: Relation,
     sensitivity: float = 1.0,
+    title: str = "",
 ) -> Path:
     """Epsilon (upper bound as a line, certified interval shaded) against the noise multiplier,
-    one curve per scheme, all runs of ``epochs`` epochs (Chua et al. 2024, Figure 1 style)."""
+    one curve per scheme, all runs of ``epochs`` epochs (Chua et al. 2024, Figure 1 style);
+    ``title`` states the settings (batch, dataset, relation, delta)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     sig = np.asarray(sigmas, dtype=float)
@@ -75,13 +81,102 @@ def plot_epsilon_vs_sigma(
     ax.set_yscale("log")
     ax.set_xlabel("noise multiplier sigma")
     ax.set_ylabel(f"epsilon at delta = {delta:g}")
-    ax.set_title("privacy of one run under each batch sampler\n(line: upper bound; band: "
-                 "certified interval)", fontsize=10)
+    ax.set_title(f"{title or 'privacy of one run under each batch sampler'}\n(line: upper "
+                 "bound; band: certified interval)", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
+    return _save(fig, ax, path)
+
+
+
+#: at most this many points on a curve (each may cost a query when there is no epsilon_curve)
+MAX_POINTS = 200
+
+
+def curve_steps(run: Training, points: int = 10) -> list[int]:
+    """Up to ``points`` step counts from the first to ``run.steps``, evenly spaced; whole
+    epochs for epoch-structured schemes (shuffle, deterministic, balanced iteration)."""
+    if not 1 <= points <= MAX_POINTS:
+        raise ValueError(f"points must be in [1, {MAX_POINTS}], got {points}")
+    unit = int(round(run.scheme.steps_per_epoch)) if run.scheme.per_epoch else 1
+    units = max(1, run.steps // unit)
+    picks = np.unique(np.ceil(np.linspace(0, units, min(points, units) + 1)[1:]).astype(int))
+    out = [int(k) * unit for k in picks]
+    out[-1] = run.steps if not run.scheme.per_epoch else out[-1]
+    return out
+
+
+def epsilon_over_training(
+    run: Training,
+    delta: float,
+    steps: Sequence[int],
+    *,
+    accountant: str = "best",
+    callback: Callable[[int, Guarantee], None] | None = None,
+) -> list[tuple[int, Guarantee]]:
+    """``(steps, Guarantee on epsilon at delta)`` after each count in ``steps`` of ``run``:
+    one ``run.epsilon_curve`` query when the build has it, else one query per point.
+    ``callback(steps, guarantee)`` is called after each point (e.g. a progress bar)."""
+    steps = [int(k) for k in steps]
+    if hasattr(run, "epsilon_curve"):
+        curve = run.epsilon_curve(delta, steps=steps, accountant=accountant)
+        out = [(k, _point(curve, i)) for i, k in enumerate(steps)]
+        if callback is not None:
+            for k, g in out:
+                callback(k, g)
+        return out
+    out = []
+    for k in steps:
+        part = Training(run.mechanism, run.scheme, steps=k, relation=run.relation)
+        g = part.epsilon(delta, accountant=accountant)
+        out.append((k, g))
+        if callback is not None:
+            callback(k, g)
+    return out
+
+
+def _point(curve: Guarantee, i: int) -> Guarantee:
+    """The ``i``-th point of a Guarantee whose bounds hold arrays."""
+    def one(b: Bound | None) -> Bound | None:
+        return None if b is None else Bound(np.asarray(b.value).ravel()[i], b.kind, b.source)
+
+    return Guarantee(one(curve.upper), one(curve.lower), curve.declined)
+
+
+def plot_epsilon_curve(
+    points: Sequence[tuple[int, Guarantee]], path: str | Path, title: str
+) -> Path:
+    """Epsilon over training: the upper bound as a line, the certified interval shaded;
+    ``title`` states the run's settings."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    ks = np.array([k for k, _ in points], dtype=float)
+    up = np.array([np.nan if g.upper is None else float(g.upper.value) for _, g in points])
+    lo = np.array([np.nan if g.lower is None else float(g.lower.value) for _, g in points])
+    if np.isfinite(up).any():
+        ax.plot(ks, up, "-o", ms=3, label="upper bound (report this)")
+    ok = np.isfinite(up) & np.isfinite(lo)
+    if ok.any():
+        ax.fill_between(ks[ok], lo[ok], up[ok], alpha=0.25, label="certified interval")
+    if np.isfinite(lo).any():
+        ax.plot(ks, lo, ":", label="lower bound")
+    ax.set_xlabel("training steps")
+    ax.set_ylabel("epsilon")
+    ax.set_title("\n".join(_wrap(title, 80)), fontsize=8)
+    ax.grid(True, alpha=0.3)
+    return _save(fig, ax, path)
+
+
+def _save(fig: Any, ax: Any, path: str | Path) -> Path:
+    """Legend, tight layout, write ``path`` at 150 dpi, close the figure."""
     ax.legend()
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=150)
-    plt.close(fig)
+    pyplot().close(fig)
     return path
 
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]

@@ -1,5 +1,10 @@
-"""Labelled results: every number that leaves privamp is a :class:`Bound` inside a
-:class:`Guarantee` (or an array of upper bounds from :func:`privamp.rdp`).
+"""Labelled results: every number that leaves privamp is a :class:`Bound`, alone (an array of
+upper bounds from :func:`privamp.rdp`) or inside a :class:`Guarantee`.
+
+Both behave like the number they hold: ``float(b)``, ``np.asarray(b)``, ``f"{b:.3f}"`` and
+comparisons (``b < 3``) use ``b.value``; a Guarantee uses its upper bound, the number that is
+safe to report, and raises ``ValueError`` when it has none.  Formatting rounds in the safe
+direction: an upper bound up, a lower bound down.
 
 A ``Bound`` says what the number is (``"upper"``, ``"lower"`` or ``"exact"``) and where it
 comes from (paper and theorem).  A ``Guarantee`` pairs an upper and a lower bound on the same
@@ -8,8 +13,10 @@ quantity; ``float(g)`` is the upper bound, the number that is safe to report.
 
 from __future__ import annotations
 
+import decimal
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -31,8 +38,29 @@ def _as_value(value: Any) -> float | np.ndarray:
     return float(value)
 
 
+class _Numeric:
+    """Comparisons and ``np.asarray`` through the ``number`` a result stands for."""
+
+    number: Any
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.array(self.number, dtype=dtype)
+
+    def __lt__(self, other: Any) -> Any:
+        return self.number < _plain(other)
+
+    def __le__(self, other: Any) -> Any:
+        return self.number <= _plain(other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self.number > _plain(other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self.number >= _plain(other)
+
+
 @dataclass(frozen=True)
-class Bound:
+class Bound(_Numeric):
     """A labelled number: ``value`` is an upper bound, a lower bound or the exact value of the
     quantity asked for, as stated by ``kind``; ``source`` names the result (paper, theorem)
     and the method that produced it.
@@ -56,6 +84,58 @@ class Bound:
         if isinstance(self.value, np.ndarray):
             raise TypeError("this Bound holds an array; index .value instead")
         return float(self.value)
+
+    @property
+    def number(self) -> float | np.ndarray:
+        """``value``: what formatting, comparisons and ``np.asarray`` use."""
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        """Formats ``value``, rounded up for an upper bound and down for a lower bound
+        (``f"{b:.2f}"`` of an upper bound 2.3816 is ``"2.39"``)."""
+        return _format(self.value, spec, self, self.kind)
+
+    # arithmetic gives plain numbers (the label does not survive arbitrary arithmetic)
+    def __add__(self, other: Any) -> Any:
+        return self.value + _plain(other)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Any:
+        return self.value - _plain(other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _plain(other) - self.value
+
+    def __mul__(self, other: Any) -> Any:
+        return self.value * _plain(other)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> Any:
+        return self.value / _plain(other)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _plain(other) / self.value
+
+    def _array(self) -> np.ndarray:
+        if not isinstance(self.value, np.ndarray):
+            raise TypeError("this Bound holds one number, not an array (use float(bound))")
+        return self.value
+
+    def __len__(self) -> int:
+        return len(self._array())
+
+    def __bool__(self) -> bool:
+        """A Bound is always true (``g.upper or g.lower`` picks the one that exists), even
+        when it holds 0 or an array."""
+        return True
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._array()[index]
+
+    def __iter__(self) -> Any:
+        return iter(self._array().tolist())
 
     @property
     def is_upper(self) -> bool:
@@ -83,6 +163,37 @@ class Bound:
         return f"{symbol} {_fmt(self.value)}  [{self.kind}; {self.source}]"
 
 
+def _plain(other: Any) -> Any:
+    """The number inside a Bound or Guarantee (its upper bound), anything else unchanged."""
+    return other.number if isinstance(other, _Numeric) else other
+
+
+_ROUNDING = {"upper": decimal.ROUND_CEILING, "lower": decimal.ROUND_FLOOR,
+             "exact": decimal.ROUND_HALF_EVEN}
+
+
+def _directed(x: float, spec: str, kind: str) -> str:
+    """``format(x, spec)`` rounded in the direction that keeps the bound a bound: an upper
+    bound up, a lower bound down (an exact value to nearest).  The digits are rounded in
+    exact decimal arithmetic, then printed with ``float``'s formatting."""
+    m = re.search(r"\.(\d+)([eEfFgG%]?)$", spec)
+    if m is None or not math.isfinite(x):
+        return format(x, spec)
+    with decimal.localcontext() as ctx:
+        ctx.rounding = _ROUNDING[kind]
+        digits = format(decimal.Decimal(x), f".{m.group(1)}{m.group(2)}")
+    y = float(digits[:-1]) / 100 if m.group(2) == "%" else float(digits)
+    return format(y, spec)
+
+
+def _format(value: float | np.ndarray, spec: str, whole: Any, kind: str) -> str:
+    if not spec:
+        return str(whole)
+    if isinstance(value, np.ndarray):
+        return "[" + ", ".join(_directed(float(x), spec, kind) for x in value.ravel()) + "]"
+    return _directed(float(value), spec, kind)
+
+
 def _json_float(x: float) -> float | str:
     if math.isinf(x):
         return "inf" if x > 0 else "-inf"
@@ -96,7 +207,7 @@ def _fmt(value: float | np.ndarray) -> str:
 
 
 @dataclass(frozen=True)
-class Guarantee:
+class Guarantee(_Numeric):
     """Two-sided knowledge of one quantity (epsilon or delta of a run).
 
     ``upper`` is a sound upper bound (or the exact value), ``lower`` a certified lower bound
@@ -130,10 +241,29 @@ class Guarantee:
                     f"({self.lower} vs {self.upper}); please report this"
                 )
 
-    def __float__(self) -> float:
+    @property
+    def number(self) -> float | np.ndarray:
+        """The upper bound's value: what ``float``, formatting and comparisons use.
+
+        Raises:
+            ValueError: no upper bound is known (only a lower bound), so no number is safe
+                to report.
+        """
         if self.upper is None:
-            raise ValueError("this Guarantee has no upper bound; only a lower bound is known")
+            raise ValueError(
+                "this Guarantee has no upper bound (only a lower bound, "
+                f"{_fmt(self.lower.value)}, is known): there is no number safe to report"
+            )
+        return self.upper.value
+
+    def __float__(self) -> float:
+        self.number  # noqa: B018  (raises the clear error when there is no upper bound)
         return float(self.upper)
+
+    def __format__(self, spec: str) -> str:
+        """Formats the upper bound rounded up (even an exact value: the printed number is
+        the one safe to report); no spec gives the two-sided text."""
+        return _format(self.number, spec, self, "upper") if spec else str(self)
 
     @property
     def exact(self) -> bool:

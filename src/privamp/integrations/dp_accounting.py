@@ -16,8 +16,8 @@ Supported leaves: ``GaussianDpEvent`` (noise multiplier s: ``Gaussian(s)``),
 every step: ``Poisson(1)``) or under ``PoissonSampledDpEvent`` (``Poisson(q)``),
 ``SampledWithoutReplacementDpEvent`` (``WithoutReplacement(m, n)``) or
 ``SampledWithReplacementDpEvent`` (``WithReplacement(m, n)``).  ``SelfComposedDpEvent``
-multiplies the number of steps; ``ComposedDpEvent`` must compose identical steps (privamp's
-``Training`` composes identical steps); ``NoOpDpEvent`` inside a composition is skipped.
+multiplies the number of steps; ``ComposedDpEvent`` of different steps becomes a composition
+of phases (``privamp.compose``, one phase per distinct step); ``NoOpDpEvent`` is skipped.
 Anything else raises ``ValueError`` naming the event.
 
 ``dp_accounting`` needs no import here: events are recognised by class name, so this module
@@ -35,11 +35,15 @@ from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
-from ..sampling.relations import AddRemove, Relation, Substitution
+from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
+from ._phases import compose_phases
 
 __all__ = [
+    "as_relation",
+    "clipped_sensitivity",
     "from_dp_event",
+    "runs_from_dp_event",
 ]
 
 
@@ -59,7 +63,7 @@ def _unsupported(event: Any, why: str = "") -> ValueError:
         f"from_dp_event does not support {_name(event)}{extra} (supported: GaussianDpEvent, "
         "LaplaceDpEvent, two-bucket RandomizedResponseDpEvent, PoissonSampledDpEvent, "
         "SampledWithoutReplacementDpEvent, SampledWithReplacementDpEvent, "
-        f"SelfComposedDpEvent and ComposedDpEvent of identical steps); event: {event!r}"
+        f"SelfComposedDpEvent and ComposedDpEvent); event: {event!r}"
     )
 
 
@@ -127,14 +131,85 @@ def _flatten(event: Any, count: int, sensitivity: float, out: list[tuple[_Step, 
     out.append((_step(event, sensitivity), count))
 
 
+def as_relation(relation: Any) -> Relation:
+    """A privamp relation from a privamp relation, ``None`` (add/remove), or a
+    ``dp_accounting.NeighboringRelation`` (``ADD_OR_REMOVE_ONE`` -> :class:`AddRemove`,
+    ``REPLACE_ONE`` -> :class:`Substitution`, ``REPLACE_SPECIAL`` (one record replaced by a
+    special value) -> :class:`ZeroOut`).  Anything else raises ``ValueError``."""
+    if relation is None:
+        return AddRemove()
+    if isinstance(relation, Relation):
+        return relation
+    if type(relation).__name__ == "NeighboringRelation":
+        mapped = _NEIGHBOURING.get(getattr(relation, "name", ""))
+        if mapped is not None:
+            return mapped()
+    raise ValueError(
+        "relation must be a privamp relation (pa.AddRemove(), pa.Substitution(), "
+        "pa.ZeroOut()) or a dp_accounting.NeighboringRelation "
+        f"({', '.join(_NEIGHBOURING)}), got {relation!r}"
+    )
+
+
+def clipped_sensitivity(relation: Relation, sensitivity: float | None = None) -> float:
+    """``sensitivity`` (validated, > 0), or by default that of a sum of values clipped to norm
+    1 under ``relation``: 2 under substitution, 1 otherwise (privamp's convention)."""
+    if sensitivity is None:
+        return 2.0 if isinstance(relation, Substitution) else 1.0
+    return check_positive("sensitivity", sensitivity)
+
+
+_NEIGHBOURING = {
+    "ADD_OR_REMOVE_ONE": AddRemove,
+    "REPLACE_ONE": Substitution,
+    "REPLACE_SPECIAL": ZeroOut,
+}
+
+
+def runs_from_dp_event(
+    event: Any,
+    *,
+    dataset_size: int | None = None,
+    relation: Any = None,
+    sensitivity: float | None = None,
+) -> list[Training]:
+    """The phases of a ``dp_accounting`` event tree: one :class:`~privamp.Training` per
+    distinct step (mechanism and sampling), with the number of times it is composed, in
+    order of first appearance.  Arguments as :func:`from_dp_event`."""
+    rel = as_relation(relation)
+    sens = clipped_sensitivity(rel, sensitivity)
+    n = None if dataset_size is None else check_int("dataset_size", dataset_size, minimum=1)
+
+    steps: list[tuple[_Step, int]] = []
+    _flatten(event, 1, sens, steps)
+    counts: dict[_Step, int] = {}
+    for step, c in steps:
+        counts[step] = counts.get(step, 0) + c
+    if not counts:
+        raise ValueError(
+            f"{_name(event)} contains no private step (only NoOpDpEvent or count 0); "
+            "there is nothing to account"
+        )
+    for step in counts:
+        size = getattr(step.scheme, "dataset_size", None)
+        if n is not None and size is not None and size != n:
+            raise ValueError(
+                f"dataset_size={n} does not match the event's source_dataset_size={size}"
+            )
+    return [Training(s.mechanism, s.scheme, steps=c, relation=rel) for s, c in counts.items()]
+
+
 def from_dp_event(
     event: Any,
     *,
     dataset_size: int | None = None,
-    relation: Relation | None = None,
+    relation: Any = None,
     sensitivity: float | None = None,
-) -> Training:
-    """A privamp :class:`~privamp.Training` run equivalent to a ``dp_accounting`` event tree.
+) -> Any:
+    """A privamp run equivalent to a ``dp_accounting`` event tree: a
+    :class:`~privamp.Training` when every step is the same, else the composition of its
+    phases (``privamp.compose``, see :func:`runs_from_dp_event`).  Composition is
+    commutative, so steps are grouped by kind whatever their order in the tree.
 
     Parameters
     ----------
@@ -144,46 +219,22 @@ def from_dp_event(
         If given, checked against the ``source_dataset_size`` of sampled-without/with-
         replacement events (a mismatch raises ``ValueError``).
     relation:
-        Neighbouring relation (default add/remove, ``dp_accounting``'s default
-        ``ADD_OR_REMOVE_ONE``; pass :class:`privamp.Substitution` for ``REPLACE_ONE``).
+        Neighbouring relation: a privamp relation or a ``dp_accounting.NeighboringRelation``
+        (default add/remove, ``dp_accounting``'s default ``ADD_OR_REMOVE_ONE``; see
+        :func:`as_relation`).
     sensitivity:
         Sensitivity of the noised query in units of the bound C in ``noise_multiplier = s/C``;
         default 1, and 2 under substitution (replacing one value moves the sum by up to 2C;
         privamp's convention).  Pass ``sensitivity=1`` to mirror ``dp_accounting``'s
         unsampled ``REPLACE_ONE`` Gaussian, which uses sensitivity 1.
 
-    Raises ``ValueError`` naming the event for unsupported events and for compositions of
-    different steps.
+    Raises ``ValueError`` naming the event for unsupported events, and
+    :class:`~privamp.NotApplicable` for different steps in a build without ``privamp.compose``.
     """
-    rel = relation if relation is not None else AddRemove()
-    if not isinstance(rel, Relation):
-        raise ValueError(f"relation must be a privamp relation, got {relation!r}")
-    if sensitivity is None:
-        sensitivity = 2.0 if isinstance(rel, Substitution) else 1.0
-    sens = check_positive("sensitivity", sensitivity)
-    n = None if dataset_size is None else check_int("dataset_size", dataset_size, minimum=1)
-
-    steps: list[tuple[_Step, int]] = []
-    _flatten(event, 1, sens, steps)
-    if not steps:
-        raise ValueError(
-            f"{_name(event)} contains no private step (only NoOpDpEvent or count 0); "
-            "there is nothing to account"
-        )
-    first = steps[0][0]
-    for s, _ in steps[1:]:
-        if s != first:
-            raise ValueError(
-                f"{_name(event)} composes different steps ({first.mechanism} with "
-                f"{first.scheme} and {s.mechanism} with {s.scheme}); privamp's Training "
-                "composes identical steps only"
-            )
-    if n is not None and hasattr(first.scheme, "dataset_size"):
-        if first.scheme.dataset_size != n:
-            raise ValueError(
-                f"dataset_size={n} does not match the event's source_dataset_size="
-                f"{first.scheme.dataset_size}"
-            )
-    total = sum(c for _, c in steps)
-    return Training(first.mechanism, first.scheme, steps=total, relation=rel)
-
+    runs = runs_from_dp_event(
+        event, dataset_size=dataset_size, relation=relation, sensitivity=sensitivity
+    )
+    if len(runs) == 1:
+        return runs[0]
+    return compose_phases(runs, f"{_name(event)} composes different steps ({runs[0]} and "
+                                f"{runs[1]})")

@@ -307,7 +307,8 @@ def scheme_of(data_loader: object) -> Scheme:
         if drawn % b:
             raise ValueError(
                 f"{drawn} draws per epoch in batches of {b} leave a partial batch "
-                f"(drop_last={bs.drop_last}); choose a batch size that divides {drawn}"
+                f"(drop_last={bs.drop_last}; dropping drops a random {drawn % b} examples "
+                f"each epoch, which is not pa.Shuffle); choose a batch size that divides {drawn}"
             )
         if inner.replacement:
             return WithReplacement(b, n)

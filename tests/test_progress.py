@@ -1,0 +1,44 @@
+"""privamp.progress: a bar on a terminal, whole lines elsewhere, silent on request."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from privamp.progress import iterate, progress, working
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_off_a_terminal_each_update_is_one_line():
+    out = io.StringIO()
+    assert list(iterate(range(3), "probing", stream=out)) == [0, 1, 2]
+    lines = out.getvalue().splitlines()
+    assert "\r" not in out.getvalue() and lines[-1].startswith("probing: 100%")
+    assert any("2/3" in line for line in lines)
+
+
+def test_on_a_terminal_the_bar_redraws_in_place():
+    out = _Tty()
+    bar = progress(total=2, desc="x", stream=out)
+    bar.update(2)
+    bar.close()
+    assert "\r" in out.getvalue()
+
+
+def test_working_shows_elapsed_time_only_for_slow_work():
+    out = io.StringIO()
+    assert working("quick", lambda: 1, stream=out, after=5.0) == 1 and out.getvalue() == ""
+    assert working("slow", lambda: time.sleep(0.3) or 2, stream=out, after=0.05) == 2
+    assert out.getvalue().startswith("slow: 00:00")
+
+
+def test_silenced_by_the_environment(monkeypatch):
+    monkeypatch.setenv("PRIVAMP_PROGRESS", "0")
+    out = io.StringIO()
+    list(iterate(range(3), "quiet", stream=out))
+    assert working("quiet", lambda: time.sleep(0.2), stream=out, after=0.01) is None
+    assert out.getvalue() == ""
