@@ -37,21 +37,21 @@ import math
 
 import numpy as np
 
-from ..mechanisms.base import Mechanism
-from ..mechanisms.gaussian import Gaussian
-from ..mechanisms.laplace import Laplace
-from ..mechanisms.randomized_response import RandomizedResponse
-from ..numerics.mixture_divergence import (
+from ...mechanisms.base import Mechanism
+from ...mechanisms.gaussian import Gaussian
+from ...mechanisms.laplace import Laplace
+from ...mechanisms.randomized_response import RandomizedResponse
+from ...numerics.mixture_divergence import (
     log_forward_moment_multinomial,
     log_moment_quadrature,
     logsumexp,
 )
-from ..numerics.special import _log_binom
-from ..renyi.curves import _interpolate_cgf, monotone_envelope
-from ..sampling.relations import AddRemove, Substitution
-from ..sampling.schemes import Poisson, WithoutReplacement
-from .registry import rdp_method
-from .wang2019 import _wang_eps
+from ...numerics.special import _log_binom
+from ...renyi.curves import _interpolate_cgf, monotone_envelope
+from ...sampling.relations import AddRemove, Substitution
+from ...sampling.schemes import Poisson, WithoutReplacement
+from ..registry import rdp_method
+from ..wang2019 import _wang_eps
 
 __all__ = [
     "hybrid_wor_substitution_rdp",
