@@ -12,3 +12,13 @@ from .core import __all__ as _core_all
 from .core import gaussian_mixture_log_moments
 
 __all__ = ["core", *_core_all, "gaussian_mixture_log_moments"]
+
+from . import ot_framework  # noqa: E402
+from .ot_framework import (  # noqa: E402
+    ChainEvents,
+    ot_coupling_rdp,
+    ot_pairwise_rdp,
+    ot_rdp,
+)
+
+__all__ += ["ot_framework", "ChainEvents", "ot_rdp", "ot_pairwise_rdp", "ot_coupling_rdp"]
