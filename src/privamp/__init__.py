@@ -81,3 +81,14 @@ __all__ = [
     "ABLQ",
     "calibrate_interval",
 ]
+
+# issue 16: the optimal-transport framework of Schuchardt et al. 2024 and hybrid relations
+from .sampling.relations import HybridSubstitution  # noqa: E402
+from .theorems.schuchardt2024 import (  # noqa: E402
+    ChainEvents,
+    ot_coupling_rdp,
+    ot_pairwise_rdp,
+    ot_rdp,
+)
+
+__all__ += ["HybridSubstitution", "ChainEvents", "ot_rdp", "ot_pairwise_rdp", "ot_coupling_rdp"]

@@ -1,6 +1,6 @@
 """Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
 
-from .relations import AddRemove, Relation, Substitution, ZeroOut
+from .relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .schemes import (
     BalancedIteration,
     Deterministic,
@@ -28,4 +28,5 @@ __all__ = [
     "BalancedIteration",
     "ModelSplit",
     "Dropout",
+    "HybridSubstitution",
 ]

@@ -13,7 +13,7 @@ from .core import gaussian_mixture_log_moments
 
 __all__ = ["core", *_core_all, "gaussian_mixture_log_moments"]
 
-from . import ot_framework  # noqa: E402
+from . import ot_framework, relations  # noqa: E402
 from .ot_framework import (  # noqa: E402
     ChainEvents,
     ot_coupling_rdp,
@@ -21,4 +21,5 @@ from .ot_framework import (  # noqa: E402
     ot_rdp,
 )
 
-__all__ += ["ot_framework", "ChainEvents", "ot_rdp", "ot_pairwise_rdp", "ot_coupling_rdp"]
+__all__ += ["ot_framework", "relations", "ChainEvents", "ot_rdp", "ot_pairwise_rdp",
+            "ot_coupling_rdp"]
