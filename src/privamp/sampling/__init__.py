@@ -6,6 +6,7 @@ from .schemes import (
     Deterministic,
     Dropout,
     ModelSplit,
+    PartialModelSplit,
     Poisson,
     Scheme,
     Shuffle,
@@ -29,4 +30,5 @@ __all__ = [
     "ModelSplit",
     "Dropout",
     "HybridSubstitution",
+    "PartialModelSplit",
 ]

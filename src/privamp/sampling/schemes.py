@@ -22,6 +22,7 @@ __all__ = [
     "ModelSplit",
     "Dropout",
     "SubsampledModelSplit",
+    "PartialModelSplit",
 ]
 
 
@@ -215,3 +216,38 @@ class SubsampledModelSplit(Scheme):
     def steps_per_epoch(self) -> float:
         return 1.0 / self.rate
 
+
+
+@dataclass(frozen=True)
+class PartialModelSplit(Scheme):
+    """Partial model splitting (Dong, Chen, Ozgur 2025, Sec. 3.2.2): the "split" part of the
+    model is cut into ``parts`` disjoint submodels (each example updates one, Thm 3.4), the
+    "shared" part is updated by every example; per-example gradients are clipped to
+    ``split_norm`` on the split part and ``shared_norm`` on the shared part (both in units of
+    the mechanism's sensitivity; ``shared_norm=0``: no shared part), on a Poisson sample of the
+    data with probability ``rate`` per step (1: every example)."""
+
+    parts: int
+    split_norm: float = 1.0
+    shared_norm: float = 0.0
+    rate: float = 1.0
+
+    name = "partial-model-split"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", check_int("parts", self.parts, minimum=1))
+        for field_name in ("split_norm", "shared_norm"):
+            v = getattr(self, field_name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 1e300):
+                raise ValueError(f"{field_name} must be a real number in [0, inf), got {v!r}")
+            object.__setattr__(self, field_name, float(v))
+        if self.split_norm == 0:
+            raise ValueError("split_norm must be in (0, inf), got 0")
+        r = check_rate("rate", self.rate)
+        if r == 0:
+            raise ValueError("rate must be in (0, 1], got 0")
+        object.__setattr__(self, "rate", r)
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return 1.0 / self.rate

@@ -1,4 +1,4 @@
-"""Schuchardt, Stoian, Kosmala, Günnemann 2024 (ICML, arXiv:2403.04867), "Unified
+"""Schuchardt, Stoian, Kosmala, Günnemann 2024 (NeurIPS 2024), "Unified
 Mechanism-Specific Amplification by Subsampling and Group Privacy Amplification" (RDP part).
 
 :mod:`.core` holds the registered instances (Thms 3.7, 4.1/4.2, G.1, F.2, F.3);

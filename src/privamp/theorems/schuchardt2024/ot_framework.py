@@ -1,5 +1,5 @@
-"""The optimal-transport amplification bound of Schuchardt et al. 2024 (ICML,
-arXiv:2403.04867), Thms 3.3 and 3.4, as an API: describe a sampling scheme by its conditioning
+"""The optimal-transport amplification bound of Schuchardt et al. 2024
+(NeurIPS 2024), Thms 3.3 and 3.4, as an API: describe a sampling scheme by its conditioning
 events and get a sound Rényi-DP bound for any base mechanism privamp knows.
 
 Two ways to describe a scheme, for one pair of neighbouring datasets ``x ~ x'``:
@@ -68,8 +68,8 @@ __all__ = [
 ]
 
 
-SRC_OT = "Schuchardt et al. 2024 (arXiv:2403.04867), Thm 3.4 + Prop 3.5"
-SRC_OT33 = "Schuchardt et al. 2024 (arXiv:2403.04867), Thm 3.3"
+SRC_OT = "Schuchardt et al. 2024 (NeurIPS 2024), Thm 3.4 + Prop 3.5"
+SRC_OT33 = "Schuchardt et al. 2024 (NeurIPS 2024), Thm 3.3"
 _UP = 1e-12  # relative upward rounding of log Psi
 
 
@@ -267,7 +267,7 @@ def _two_sided(mech: Mechanism, a: np.ndarray, left: ChainEvents, right: ChainEv
 def ot_rdp(mechanism: Mechanism, events: ChainEvents, alpha: float | np.ndarray,
            other: ChainEvents | None = None) -> Bound:
     """Rényi-DP upper bound of one subsampled step from Thm 3.4 of Schuchardt et al. 2024
-    (arXiv:2403.04867) with the coupling described by chain events (module docstring).
+    (NeurIPS 2024) with the coupling described by chain events (module docstring).
 
     Args:
         mechanism: a privamp base mechanism; its sensitivity is one step of the batch relation.
@@ -313,7 +313,7 @@ def ot_rdp(mechanism: Mechanism, events: ChainEvents, alpha: float | np.ndarray,
 
 def ot_pairwise_rdp(mechanism: Mechanism, weights: Sequence[float],
                     distances: Sequence[int], alpha: float | np.ndarray) -> Bound:
-    """Thm 3.3 of Schuchardt et al. 2024 (arXiv:2403.04867): a coupling that puts mass
+    """Thm 3.3 of Schuchardt et al. 2024 (NeurIPS 2024): a coupling that puts mass
     ``weights[i]`` on pairs of batches at distance ``distances[i]`` (batch relation) gives
     ``Psi_a <= sum_i weights[i] exp((a - 1) eps_M(a, distances[i]))``.  The relation must be
     symmetric (both orders of the neighbours share the coupling's distances)."""
@@ -335,7 +335,7 @@ def ot_coupling_rdp(mechanism: Mechanism, batches: Sequence, probs: Sequence[flo
                     other_batches: Sequence, other_probs: Sequence[float],
                     distance: Callable[[object, object], int], alpha: float | np.ndarray,
                     max_batches: int = 400) -> Bound:
-    """Thm 3.3 of Schuchardt et al. 2024 (arXiv:2403.04867) for finitely many batches:
+    """Thm 3.3 of Schuchardt et al. 2024 (NeurIPS 2024) for finitely many batches:
     privamp searches the coupling of the two batch laws that minimises
     ``sum gamma(y, y') exp((a - 1) eps_M(a, distance(y, y')))`` (a linear programme, one per
     order), in both orders of the neighbours.  ``distance(y, y')``: the number of steps of

@@ -1,7 +1,7 @@
 """Relations other than the one a base mechanism's sensitivity is measured for, reduced to
 results privamp already has.
 
-* ``"schuchardt-hybrid"`` — Schuchardt et al. 2024 (arXiv:2403.04867), Thm F.2: sampling
+* ``"schuchardt-hybrid"`` — Schuchardt et al. 2024 (NeurIPS 2024), Thm F.2: sampling
   without replacement, datasets related by substitution, base mechanism private w.r.t. the
   insertion/removal of batch elements (:class:`~privamp.HybridSubstitution`).  A batch
   substitution is an insertion and a removal, so the batches of Thm 3.6's coupling are at
