@@ -19,6 +19,7 @@ from .sampling.schemes import (
     Deterministic,
     Dropout,
     ModelSplit,
+    PartialModelSplit,
     Poisson,
     Scheme,
     Shuffle,
@@ -61,6 +62,7 @@ _SCHEMES: tuple[tuple[str, Scheme], ...] = (
     ("ModelSplit(4)", ModelSplit(4, 1)),
     ("Dropout()", Dropout()),
     ("SubsampledModelSplit(4, 0.1)", SubsampledModelSplit(4, 0.1)),
+    ("PartialModelSplit(3, 0.7, 0.7, 0.1)", PartialModelSplit(3, 0.7, 0.7, 0.1)),
 )
 
 
