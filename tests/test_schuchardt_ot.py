@@ -188,3 +188,29 @@ def test_quota_example_bounds_enumerated_divergence(values, others):
         assert exact <= v
         if values == (1.0, 1.0, 1.0):  # the worst case: the bound is attained
             assert v <= exact * (1 + 1e-7) + 1e-12
+
+
+# ------------------------------------------------------------------------------------------
+# CustomSampler: the framework in pa.rdp and Training
+# ------------------------------------------------------------------------------------------
+def test_custom_sampler_with_poisson_events_is_the_poisson_run():
+    g, r = pa.Gaussian(1.1), 0.02
+    ev = ChainEvents.poisson(r)
+    s = pa.CustomSampler(ev.weights, ev.positions, steps_per_epoch_=50)
+    got = pa.rdp(g, s, ALPHA, method="schuchardt-ot")
+    ref = pa.rdp(g, pa.Poisson(r), ALPHA, method="mironov-sgm")
+    np.testing.assert_allclose(got, ref, rtol=1e-8)
+    e1 = pa.Training(g, s, epochs=4).epsilon(1e-5, accountant="rdp").upper.value
+    e2 = pa.Training(g, pa.Poisson(r), steps=200).epsilon(1e-5, accountant="rdp").upper.value
+    assert e1 == pytest.approx(e2, rel=1e-6)
+
+
+def test_custom_sampler_groups_only_by_group_privacy_and_bad_events():
+    s = pa.CustomSampler((0.9, 0.1), (0, 1))
+    with pytest.raises(pa.NotApplicable):
+        pa.rdp(pa.Gaussian(1.0), s, 2.0, pa.AddRemove(group=2), method="schuchardt-ot")
+    curve = pa.rdp_curve(pa.Gaussian(1.0), s, ALPHA, pa.AddRemove(group=2))
+    assert set(curve.methods) == {"mironov-group"}
+    assert np.all(curve.epsilon > pa.rdp(pa.Gaussian(1.0), s, ALPHA))
+    with pytest.raises(ValueError, match="weights"):
+        pa.CustomSampler((0.9, 0.2), (0, 1))

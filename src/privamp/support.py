@@ -16,6 +16,7 @@ from .mechanisms.randomized_response import RandomizedResponse
 from .sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .sampling.schemes import (
     BalancedIteration,
+    CustomSampler,
     Deterministic,
     Dropout,
     ModelSplit,
@@ -63,6 +64,7 @@ _SCHEMES: tuple[tuple[str, Scheme], ...] = (
     ("Dropout()", Dropout()),
     ("SubsampledModelSplit(4, 0.1)", SubsampledModelSplit(4, 0.1)),
     ("PartialModelSplit(3, 0.7, 0.7, 0.1)", PartialModelSplit(3, 0.7, 0.7, 0.1)),
+    ("CustomSampler((0.9, 0.1), (0, 1))", CustomSampler((0.9, 0.1), (0, 1))),
 )
 
 

@@ -3,6 +3,7 @@
 from .relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .schemes import (
     BalancedIteration,
+    CustomSampler,
     Deterministic,
     Dropout,
     ModelSplit,
@@ -31,4 +32,5 @@ __all__ = [
     "Dropout",
     "HybridSubstitution",
     "PartialModelSplit",
+    "CustomSampler",
 ]

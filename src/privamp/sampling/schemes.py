@@ -23,6 +23,7 @@ __all__ = [
     "Dropout",
     "SubsampledModelSplit",
     "PartialModelSplit",
+    "CustomSampler",
 ]
 
 
@@ -251,3 +252,42 @@ class PartialModelSplit(Scheme):
     @property
     def steps_per_epoch(self) -> float:
         return 1.0 / self.rate
+
+
+@dataclass(frozen=True)
+class CustomSampler(Scheme):
+    """A user-described sampler for Schuchardt et al. 2024's optimal-transport bound
+    (Thm 3.4): for one pair of neighbouring datasets, the conditioning events of the first
+    dataset's batch law (``weights[k]``, ``positions[k]``: the coupled batches of event k are
+    ``positions[k]`` steps of the batch relation from a common anchor batch and
+    ``|positions[k] - positions[l]|`` from each other) and those of the other dataset
+    (default: the anchor alone, as under insertion/removal).  The mechanism's sensitivity is
+    one step of the batch relation.  See ``privamp.ChainEvents`` for constructors."""
+
+    weights: tuple[float, ...]
+    positions: tuple[int, ...]
+    other_weights: tuple[float, ...] = (1.0,)
+    other_positions: tuple[int, ...] = (0,)
+    steps_per_epoch_: float = 1.0
+
+    name = "custom"
+
+    def __post_init__(self) -> None:
+        for w, p in ((self.weights, self.positions), (self.other_weights, self.other_positions)):
+            if len(w) == 0 or len(w) != len(p):
+                raise ValueError("weights and positions must be non-empty and of equal length, "
+                                 f"got {len(w)} and {len(p)}")
+            if any(not (0.0 <= float(x) <= 1.0) for x in w) or abs(sum(map(float, w)) - 1) > 1e-9:
+                raise ValueError(f"weights must be in [0, 1] and sum to 1, got {w}")
+            for x in p:
+                check_int("positions", x, minimum=0)
+        for f in ("weights", "other_weights"):
+            object.__setattr__(self, f, tuple(float(x) for x in getattr(self, f)))
+        for f in ("positions", "other_positions"):
+            object.__setattr__(self, f, tuple(int(x) for x in getattr(self, f)))
+        if not (self.steps_per_epoch_ > 0):
+            raise ValueError(f"steps_per_epoch_ must be > 0, got {self.steps_per_epoch_}")
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return float(self.steps_per_epoch_)

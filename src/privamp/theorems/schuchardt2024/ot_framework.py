@@ -56,7 +56,9 @@ from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
 from ...numerics.mixture_divergence import logsumexp
 from ...results import Bound
+from ...sampling.schemes import CustomSampler
 from ..mironov2019 import poisson_exact_rdp
+from ..registry import rdp_method
 from .core import _bern_log_psi, gaussian_mixture_log_moments
 
 __all__ = [
@@ -363,3 +365,18 @@ def ot_coupling_rdp(mechanism: Mechanism, batches: Sequence, probs: Sequence[flo
     if not np.all(np.isfinite(eps)):
         raise ValueError("alpha is too large for these parameters (the bound overflows)")
     return Bound(eps.reshape(np.shape(a0)), "upper", f"{SRC_OT33} (coupling found by LP)")
+
+
+@rdp_method(
+    "schuchardt-ot",
+    SRC_OT + " for a user-described sampler (CustomSampler)",
+    mechanisms=(Gaussian, Laplace, RandomizedResponse),
+    schemes=(CustomSampler,),
+    when=lambda m, s, r: r.group == 1,
+)
+def _custom_sampler_rdp(mech, scheme: CustomSampler, relation, alpha: np.ndarray) -> np.ndarray:
+    """The events describe the neighbouring pair (groups included), so only group = 1 of the
+    relation is accepted: the relation is the user's label for it."""
+    events = ChainEvents(scheme.weights, scheme.positions)
+    other = ChainEvents(scheme.other_weights, scheme.other_positions)
+    return np.asarray(ot_rdp(mech, events, alpha, other).value, dtype=float)
