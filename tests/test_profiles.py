@@ -395,7 +395,7 @@ def test_bad_input():
         profile(g, pa.WithoutReplacement(3, 10), [0.1, -1.0])
     with pytest.raises(ValueError, match="group must be one of"):
         profile(g, pa.WithoutReplacement(3, 10), 1.0, group="grey-box")
-    with pytest.raises(ValueError, match="dataset_size"):
-        profile(g, pa.Poisson(0.1), 1.0, pa.Substitution())
+    with pytest.raises(ValueError, match="dataset_size"):  # issue 16: size-free without it
+        profile(g, pa.Poisson(0.1), 1.0, pa.Substitution(), dataset_size=1)
     with pytest.raises(ValueError, match="WithoutReplacement"):
         profile(g, pa.WithoutReplacement(3, 10), 1.0, pa.AddRemove())

@@ -116,3 +116,16 @@ __all__ = [
     "compose",
     "Composition",
 ]
+
+# issue 16: the optimal-transport framework of Schuchardt et al. 2024 and hybrid relations
+from .sampling.relations import HybridSubstitution  # noqa: E402
+from .sampling.schemes import CustomSampler, PartialModelSplit  # noqa: E402
+from .theorems.schuchardt2024 import (  # noqa: E402
+    ChainEvents,
+    ot_coupling_rdp,
+    ot_pairwise_rdp,
+    ot_rdp,
+)
+
+__all__ += ["HybridSubstitution", "PartialModelSplit", "CustomSampler", "ChainEvents", "ot_rdp",
+            "ot_pairwise_rdp", "ot_coupling_rdp"]

@@ -1,5 +1,7 @@
 """The support matrix, generated from the registries: for each sampling scheme, relation and
-mechanism, which one-step Rényi-DP results and which whole-run accountants apply.
+mechanism, which one-step Rényi-DP results and which whole-run accountants apply, with a
+status (legend in :data:`LEGEND`), and one row per registered result.  Results registered by
+any module appear automatically.
 
 ``privamp support`` prints it; ``docs/support.md`` is this output (a test keeps it current).
 """
@@ -11,36 +13,58 @@ from .mechanisms.base import Mechanism
 from .mechanisms.gaussian import Gaussian
 from .mechanisms.laplace import Laplace
 from .mechanisms.randomized_response import RandomizedResponse
-from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from .sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .sampling.schemes import (
     BalancedIteration,
+    CustomSampler,
     Deterministic,
+    Dropout,
     ModelSplit,
+    PartialModelSplit,
     Poisson,
     Scheme,
     Shuffle,
+    SubsampledModelSplit,
     WithoutReplacement,
     WithReplacement,
 )
 from .theorems.registry import ACCOUNTANTS, REGISTRY
 
 __all__ = [
+    "LEGEND",
     "support_rows",
     "support_markdown",
 ]
 
 
+LEGEND = {
+    "supported": "a tight one-step result (exact divergence of the worst pair) or a "
+                 "scheme-specific whole-run accountant (PLD / closed form) applies",
+    "partial": "only sound upper bounds that are not known to be tight: generic RDP results "
+               "composed by the `rdp` accountant (group privacy, conversions, reductions)",
+    "not yet": "privamp refuses (`NotApplicable`): no result covers this setting",
+}
+
+
+#: run accountants that compose one-step RDP curves (generic, not scheme-specific)
+_RDP_COMPOSITION = ("rdp", "black-box-group")
+
+
 _MECHANISMS: tuple[Mechanism, ...] = (Gaussian(1.0), Laplace(1.0), RandomizedResponse(0.75))
 
 
-_SCHEMES: tuple[Scheme, ...] = (
-    Poisson(0.01),
-    WithoutReplacement(10, 1000),
-    WithReplacement(10, 1000),
-    Deterministic(10, 1000),
-    Shuffle(10, 1000),
-    BalancedIteration(100, 1),
-    ModelSplit(4, 1),
+_SCHEMES: tuple[tuple[str, Scheme], ...] = (
+    ("Poisson(0.01)", Poisson(0.01)),
+    ("WithoutReplacement(10, 1000)", WithoutReplacement(10, 1000)),
+    ("WithReplacement(10, 1000)", WithReplacement(10, 1000)),
+    ("Deterministic(10, 1000)", Deterministic(10, 1000)),
+    ("Shuffle(10, 1000)", Shuffle(10, 1000)),
+    ("BalancedIteration(100, 1)", BalancedIteration(100, 1)),
+    ("ModelSplit(4)", ModelSplit(4, 1)),
+    ("Dropout()", Dropout()),
+    ("SubsampledModelSplit(4, 0.1)", SubsampledModelSplit(4, 0.1)),
+    ("PartialModelSplit(3, 0.7, 0.7, 0.1)", PartialModelSplit(3, 0.7, 0.7, 0.1)),
+    ("CustomSampler((0.9, 0.1), (0, 1))", CustomSampler((0.9, 0.1), (0, 1))),
 )
 
 
@@ -48,45 +72,93 @@ _RELATIONS: tuple[Relation, ...] = (
     AddRemove(),
     ZeroOut(),
     Substitution(),
+    HybridSubstitution(),
     AddRemove(group=4),
+    ZeroOut(group=4),
     Substitution(group=4),
 )
 
 
-def support_rows() -> list[tuple[str, str, str, list[str], list[str]]]:
-    """(scheme, relation, mechanism, RDP methods, run accountants) for every combination that
-    has at least one of them."""
+def _ours(func) -> bool:
+    """Results registered by privamp's own modules (test suites register stand-ins)."""
+    return getattr(func, "__module__", "").startswith("privamp.")
+
+
+def _methods():
+    return [m for m in REGISTRY.values() if _ours(m.func)]
+
+
+def _accountants():
+    return [a for accs in ACCOUNTANTS.values() for a in accs if _ours(a.build)]
+
+
+def _status(methods: list[str], accs: list[str]) -> str:
+    if any(REGISTRY[m].tight for m in methods) or any(a not in _RDP_COMPOSITION for a in accs):
+        return "supported"
+    return "partial" if methods or accs else "not yet"
+
+
+def support_rows() -> list[tuple[str, str, str, str, list[str], list[str]]]:
+    """(scheme, relation, mechanism, status, RDP methods, run accountants) for every
+    combination of the sample schemes, relations and mechanisms."""
     rows = []
-    for scheme in _SCHEMES:
+    for label, scheme in _SCHEMES:
         for relation in _RELATIONS:
             for mech in _MECHANISMS:
-                methods = [m.name for m in REGISTRY.values() if m.applies(mech, scheme, relation)]
+                methods = [m.name for m in _methods() if m.applies(mech, scheme, relation)]
                 run = Training(mech, scheme, steps=int(scheme.steps_per_epoch), relation=relation)
-                accs = sorted({a.name for accs in ACCOUNTANTS.values() for a in accs
-                               if a.applies(run)})
-                if methods or accs:
-                    rows.append((scheme.name, str(relation), mech.name, methods, accs))
+                accs = sorted({a.name for a in _accountants() if a.applies(run)})
+                rows.append((label, str(relation), mech.name, _status(methods, accs),
+                             methods, accs))
     return rows
 
 
+def _settings_of(rows, key: str, col: int) -> str:
+    hits = sorted({f"{s} / {r}" for s, r, _, _, *lists in rows if key in lists[col]})
+    return "; ".join(hits) if hits else "(none of the sample settings)"
+
+
 def support_markdown() -> str:
+    rows = support_rows()
     lines = [
         "# Support matrix",
         "",
         "Generated from the code (`privamp support`): which one-step Rényi-DP results",
         "(`pa.rdp(..., method=NAME)`) and which whole-run accountants",
         "(`Training.epsilon(..., accountant=NAME)`) apply to each setting. `best` uses all of",
-        "them. Sources of each method: `pa.rdp_methods(mechanism, scheme, relation)`.",
+        "them (RDP methods marked *not in best* only when named). Sources of each method:",
+        "`pa.rdp_methods(mechanism, scheme, relation)`.",
         "",
-        "| scheme | relation | mechanism | RDP methods | run accountants |",
-        "|---|---|---|---|---|",
+        "## Legend",
+        "",
+        "| status | meaning |",
+        "|---|---|",
+        *[f"| {k} | {v} |" for k, v in LEGEND.items()],
+        "",
+        "## Settings",
+        "",
+        "| scheme | relation | mechanism | status | RDP methods | run accountants |",
+        "|---|---|---|---|---|---|",
     ]
-    for scheme, rel, mech, methods, accs in support_rows():
+    missing: dict[tuple[str, str], list[str]] = {}
+    for scheme, rel, mech, status, methods, accs in rows:
+        if status == "not yet":
+            missing.setdefault((scheme, rel), []).append(mech)
+            continue
         m = ", ".join(f"`{x}`" for x in methods) or "-"
         a = ", ".join(f"`{x}`" for x in accs) or "-"
-        lines.append(f"| {scheme} | {rel} | {mech} | {m} | {a} |")
-    lines += ["", "## RDP methods and their sources", "", "| method | source |", "|---|---|"]
-    for m in sorted(REGISTRY.values(), key=lambda m: m.name):
-        lines.append(f"| `{m.name}` | {m.source} |")
+        lines.append(f"| {scheme} | {rel} | {mech} | {status} | {m} | {a} |")
+    lines += ["", "Not yet (no result applies):", ""]
+    lines += [f"- {s} / {r}: {', '.join(ms)}" for (s, r), ms in missing.items()]
+    lines += ["", "## Registered RDP methods", "",
+              "| method | source | tight | in best | sample settings |", "|---|---|---|---|---|"]
+    for m in sorted(_methods(), key=lambda m: m.name):
+        lines.append(f"| `{m.name}` | {m.source} | {'yes' if m.tight else 'no'} | "
+                     f"{'yes' if m.in_best else 'not in best'} | {_settings_of(rows, m.name, 0)} |")
+    lines += ["", "## Registered run accountants", "",
+              "| accountant | description | sample settings |", "|---|---|---|"]
+    for name in sorted({a.name for a in _accountants()}):
+        desc = " / ".join(dict.fromkeys(a.description for a in _accountants()
+                                        if a.name == name and a.description))
+        lines.append(f"| `{name}` | {desc or '-'} | {_settings_of(rows, name, 1)} |")
     return "\n".join(lines) + "\n"
-

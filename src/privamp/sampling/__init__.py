@@ -1,11 +1,13 @@
 """Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
 
-from .relations import AddRemove, Relation, Substitution, ZeroOut
+from .relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .schemes import (
     BalancedIteration,
+    CustomSampler,
     Deterministic,
     Dropout,
     ModelSplit,
+    PartialModelSplit,
     Poisson,
     Scheme,
     Shuffle,
@@ -28,4 +30,7 @@ __all__ = [
     "BalancedIteration",
     "ModelSplit",
     "Dropout",
+    "HybridSubstitution",
+    "PartialModelSplit",
+    "CustomSampler",
 ]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .._validation import check_int
 
-__all__ = ["Relation", "AddRemove", "Substitution", "ZeroOut"]
+__all__ = ["Relation", "AddRemove", "Substitution", "ZeroOut", "HybridSubstitution"]
 
 
 @dataclass(frozen=True)
@@ -45,3 +45,13 @@ class ZeroOut(Relation):
     add/remove with sensitivity C."""
 
     name = "zero-out"
+
+
+@dataclass(frozen=True)
+class HybridSubstitution(Relation):
+    """Datasets of the same size differ in ``group`` records (substitution), while the
+    mechanism's ``sensitivity`` is measured for the insertion or removal of one batch element
+    (Schuchardt et al. 2024, App. F.2, "hybrid relations"): for gradients clipped to C, use
+    sensitivity C (not 2C) with this relation."""
+
+    name = "hybrid-substitution"

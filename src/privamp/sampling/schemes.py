@@ -22,6 +22,8 @@ __all__ = [
     "ModelSplit",
     "Dropout",
     "SubsampledModelSplit",
+    "PartialModelSplit",
+    "CustomSampler",
 ]
 
 
@@ -215,3 +217,77 @@ class SubsampledModelSplit(Scheme):
     def steps_per_epoch(self) -> float:
         return 1.0 / self.rate
 
+
+
+@dataclass(frozen=True)
+class PartialModelSplit(Scheme):
+    """Partial model splitting (Dong, Chen, Ozgur 2025, Sec. 3.2.2): the "split" part of the
+    model is cut into ``parts`` disjoint submodels (each example updates one, Thm 3.4), the
+    "shared" part is updated by every example; per-example gradients are clipped to
+    ``split_norm`` on the split part and ``shared_norm`` on the shared part (both in units of
+    the mechanism's sensitivity; ``shared_norm=0``: no shared part), on a Poisson sample of the
+    data with probability ``rate`` per step (1: every example)."""
+
+    parts: int
+    split_norm: float = 1.0
+    shared_norm: float = 0.0
+    rate: float = 1.0
+
+    name = "partial-model-split"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "parts", check_int("parts", self.parts, minimum=1))
+        for field_name in ("split_norm", "shared_norm"):
+            v = getattr(self, field_name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 1e300):
+                raise ValueError(f"{field_name} must be a real number in [0, inf), got {v!r}")
+            object.__setattr__(self, field_name, float(v))
+        if self.split_norm == 0:
+            raise ValueError("split_norm must be in (0, inf), got 0")
+        r = check_rate("rate", self.rate)
+        if r == 0:
+            raise ValueError("rate must be in (0, 1], got 0")
+        object.__setattr__(self, "rate", r)
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return 1.0 / self.rate
+
+
+@dataclass(frozen=True)
+class CustomSampler(Scheme):
+    """A user-described sampler for Schuchardt et al. 2024's optimal-transport bound
+    (Thm 3.4): for one pair of neighbouring datasets, the conditioning events of the first
+    dataset's batch law (``weights[k]``, ``positions[k]``: the coupled batches of event k are
+    ``positions[k]`` steps of the batch relation from a common anchor batch and
+    ``|positions[k] - positions[l]|`` from each other) and those of the other dataset
+    (default: the anchor alone, as under insertion/removal).  The mechanism's sensitivity is
+    one step of the batch relation.  See ``privamp.ChainEvents`` for constructors."""
+
+    weights: tuple[float, ...]
+    positions: tuple[int, ...]
+    other_weights: tuple[float, ...] = (1.0,)
+    other_positions: tuple[int, ...] = (0,)
+    steps_per_epoch_: float = 1.0
+
+    name = "custom"
+
+    def __post_init__(self) -> None:
+        for w, p in ((self.weights, self.positions), (self.other_weights, self.other_positions)):
+            if len(w) == 0 or len(w) != len(p):
+                raise ValueError("weights and positions must be non-empty and of equal length, "
+                                 f"got {len(w)} and {len(p)}")
+            if any(not (0.0 <= float(x) <= 1.0) for x in w) or abs(sum(map(float, w)) - 1) > 1e-9:
+                raise ValueError(f"weights must be in [0, 1] and sum to 1, got {w}")
+            for x in p:
+                check_int("positions", x, minimum=0)
+        for f in ("weights", "other_weights"):
+            object.__setattr__(self, f, tuple(float(x) for x in getattr(self, f)))
+        for f in ("positions", "other_positions"):
+            object.__setattr__(self, f, tuple(int(x) for x in getattr(self, f)))
+        if not (self.steps_per_epoch_ > 0):
+            raise ValueError(f"steps_per_epoch_ must be > 0, got {self.steps_per_epoch_}")
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return float(self.steps_per_epoch_)

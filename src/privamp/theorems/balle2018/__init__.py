@@ -2,7 +2,7 @@
 amplification by subsampling (:mod:`.profiles`), and the PLD accountant of fixed-size batches
 built from their dominating pairs (:mod:`.pld`)."""
 
-from . import pld, profiles
+from . import black_box, pld, profiles
 from .profiles import profile, profile_bound
 
-__all__ = ["pld", "profiles", "profile", "profile_bound"]
+__all__ = ["black_box", "pld", "profiles", "profile", "profile_bound"]

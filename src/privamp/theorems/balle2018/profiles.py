@@ -110,7 +110,7 @@ def _check_group_mode(group: str) -> str:
 def _log_expm1(x: np.ndarray) -> np.ndarray:
     """log(e^x - 1) for x > 0, stable for large and small x."""
     x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         return np.where(x > 30, x + np.log1p(-np.exp(-np.minimum(x, 700.0))), np.log(np.expm1(x)))
 
 
@@ -194,8 +194,12 @@ def _check_group_vs_batch(scheme: Scheme, relation: Relation) -> int:
 def profile_terms(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> ProfileTerms:
     """The weights of Balle et al. 2018, Thms 8-11 (with groups via Thm 7) for this setting.
 
-    Raises ValueError for settings the theorems do not cover (Poisson with substitution is
-    Thm 14, see :func:`profile`)."""
+    Poisson under substitution: advanced joint convexity (Thm 2) with the coupling that
+    gives each substituted pair one coin, eta = 1 - (1 - gamma)^K, weights Binom(j; K, gamma);
+    like Thm 14 it bounds the insertion of a record by the substitution sensitivity (true for
+    clipped sums: C <= 2C).  With ``dataset_size``, :func:`profile` also takes Thm 14.
+
+    Raises ValueError for settings the theorems do not cover."""
     K = relation.group
     if isinstance(scheme, Poisson) and type(relation) is AddRemove:
         g = scheme.rate
@@ -205,6 +209,18 @@ def profile_terms(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> P
             (np.array([K]), np.array([1.0])) if g == 1 else (np.array([1]), np.array([0.0])))
         src = f"{PAPER}, Thm 8 (Poisson, add/remove)" + (", groups via Thm 7" if K > 1 else "")
         return ProfileTerms(eta, ks, w, src, tight=(K == 1))
+    if isinstance(scheme, Poisson) and type(relation) is Substitution:
+        # each substituted pair (a_i, a'_i) shares one coin; the batches of x and x' differ in
+        # the j sampled pairs (j substitutions) and from the batch without them by j
+        # insertions, which the substitution sensitivity bounds as well (as in Thm 14)
+        g = scheme.rate
+        eta = -math.expm1(K * math.log1p(-g)) if g < 1 else 1.0
+        j = np.arange(1, K + 1)
+        ks, w = _lumped(stats.binom(K, g), j, K, eta) if 0 < g < 1 else (
+            (np.array([K]), np.array([1.0])) if g == 1 else (np.array([1]), np.array([0.0])))
+        src = f"{PAPER}, Thm 2 (advanced joint convexity) with the Poisson coupling of " \
+            "substituted pairs (no dataset size needed)" + (", groups via Thm 7" if K > 1 else "")
+        return ProfileTerms(eta, ks, w, src, tight=False)
     if isinstance(scheme, WithoutReplacement) and type(relation) is Substitution:
         K = _check_group_vs_batch(scheme, relation)
         m, n = scheme.batch_size, scheme.dataset_size
@@ -238,8 +254,8 @@ def profile_terms(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> P
         return ProfileTerms(eta, ks, w, src, tight=tight)
     raise ValueError(
         f"no subsampled privacy profile for {type(scheme).__name__} under {relation}: "
-        "supported are Poisson with AddRemove (Thm 8) or Substitution (Thm 14, give "
-        "dataset_size), WithoutReplacement with Substitution (Thm 9), WithReplacement with "
+        "supported are Poisson with AddRemove (Thm 8) or Substitution (Thm 2 / Thm 14), "
+        "WithoutReplacement with Substitution (Thm 9), WithReplacement with "
         "Substitution (Thm 10) or AddRemove (Thm 11)"
     )
 
@@ -312,20 +328,17 @@ def _validate(mechanism, scheme, relation, group):
 
 
 def _profile(mechanism, scheme, eps, relation, group, dataset_size) -> tuple[np.ndarray, str, bool]:
-    if isinstance(scheme, Poisson) and type(relation) is Substitution:
-        if relation.group != 1:
-            raise ValueError(
-                "Poisson sampling under Substitution(group > 1) is not covered "
-                "(Thm 14 is for one substitution); relation group must be 1"
-            )
-        if dataset_size is None:
-            raise ValueError(
-                "dataset_size (integer >= 2) is needed for Poisson sampling under "
-                "Substitution (Balle et al. 2018, Thm 14); or use relation=AddRemove() (Thm 8)"
-            )
+    if (isinstance(scheme, Poisson) and type(relation) is Substitution
+            and relation.group == 1 and dataset_size is not None):
+        # Thm 14 (needs the dataset size) and the size-free mixture bound: both sound
         n = check_int("dataset_size", dataset_size, minimum=2)
         vals = _poisson_substitution(mechanism, scheme.rate, n, eps)
-        return vals, f"{PAPER}, Thm 14 (Poisson, substitution)", False
+        terms = profile_terms(mechanism, scheme, relation)
+        free = _mixture_profile(mechanism, terms, eps, group)
+        src = f"{PAPER}, Thm 14 (Poisson, substitution)"
+        if (free < vals).any():
+            src += f"; {terms.source} where smaller"
+        return np.minimum(vals, free), src, False
     terms = profile_terms(mechanism, scheme, relation)
     vals = _mixture_profile(mechanism, terms, eps, group)
     tight = terms.tight and (group == "white-box" or terms.distances.max() == 1)
@@ -344,8 +357,9 @@ def profile(
     """Upper bounds on the privacy profile delta'(epsilon) of one subsampled release.
 
     ``mechanism``: Gaussian, Laplace or RandomizedResponse (sensitivity measured under
-    ``relation``).  ``scheme``: Poisson (Thm 8 under AddRemove; Thm 14 under Substitution,
-    which needs ``dataset_size``), WithoutReplacement (Thm 9, Substitution),
+    ``relation``).  ``scheme``: Poisson (Thm 8 under AddRemove; under Substitution the
+    size-free bound of :func:`profile_terms`, and with ``dataset_size`` also Thm 14, the
+    smaller kept), WithoutReplacement (Thm 9, Substitution),
     WithReplacement (Thm 10 Substitution, Thm 11 AddRemove) (Balle, Barthe, Gaboardi 2018).
     ``relation.group = K`` protects groups of K records (Thm 7's couplings).  ``group``:
     ``"white-box"`` (mechanism at distance k) or ``"black-box"`` (generic group privacy).
@@ -488,7 +502,8 @@ def profile_rdp(
     """Rényi DP of one subsampled step from its privacy profile (Thm 6 applied to Thms 8-11).
 
     Upper bounds, real orders alpha > 1.  (Thm 14's profile does not vanish at large eps, so
-    its Thm 6 integral diverges; Poisson is covered only under AddRemove.)"""
+    its Thm 6 integral diverges; Poisson under Substitution uses the size-free mixture
+    bound of :func:`profile_terms`.)"""
     relation = Substitution() if relation is None else relation
     _validate(mechanism, scheme, relation, group)
     terms = profile_terms(mechanism, scheme, relation)
@@ -518,10 +533,12 @@ def profile_rdp(
 
 
 def _rdp_applies(mech, scheme, relation) -> bool:
-    # Poisson is left out of the registry: the exact Poisson-subsampled RDP of the same
-    # dominating pair (privamp.theorems.mironov2019) is never larger than Thm 6 of Thm 8,
-    # which bounds both orders of the neighbours by the same profile.  profile_rdp still
-    # computes it.
+    # Poisson under add/remove is left out of the registry: the exact Poisson-subsampled RDP
+    # of the same dominating pair (privamp.theorems.mironov2019) is never larger than Thm 6
+    # of Thm 8, which bounds both orders of the neighbours by the same profile.  profile_rdp
+    # still computes it.  Poisson under substitution had no RDP result: registered.
+    if isinstance(scheme, Poisson):
+        return type(relation) is Substitution
     return covers_fixed_batch(scheme, relation)
 
 
@@ -538,9 +555,10 @@ def covers_fixed_batch(scheme, relation) -> bool:
 
 @rdp_method(
     "balle-profile",
-    f"{PAPER}, Thm 6 (profile -> RDP) of Thms 9-11 (white-box group profiles)",
+    f"{PAPER}, Thm 6 (profile -> RDP) of Thms 9-11 and of Poisson under substitution "
+    "(white-box group profiles)",
     mechanisms=(Gaussian, Laplace, RandomizedResponse),
-    schemes=(WithoutReplacement, WithReplacement),
+    schemes=(WithoutReplacement, WithReplacement, Poisson),
     relations=(AddRemove, Substitution),
     when=_rdp_applies,
     tight=False,

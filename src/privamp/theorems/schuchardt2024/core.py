@@ -37,21 +37,21 @@ import math
 
 import numpy as np
 
-from ..mechanisms.base import Mechanism
-from ..mechanisms.gaussian import Gaussian
-from ..mechanisms.laplace import Laplace
-from ..mechanisms.randomized_response import RandomizedResponse
-from ..numerics.mixture_divergence import (
+from ...mechanisms.base import Mechanism
+from ...mechanisms.gaussian import Gaussian
+from ...mechanisms.laplace import Laplace
+from ...mechanisms.randomized_response import RandomizedResponse
+from ...numerics.mixture_divergence import (
     log_forward_moment_multinomial,
     log_moment_quadrature,
     logsumexp,
 )
-from ..numerics.special import _log_binom
-from ..renyi.curves import _interpolate_cgf, monotone_envelope
-from ..sampling.relations import AddRemove, Substitution
-from ..sampling.schemes import Poisson, WithoutReplacement
-from .registry import rdp_method
-from .wang2019 import _wang_eps
+from ...numerics.special import _log_binom
+from ...renyi.curves import _interpolate_cgf, monotone_envelope
+from ...sampling.relations import AddRemove, Substitution, ZeroOut
+from ...sampling.schemes import Poisson, WithoutReplacement
+from ..registry import rdp_method
+from ..wang2019 import _wang_eps
 
 __all__ = [
     "hybrid_wor_substitution_rdp",
@@ -200,7 +200,8 @@ def wor_substitution_rr_rdp(
 
 
 def _tight_applies(m, s, r) -> bool:
-    if isinstance(s, Poisson) and type(r) is AddRemove:
+    # zero-out: the null records contribute nothing, so the output laws are the add/remove ones
+    if isinstance(s, Poisson) and type(r) in (AddRemove, ZeroOut):
         return isinstance(m, (Gaussian, RandomizedResponse))
     if isinstance(s, WithoutReplacement) and type(r) is Substitution:
         return isinstance(m, RandomizedResponse) and r.group == 1
@@ -212,7 +213,7 @@ def _tight_applies(m, s, r) -> bool:
     SRC_TIGHT,
     mechanisms=(Gaussian, RandomizedResponse),
     schemes=(Poisson, WithoutReplacement),
-    relations=(AddRemove, Substitution),
+    relations=(AddRemove, Substitution, ZeroOut),
     when=_tight_applies,
     tight=True,
 )
