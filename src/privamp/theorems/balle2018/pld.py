@@ -64,7 +64,7 @@ from ...pld.discretise import discretise
 from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
-from ...sampling.schemes import WithoutReplacement
+from ...sampling.schemes import WithoutReplacement, WithReplacement
 from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .profiles import PAPER, covers_fixed_batch, profile_terms
@@ -87,6 +87,61 @@ def _count_law(scheme, relation):
     if isinstance(scheme, WithoutReplacement):
         return stats.hypergeom(n, K, m), min(K, m)
     return stats.binom(m, K / n), m
+
+
+_UPPER_TRUNC = 1e-30
+
+
+SRC_WR_ADDREMOVE = (
+    "with replacement, add/remove: exact one-step dominating pair "
+    "(sum_j Bin(j; m, K/n) N(2jC, sigma^2), N(0, sigma^2)) and its swap, attained by "
+    "neighbouring datasets (privamp, docs/balle2018.md: Schuchardt et al. 2024 App. H.2 "
+    "collinearity argument extended to hockey-stick divergences, arXiv:2403.04867)"
+)
+
+
+def _gaussian_count_pair(mechanism: Gaussian, scheme, relation, trunc: float
+                         ) -> tuple[LossPair, float]:
+    """(sum_{j<=J} b_j N(j u), N(0, 1)) with b the law of the number of copies / members of
+    the differing records in a batch (renormalised after truncation at the first J whose
+    tail is <= ``trunc``) and u the shift of one copy; and the dropped tail mass rho.
+
+    u = Delta / sigma under substitution (others equal to v', the differing record at
+    distance Delta) and 2 C / sigma under add/remove (a drawn copy of the added record
+    replaces a draw of another record: distance 2C)."""
+    unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
+    dist, jmax = _count_law(scheme, relation)
+    sf = dist.sf(np.arange(0, jmax + 1))
+    big = np.nonzero(sf > trunc)[0]
+    J = min(int(big[-1]) + 1 if big.size else 1, jmax)
+    b = dist.pmf(np.arange(0, J + 1))
+    rho = float(dist.sf(J))
+    b = b / b.sum()
+    if J == 1 and 0 < b[1] < 1:
+        return MixturePair(GaussianPair(unit), float(b[1])), rho
+    return GaussianShiftMixturePair(b, unit), rho
+
+
+class _TopAtomPair(LossPair):
+    """(P', Q) with P' = (1 - rho) P + rho * (an atom where Q has no mass): dominates, in both
+    orders, the pair whose P is (1 - rho) P + rho * (anything), i.e. a mixture truncated to
+    its first components with the dropped mass rho: for every a >= 0 and event E,
+    P'(E + atom) - a Q(E) >= (1 - rho) P(E) + rho * (anything)(E) - a Q(E), and
+    Q(E) - a P'(E) = Q(E) - a (1 - rho) P(E) >= Q(E) - a * (untruncated)(E)."""
+
+    def __init__(self, base: LossPair, rho: float) -> None:
+        self.base, self.rho = base, float(rho)
+        self.p_inf = self.rho + (1.0 - self.rho) * base.p_inf
+        self.q_minf = base.q_minf
+
+    def tail(self, l, dist, upper, strict):
+        t = self.base.tail(l, dist, upper, strict)
+        if dist == "Q":
+            return t
+        return (1.0 - self.rho) * t + (self.rho if upper else 0.0)
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        return self.base.loss_range(tail)
 
 
 def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
@@ -116,21 +171,13 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     elif isinstance(mechanism, Gaussian):
-        unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
-        dist, jmax = _count_law(scheme, relation)
-        j = np.arange(0, jmax + 1)
-        sf = dist.sf(j)
-        big = np.nonzero(sf > _LOWER_TRUNC)[0]
-        J = min(int(big[-1]) + 1 if big.size else 1, jmax)
-        b = dist.pmf(np.arange(0, J + 1))
-        rho = float(dist.sf(J))
-        b = b / b.sum()
-        if J == 1 and eta < 1:
-            pair: LossPair = MixturePair(GaussianPair(unit), float(b[1]))
-        else:
-            pair = GaussianShiftMixturePair(b, unit)
+        pair, rho = _gaussian_count_pair(mechanism, scheme, relation, _LOWER_TRUNC)
         lower = [pair, SwappedPair(pair)]
         rho += 1e-15  # float error of the renormalised weights
+        if isinstance(scheme, WithReplacement) and type(relation) is AddRemove:
+            top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
+            upper = [top, SwappedPair(top)]
+            up_src = f"{SRC_WR_ADDREMOVE}; {PESSIMISTIC_SOURCE}"
     elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
             scheme, WithoutReplacement):
         mix = mixture_pair(mechanism.pair(1), eta)
@@ -157,8 +204,17 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             T = self.steps
             tail = min(1e-16, 1e-13 / T)
 
+            shared = None
+            if self.h is None and isinstance(self.scheme, WithReplacement):
+                # with replacement: every pair on the grid of the leading one (the swapped
+                # pairs, far from the maximum, would ask for much finer and slower grids;
+                # any grid is sound, a coarser one only widens their side)
+                shared = auto_grid(self.upper_pairs[0], T)
+
             def step(p):  # each pair is composed on its own grid
-                return self.h if self.h is not None else auto_grid(p, T)
+                if self.h is not None:
+                    return self.h
+                return shared if shared is not None else auto_grid(p, T)
 
             ups = [discretise(p, step(p), tail, optimistic=False)[0].self_compose(T)
                    for p in self.upper_pairs]
