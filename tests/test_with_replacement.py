@@ -123,3 +123,55 @@ def test_random_datasets_never_exceed_the_one_step_upper_bound():
         assert np.all(d <= up + 1e-6)
     worst = divergences(np.array([[-1.0, 0.0], [-1.0, 0.0]]), np.array([1.0, 0.0]))
     assert np.allclose(worst, up, rtol=2e-3, atol=1e-6)
+
+
+def test_substitution_random_datasets_stay_below_the_upper_bound():
+    """Substitution, m = 2 draws from n = 3 records in the disk of radius 1/2 (Delta = 1):
+    random datasets and the centred pair v = -v' (which beats the one-sided pair in total
+    variation here, so the one-sided pair is *not* a dominating pair) against the upper."""
+    rng = np.random.default_rng(2)
+    sigma, m = 0.7, 2
+    eps = np.array([0.0, 0.2, 0.6])
+    run = pa.Training(pa.Gaussian(sigma), pa.WithReplacement(m, 3), steps=1,
+                      relation=pa.Substitution())
+    up = run.delta(eps, accountant="pld").upper.value
+    g = np.linspace(-7, 7, 561)
+    X, Y = np.meshgrid(g, g, indexing="ij")
+    cell = (g[1] - g[0]) ** 2
+
+    def div(others, v, vp):
+        sa, wa = _batch_sum_law(np.vstack([others, v]), m)
+        sb, wb = _batch_sum_law(np.vstack([others, vp]), m)
+        c = sb.mean(axis=0)
+        A = _mixture_density(sa - c, wa, X, Y, sigma)
+        B = _mixture_density(sb - c, wb, X, Y, sigma)
+        return np.array([np.sum(np.maximum(A - math.exp(e) * B, 0)) * cell for e in eps])
+
+    def disk(k):
+        r = 0.5 * np.sqrt(rng.uniform(size=k))
+        th = rng.uniform(0, 2 * math.pi, size=k)
+        return np.stack([r * np.cos(th), r * np.sin(th)], axis=1)
+
+    centred = div(np.zeros((2, 2)), np.array([0.5, 0.0]), np.array([-0.5, 0.0]))
+    one_sided = div(np.full((2, 2), [-0.5, 0.0]), np.array([0.5, 0.0]), np.array([-0.5, 0.0]))
+    assert centred[0] > one_sided[0] + 1e-3  # the one-sided pair is beaten at eps = 0
+    # the centred pair meets the bound at eps = 0 (its exact total variation, by scipy quad,
+    # is 0.3274078 = Thm 10); the grid quadrature is accurate to about 1e-5
+    tol = 3e-5
+    assert np.all(centred <= up + tol) and np.all(one_sided <= up + tol)
+    for _ in range(3):
+        assert np.all(div(disk(2), disk(1)[0], disk(1)[0]) <= up + tol)
+
+
+def test_substitution_two_steps_bracket_the_realised_pair():
+    """Two steps, m = 3 of n = 4, Delta = 1: the one-sided datasets (others equal to v')
+    realise the pair (sum_j b_j N(j Delta), N(0)); its two-step divergence (nested
+    quadrature) lies inside the interval."""
+    sigma = 1.2
+    run = pa.Training(pa.Gaussian(sigma), pa.WithReplacement(3, 4), steps=2,
+                      relation=pa.Substitution())
+    eps = np.array([0.2, 1.0])
+    g = run.delta(eps, accountant="pld")
+    ref = np.array([_two_step_delta(3, 4, 1.0 / sigma, e) for e in eps])
+    assert np.all(g.lower.value <= ref * (1 + 1e-7) + 1e-13)
+    assert np.all(ref <= g.upper.value)

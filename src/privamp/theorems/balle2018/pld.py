@@ -68,6 +68,7 @@ from ...sampling.schemes import WithoutReplacement, WithReplacement
 from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .profiles import PAPER, covers_fixed_batch, profile_terms
+from .triangle import TriangleUpper
 
 __all__ = [
     "fixed_batch_pairs",
@@ -97,6 +98,13 @@ SRC_WR_ADDREMOVE = (
     "(sum_j Bin(j; m, K/n) N(2jC, sigma^2), N(0, sigma^2)) and its swap, attained by "
     "neighbouring datasets (privamp, docs/balle2018.md: Schuchardt et al. 2024 App. H.2 "
     "collinearity argument extended to hockey-stick divergences, arXiv:2403.04867)"
+)
+
+
+SRC_TRIANGLE = (
+    "with replacement, substitution = removal then addition over the whole run "
+    "(hockey-stick triangle inequality through M(x minus the record), privamp, "
+    "docs/balle2018.md), each composed from the exact add/remove one-step pair"
 )
 
 
@@ -145,11 +153,14 @@ class _TopAtomPair(LossPair):
 
 
 def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
-                      ) -> tuple[list[LossPair], list[LossPair], float, str, str]:
-    """(upper pairs, lower pairs, rho, upper source, lower source) of one step.
+                      ) -> tuple[list[LossPair], list[LossPair], float, str, str,
+                                 list[LossPair]]:
+    """(upper pairs, lower pairs, rho, upper source, lower source, triangle pairs) of one step.
 
     Upper: the run's profile after T steps is <= the max over the upper pairs of their
     T-fold compositions.  Lower: >= the max over the lower pairs of theirs, minus T rho.
+    Triangle (with replacement, substitution, Gaussian): the removal and addition pairs whose
+    T-fold compositions give a second upper bound through :mod:`.triangle`.
     """
     terms = profile_terms(mechanism, scheme, relation)
     eta = terms.eta
@@ -165,6 +176,7 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
     up_src += f"; {PESSIMISTIC_SOURCE}"
 
     lower: list[LossPair] = []
+    triangle: list[LossPair] = []
     rho = 0.0
     realised = "worst-case neighbouring datasets of one step"
     if isinstance(mechanism, RandomizedResponse):
@@ -178,12 +190,15 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
             top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
             upper = [top, SwappedPair(top)]
             up_src = f"{SRC_WR_ADDREMOVE}; {PESSIMISTIC_SOURCE}"
+        elif isinstance(scheme, WithReplacement) and type(relation) is Substitution:
+            top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
+            triangle = [top, SwappedPair(top)]
     elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
             scheme, WithoutReplacement):
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     lo_src = f"{realised} ({PAPER}, Thms 9-11 attained); {OPTIMISTIC_SOURCE}"
-    return upper, lower, rho, up_src, lo_src
+    return upper, lower, rho, up_src, lo_src, triangle
 
 
 class FixedBatchPLDAnalysis(RunAnalysis):
@@ -193,8 +208,10 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                  h: float | None = None) -> None:
         self.mechanism, self.scheme, self.relation = mechanism, scheme, relation
         self.steps = int(steps)
-        up, lo, rho, self.up_src, self.lo_src = fixed_batch_pairs(mechanism, scheme, relation)
-        self.upper_pairs, self.lower_pairs, self.rho = up, lo, rho
+        up, lo, rho, self.up_src, self.lo_src, tri = fixed_batch_pairs(mechanism, scheme,
+                                                                        relation)
+        self.upper_pairs, self.lower_pairs, self.rho, self.triangle_pairs = up, lo, rho, tri
+        self._triangle: TriangleUpper | None = None
         self.h = h
         self._plds: tuple[list, list] | None = None
 
@@ -219,14 +236,38 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             ups = [discretise(p, step(p), tail, optimistic=False)[0].self_compose(T)
                    for p in self.upper_pairs]
             los = [discretise(p, step(p), tail)[1].self_compose(T) for p in self.lower_pairs]
+            if self.triangle_pairs:
+                h = self.h if self.h is not None else auto_grid(self.triangle_pairs[0], T)
+                rem, add = (discretise(p, h, tail, optimistic=False)[0].self_compose(T)
+                            for p in self.triangle_pairs)
+                self._triangle = TriangleUpper(rem, add)
             self._plds = (ups, los)
         return self._plds
+
+    def _upper_delta(self, e: np.ndarray) -> tuple[np.ndarray, str]:
+        up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
+        if self._triangle is None:
+            return up, self.up_src
+        tri = self._triangle.delta(e)
+        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+
+    def _upper_epsilon(self, d: np.ndarray) -> tuple[np.ndarray, str]:
+        up = np.max([p.epsilon(d) for p in self.plds[0]], axis=0)
+        if self._triangle is None:
+            return up, self.up_src
+        tri = self._triangle.epsilon(d, up)
+        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+
+    def _both_src(self, triangle_won: bool) -> str:
+        if not triangle_won:
+            return self.up_src
+        return (f"{SRC_TRIANGLE}; {PESSIMISTIC_SOURCE} (and {self.up_src}, the smaller kept)")
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
         ups, los = self.plds
-        up = np.max([p.delta(e) for p in ups], axis=0)
-        upper = Bound(shaped(up, e), "upper", self.up_src)
+        up, src = self._upper_delta(e)
+        upper = Bound(shaped(up, e), "upper", src)
         if not los:
             return upper, None
         lo = np.max([p.delta(e) for p in los], axis=0) - self.steps * self.rho
@@ -236,8 +277,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
         ups, los = self.plds
-        up = np.max([p.epsilon(d) for p in ups], axis=0)
-        upper = Bound(shaped(up, d), "upper", self.up_src)
+        up, src = self._upper_epsilon(d)
+        upper = Bound(shaped(up, d), "upper", src)
         if not los:
             return upper, None
         dd = d + self.steps * self.rho
