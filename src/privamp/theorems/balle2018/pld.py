@@ -30,7 +30,7 @@ as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
   Gaussian sum with v = +C, v' = -C, other records 0, is dominated by neither), and we know
   no other proof, so privamp does not do it (without
   replacement, one record, D and swap D are realised by neighbouring datasets, so that
-  recipe gives the certified *lower* bound below; docs/balle2018.md).
+  recipe gives the certified *lower* bound below; docs/findings.md).
 * With replacement under **add/remove** (Thm 11): with x = x' + {v} the laws are
   A = (1-eta) B + eta A1 (the "remove" order) and, by Thm 7's coupling, D dominates it for
   all eps; the "add" order (B, A) is then dominated by swap D.  Each pair of neighbours keeps
@@ -96,7 +96,7 @@ _UPPER_TRUNC = 1e-30
 SRC_WR_ADDREMOVE = (
     "with replacement, add/remove: exact one-step dominating pair "
     "(sum_j Bin(j; m, K/n) N(2jC, sigma^2), N(0, sigma^2)) and its swap, attained by "
-    "neighbouring datasets (privamp, docs/balle2018.md: Schuchardt et al. 2024 App. H.2 "
+    "neighbouring datasets (privamp, docs/findings.md: Schuchardt et al. 2024 App. H.2 "
     "collinearity argument extended to hockey-stick divergences, arXiv:2403.04867)"
 )
 
@@ -104,7 +104,7 @@ SRC_WR_ADDREMOVE = (
 SRC_TRIANGLE = (
     "with replacement, substitution = removal then addition over the whole run "
     "(hockey-stick triangle inequality through M(x minus the record), privamp, "
-    "docs/balle2018.md), each composed from the exact add/remove one-step pair"
+    "docs/findings.md), each composed from the exact add/remove one-step pair"
 )
 
 

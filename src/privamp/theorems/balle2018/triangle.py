@@ -9,7 +9,7 @@ composition included), M(x'') is a legitimate run, so for every split eps = eps1
 terms are a removal and an addition: each is bounded by composing the add/remove dominating
 pair (remove order and add order) over the run.  Every split gives an upper bound, so the
 minimum over a grid of splits is one.  privamp applies it to sampling with replacement
-(docs/balle2018.md), where it is much tighter than Balle, Barthe, Gaboardi 2018, Thm 10.
+(docs/findings.md), where it is much tighter than Balle, Barthe, Gaboardi 2018, Thm 10.
 """
 
 from __future__ import annotations
