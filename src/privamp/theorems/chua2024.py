@@ -480,7 +480,7 @@ def _maxstat_composed(s: float, T: int, E: int):
 
 # ---- several epochs: (max, count above a threshold) of each epoch, composed by PLD ---------
 def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
-                     kmax: int = 6) -> np.ndarray:
+                     kmax: int = 10) -> np.ndarray:
     """Law of (cell of M = max_t w_t, min(K, kmax)), K = #{t : w_t >= c}, when one coordinate
     is N(mu, 1) (mu = 2s under P_S, s under Q_S) and the T - 1 others N(0, 1).
 
@@ -534,13 +534,13 @@ _MAXCOUNT: dict[tuple, list] = {}
 def _maxcount_composed(s: float, T: int, E: int) -> list:
     """E-fold compositions (both directions, optimistic side certified) of the per-epoch
     statistic (max cell, count above c) for thresholds c with (T - 1) Phibar(c) in
-    {1, 2.5, 5}; a refinement of the max statistic (which is a post-processing of it)."""
+    {1, 2.5, 3.5, 5}; a refinement of the max statistic (which is a post-processing of it)."""
     key = (round(s, 14), T, E)
     if key not in _MAXCOUNT:
         if len(_MAXCOUNT) > 32:
             _MAXCOUNT.clear()
         out = []
-        for lam in (1.0, 2.5, 5.0):
+        for lam in (1.0, 2.5, 3.5, 5.0):
             if T - 1 < 2 * lam:  # the threshold must be above the median (c > 0)
                 continue
             c = float(-special.ndtri(lam / (T - 1)))
