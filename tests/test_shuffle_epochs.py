@@ -20,14 +20,17 @@ def test_count_marginal_matches_the_binomial_mixture():
     s, T, kmax = 1.0 / 0.9, 30, 6
     c = float(-special.ndtri(2.5 / (T - 1)))
     for mu in (2 * s, s):
-        m = B._maxcount_masses(s, T, c, mu, kmax=kmax)
+        below, table, cell = B._maxcount_masses(s, T, c, mu, kmax=kmax)
+        m = np.concatenate([below, table.ravel()])
         assert abs(m.sum() - 1.0) < 1e-12
+        np.testing.assert_allclose(table.sum(axis=1), cell, rtol=1e-12, atol=1e-300)
         # cells below c hold K = 0; above c each cell holds K = 1..kmax-1 and the rest
         lo = float(special.ndtri(math.exp(-34.5 / T)))
         hi = max(2 * s + 9.5, float(-special.ndtri(1e-19 / T)))
         edges = np.unique(np.concatenate([np.linspace(lo, hi, 401), [c]]))
         n_below = int(np.sum(edges <= c))  # cells (-inf, e0), ..., [., c)
-        per_k = m[n_below:].reshape(-1, kmax).sum(axis=0)
+        assert len(below) == n_below
+        per_k = table.sum(axis=0)
         p = stats.norm.sf(c)
         g = stats.norm.sf(c - mu)
         for k in range(1, kmax):  # P(K = k): the special coordinate below or above c

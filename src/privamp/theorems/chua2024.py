@@ -480,7 +480,8 @@ def _maxstat_composed(s: float, T: int, E: int):
 
 # ---- several epochs: (max, count above a threshold) of each epoch, composed by PLD ---------
 def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
-                     kmax: int = 10) -> np.ndarray:
+                     kmax: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # (cells below c, table cells-above-c x counts, cells-above-c masses)
     """Law of (cell of M = max_t w_t, min(K, kmax)), K = #{t : w_t >= c}, when one coordinate
     is N(mu, 1) (mu = 2s under P_S, s under Q_S) and the T - 1 others N(0, 1).
 
@@ -490,7 +491,9 @@ def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
     x = F(a) - F(c) (F, G the laws of the others and of the special coordinate), the mass of
     (cell, k) is H_k(a') - H_k(a), written as a sum of non-negative terms
     (x'^k - x^k = (x' - x) sum_j x'^j x^{k-1-j}, x' - x = Fbar(a) - Fbar(a') from upper
-    tails), so no cancellation; the counts k >= kmax take the rest of the cell's mass."""
+    tails), so no cancellation; when T >= kmax the counts k >= kmax take the rest of the
+    cell's mass (for T < kmax every count is enumerated: a subtracted "rest" would be pure
+    float noise, which can fake a large privacy loss)."""
     lo = float(special.ndtri(math.exp(-34.5 / T)))
     hi = max(2 * s + 9.5, float(-special.ndtri(1e-19 / T)))
     edges = np.unique(np.concatenate([np.linspace(lo, hi, ncells + 1), [c]]))
@@ -516,16 +519,30 @@ def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
         return dx * sum(x2 ** j * x ** (k - 1 - j) for j in range(k))
 
     cols = []
-    for k in range(1, kmax):
-        if k > T:  # K <= T: nothing left to split
-            cols.append(np.zeros_like(x))
-            continue
+    for k in range(1, min(kmax, T + 1)):
         t1 = (Gc * math.comb(T - 1, k) * Fc ** (T - 1 - k) * powdiff(k)) if k < T else 0.0
         t2 = math.comb(T - 1, k - 1) * Fc ** (T - k) * (dg * x2 ** (k - 1) + g * powdiff(k - 1))
         cols.append(t1 + t2)
-    ks = np.stack(cols, axis=1)
-    rest = np.maximum(cup - ks.sum(axis=1), 0.0)
-    return np.concatenate([below, np.concatenate([ks, rest[:, None]], axis=1).ravel()])
+    if T >= kmax:  # counts >= kmax exist: they take the rest of the cell
+        cols.append(np.maximum(cup - np.sum(cols, axis=0), 0.0))
+    return below, np.stack(cols, axis=1), cup
+
+
+def _maxcount_pair_masses(s: float, T: int, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """Masses under P_S and Q_S of the statistic (max cell, min(K, kmax)), except that a cell
+    whose "K >= kmax" rest (a difference) is not at least 1e-6 of the cell under both laws is
+    left unsplit (its mass then comes from log-space tails only): a rest at the level of the
+    float noise of the subtraction could fake a large privacy loss.  Merging cells is a
+    post-processing, so the statistic stays valid."""
+    kmax = 10
+    (bp, tp, cp), (bq, tq, cq) = (_maxcount_masses(s, T, c, mu, kmax=kmax) for mu in (2 * s, s))
+    split = np.ones(len(cp), dtype=bool)
+    if T >= kmax:  # the last column is the subtracted rest
+        split = (tp[:, -1] >= 1e-6 * cp) & (tq[:, -1] >= 1e-6 * cq)
+    out = []
+    for below, table, cell in ((bp, tp, cp), (bq, tq, cq)):
+        out.append(np.concatenate([below, table[split].ravel(), cell[~split]]))
+    return out[0], out[1]
 
 
 _MAXCOUNT: dict[tuple, list] = {}
@@ -544,8 +561,7 @@ def _maxcount_composed(s: float, T: int, E: int) -> list:
             if T - 1 < 2 * lam:  # the threshold must be above the median (c > 0)
                 continue
             c = float(-special.ndtri(lam / (T - 1)))
-            pair = _sorted_pair(_maxcount_masses(s, T, c, 2 * s),
-                                _maxcount_masses(s, T, c, s))
+            pair = _sorted_pair(*_maxcount_pair_masses(s, T, c))
             try:
                 h = _auto_grid(pair, E)
                 tail = min(1e-16, 1e-13 / E)
