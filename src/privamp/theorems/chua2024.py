@@ -51,9 +51,13 @@ from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
 from ..numerics.logspace import log1mexp
 from ..numerics.roots import bisect_monotone
+from ..pairs.combinators import SwappedPair as _SwappedPair
+from ..pld.discretise import discretise as _discretise
+from ..pld.two_sided import TwoSidedPLD as _TwoSidedPLD
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import Deterministic, Shuffle
+from .poisson_pld import auto_grid as _auto_grid
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -101,7 +105,8 @@ SRC_HIST = (
 
 SRC_MAXPLD = (
     "Chua et al. 2024, pair (P_S, Q_S) of eqs. (1)-(2) composed over epochs: per-epoch max "
-    "statistic (the sets of eq. (7)) composed by privamp's PLD, optimistic side"
+    "statistic (the sets of eq. (7)) and (max, count above a threshold) composed by privamp's "
+    "PLD, optimistic side"
 )
 
 
@@ -473,6 +478,101 @@ def _maxstat_composed(s: float, T: int, E: int):
     return _MAXPLD[key]
 
 
+# ---- several epochs: (max, count above a threshold) of each epoch, composed by PLD ---------
+def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
+                     kmax: int = 10) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # (cells below c, table cells-above-c x counts, cells-above-c masses)
+    """Law of (cell of M = max_t w_t, min(K, kmax)), K = #{t : w_t >= c}, when one coordinate
+    is N(mu, 1) (mu = 2s under P_S, s under Q_S) and the T - 1 others N(0, 1).
+
+    The max cells are those of :func:`_maxstat_pair` with c added as an edge; a cell below c
+    has K = 0.  For a cell [a, a') above c, with H_k(a) = P(all < a, K = k) =
+    G(c) C(T-1, k) x^k F(c)^{T-1-k} + (G(a) - G(c)) C(T-1, k-1) x^{k-1} F(c)^{T-k},
+    x = F(a) - F(c) (F, G the laws of the others and of the special coordinate), the mass of
+    (cell, k) is H_k(a') - H_k(a), written as a sum of non-negative terms
+    (x'^k - x^k = (x' - x) sum_j x'^j x^{k-1-j}, x' - x = Fbar(a) - Fbar(a') from upper
+    tails), so no cancellation; when T >= kmax the counts k >= kmax take the rest of the
+    cell's mass (for T < kmax every count is enumerated: a subtracted "rest" would be pure
+    float noise, which can fake a large privacy loss)."""
+    lo = float(special.ndtri(math.exp(-34.5 / T)))
+    hi = max(2 * s + 9.5, float(-special.ndtri(1e-19 / T)))
+    edges = np.unique(np.concatenate([np.linspace(lo, hi, ncells + 1), [c]]))
+    lf = special.log_ndtr(edges - mu) + (T - 1) * special.log_ndtr(edges)
+    inner = np.exp(lf[1:] + log1mexp(np.minimum(lf[:-1] - lf[1:], 0.0)))
+    cell = np.maximum(np.concatenate([[math.exp(lf[0])], inner, [-math.expm1(lf[-1])]]), 0.0)
+    a = np.concatenate([[-np.inf], edges])
+    a2 = np.concatenate([edges, [np.inf]])
+    up = a >= c  # cells above the threshold (c is an edge: none straddles it)
+    below = cell[~up]
+    a, a2, cup = a[up], a2[up], cell[up]
+    sbar = special.ndtr
+    x = sbar(-c) - sbar(-a)
+    x2 = sbar(-c) - sbar(-a2)
+    dx = sbar(-a) - sbar(-a2)
+    g = sbar(mu - c) - sbar(mu - a)
+    dg = sbar(mu - a) - sbar(mu - a2)
+    Fc, Gc = float(special.ndtr(c)), float(special.ndtr(c - mu))
+
+    def powdiff(k: int) -> np.ndarray:  # x2^k - x^k >= 0
+        if k == 0:
+            return np.zeros_like(x)
+        return dx * sum(x2 ** j * x ** (k - 1 - j) for j in range(k))
+
+    cols = []
+    for k in range(1, min(kmax, T + 1)):
+        t1 = (Gc * math.comb(T - 1, k) * Fc ** (T - 1 - k) * powdiff(k)) if k < T else 0.0
+        t2 = math.comb(T - 1, k - 1) * Fc ** (T - k) * (dg * x2 ** (k - 1) + g * powdiff(k - 1))
+        cols.append(t1 + t2)
+    if T >= kmax:  # counts >= kmax exist: they take the rest of the cell
+        cols.append(np.maximum(cup - np.sum(cols, axis=0), 0.0))
+    return below, np.stack(cols, axis=1), cup
+
+
+def _maxcount_pair_masses(s: float, T: int, c: float) -> tuple[np.ndarray, np.ndarray]:
+    """Masses under P_S and Q_S of the statistic (max cell, min(K, kmax)), except that a cell
+    whose "K >= kmax" rest (a difference) is not at least 1e-6 of the cell under both laws is
+    left unsplit (its mass then comes from log-space tails only): a rest at the level of the
+    float noise of the subtraction could fake a large privacy loss.  Merging cells is a
+    post-processing, so the statistic stays valid."""
+    kmax = 10
+    (bp, tp, cp), (bq, tq, cq) = (_maxcount_masses(s, T, c, mu, kmax=kmax) for mu in (2 * s, s))
+    split = np.ones(len(cp), dtype=bool)
+    if T >= kmax:  # the last column is the subtracted rest
+        split = (tp[:, -1] >= 1e-6 * cp) & (tq[:, -1] >= 1e-6 * cq)
+    out = []
+    for below, table, cell in ((bp, tp, cp), (bq, tq, cq)):
+        out.append(np.concatenate([below, table[split].ravel(), cell[~split]]))
+    return out[0], out[1]
+
+
+_MAXCOUNT: dict[tuple, list] = {}
+
+
+def _maxcount_composed(s: float, T: int, E: int) -> list:
+    """E-fold compositions (both directions, optimistic side certified) of the per-epoch
+    statistic (max cell, count above c) for thresholds c with (T - 1) Phibar(c) in
+    {1, 2.5, 3.5, 5}; a refinement of the max statistic (which is a post-processing of it)."""
+    key = (round(s, 14), T, E)
+    if key not in _MAXCOUNT:
+        if len(_MAXCOUNT) > 32:
+            _MAXCOUNT.clear()
+        out = []
+        for lam in (1.0, 2.5, 3.5, 5.0):
+            if T - 1 < 2 * lam:  # the threshold must be above the median (c > 0)
+                continue
+            c = float(-special.ndtri(lam / (T - 1)))
+            pair = _sorted_pair(*_maxcount_pair_masses(s, T, c))
+            try:
+                h = _auto_grid(pair, E)
+                tail = min(1e-16, 1e-13 / E)
+                dirs = [_discretise(pp, h, tail) for pp in (pair, _SwappedPair(pair))]
+                out.append(_TwoSidedPLD(dirs).self_compose(E))
+            except ValueError:  # losses beyond what the PLD grid handles
+                continue
+        _MAXCOUNT[key] = out
+    return _MAXCOUNT[key]
+
+
 def _shuffle_lower_delta(eps: np.ndarray, s: float, T: int, E: int,
                          method: str = "auto") -> np.ndarray:
     eps = np.atleast_1d(eps)
@@ -483,6 +583,8 @@ def _shuffle_lower_delta(eps: np.ndarray, s: float, T: int, E: int,
         pld = _maxstat_composed(s, T, E)
         if pld is not None:
             val = np.maximum(val, np.maximum(pld.delta(eps)[1], 0.0))
+        for p in _maxcount_composed(s, T, E):
+            val = np.maximum(val, np.maximum(p.delta(eps)[1], 0.0))
     return val
 
 
@@ -504,6 +606,8 @@ def _shuffle_lower_epsilon(delta: np.ndarray, s: float, T: int, E: int,
         pld = _maxstat_composed(s, T, E)
         if pld is not None:
             val = np.maximum(val, np.maximum(pld.epsilon(delta)[1], 0.0))
+        for p in _maxcount_composed(s, T, E):
+            val = np.maximum(val, np.maximum(p.epsilon(delta)[1], 0.0))
     return val
 
 

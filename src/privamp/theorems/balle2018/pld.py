@@ -30,7 +30,7 @@ as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
   Gaussian sum with v = +C, v' = -C, other records 0, is dominated by neither), and we know
   no other proof, so privamp does not do it (without
   replacement, one record, D and swap D are realised by neighbouring datasets, so that
-  recipe gives the certified *lower* bound below; docs/balle2018.md).
+  recipe gives the certified *lower* bound below; docs/findings.md).
 * With replacement under **add/remove** (Thm 11): with x = x' + {v} the laws are
   A = (1-eta) B + eta A1 (the "remove" order) and, by Thm 7's coupling, D dominates it for
   all eps; the "add" order (B, A) is then dominated by swap D.  Each pair of neighbours keeps
@@ -64,10 +64,11 @@ from ...pld.discretise import discretise
 from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
-from ...sampling.schemes import WithoutReplacement
+from ...sampling.schemes import WithoutReplacement, WithReplacement
 from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .profiles import PAPER, covers_fixed_batch, profile_terms
+from .triangle import TriangleUpper
 
 __all__ = [
     "fixed_batch_pairs",
@@ -89,12 +90,77 @@ def _count_law(scheme, relation):
     return stats.binom(m, K / n), m
 
 
+_UPPER_TRUNC = 1e-30
+
+
+SRC_WR_ADDREMOVE = (
+    "with replacement, add/remove: exact one-step dominating pair "
+    "(sum_j Bin(j; m, K/n) N(2jC, sigma^2), N(0, sigma^2)) and its swap, attained by "
+    "neighbouring datasets (privamp, docs/findings.md: Schuchardt et al. 2024 App. H.2 "
+    "collinearity argument extended to hockey-stick divergences, arXiv:2403.04867)"
+)
+
+
+SRC_TRIANGLE = (
+    "with replacement, substitution = removal then addition over the whole run "
+    "(hockey-stick triangle inequality through M(x minus the record), privamp, "
+    "docs/findings.md), each composed from the exact add/remove one-step pair"
+)
+
+
+def _gaussian_count_pair(mechanism: Gaussian, scheme, relation, trunc: float
+                         ) -> tuple[LossPair, float]:
+    """(sum_{j<=J} b_j N(j u), N(0, 1)) with b the law of the number of copies / members of
+    the differing records in a batch (renormalised after truncation at the first J whose
+    tail is <= ``trunc``) and u the shift of one copy; and the dropped tail mass rho.
+
+    u = Delta / sigma under substitution (others equal to v', the differing record at
+    distance Delta) and 2 C / sigma under add/remove (a drawn copy of the added record
+    replaces a draw of another record: distance 2C)."""
+    unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
+    dist, jmax = _count_law(scheme, relation)
+    sf = dist.sf(np.arange(0, jmax + 1))
+    big = np.nonzero(sf > trunc)[0]
+    J = min(int(big[-1]) + 1 if big.size else 1, jmax)
+    b = dist.pmf(np.arange(0, J + 1))
+    rho = float(dist.sf(J))
+    b = b / b.sum()
+    if J == 1 and 0 < b[1] < 1:
+        return MixturePair(GaussianPair(unit), float(b[1])), rho
+    return GaussianShiftMixturePair(b, unit), rho
+
+
+class _TopAtomPair(LossPair):
+    """(P', Q) with P' = (1 - rho) P + rho * (an atom where Q has no mass): dominates, in both
+    orders, the pair whose P is (1 - rho) P + rho * (anything), i.e. a mixture truncated to
+    its first components with the dropped mass rho: for every a >= 0 and event E,
+    P'(E + atom) - a Q(E) >= (1 - rho) P(E) + rho * (anything)(E) - a Q(E), and
+    Q(E) - a P'(E) = Q(E) - a (1 - rho) P(E) >= Q(E) - a * (untruncated)(E)."""
+
+    def __init__(self, base: LossPair, rho: float) -> None:
+        self.base, self.rho = base, float(rho)
+        self.p_inf = self.rho + (1.0 - self.rho) * base.p_inf
+        self.q_minf = base.q_minf
+
+    def tail(self, l, dist, upper, strict):
+        t = self.base.tail(l, dist, upper, strict)
+        if dist == "Q":
+            return t
+        return (1.0 - self.rho) * t + (self.rho if upper else 0.0)
+
+    def loss_range(self, tail: float) -> tuple[float, float]:
+        return self.base.loss_range(tail)
+
+
 def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
-                      ) -> tuple[list[LossPair], list[LossPair], float, str, str]:
-    """(upper pairs, lower pairs, rho, upper source, lower source) of one step.
+                      ) -> tuple[list[LossPair], list[LossPair], float, str, str,
+                                 list[LossPair]]:
+    """(upper pairs, lower pairs, rho, upper source, lower source, triangle pairs) of one step.
 
     Upper: the run's profile after T steps is <= the max over the upper pairs of their
     T-fold compositions.  Lower: >= the max over the lower pairs of theirs, minus T rho.
+    Triangle (with replacement, substitution, Gaussian): the removal and addition pairs whose
+    T-fold compositions give a second upper bound through :mod:`.triangle`.
     """
     terms = profile_terms(mechanism, scheme, relation)
     eta = terms.eta
@@ -110,33 +176,29 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
     up_src += f"; {PESSIMISTIC_SOURCE}"
 
     lower: list[LossPair] = []
+    triangle: list[LossPair] = []
     rho = 0.0
     realised = "worst-case neighbouring datasets of one step"
     if isinstance(mechanism, RandomizedResponse):
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     elif isinstance(mechanism, Gaussian):
-        unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
-        dist, jmax = _count_law(scheme, relation)
-        j = np.arange(0, jmax + 1)
-        sf = dist.sf(j)
-        big = np.nonzero(sf > _LOWER_TRUNC)[0]
-        J = min(int(big[-1]) + 1 if big.size else 1, jmax)
-        b = dist.pmf(np.arange(0, J + 1))
-        rho = float(dist.sf(J))
-        b = b / b.sum()
-        if J == 1 and eta < 1:
-            pair: LossPair = MixturePair(GaussianPair(unit), float(b[1]))
-        else:
-            pair = GaussianShiftMixturePair(b, unit)
+        pair, rho = _gaussian_count_pair(mechanism, scheme, relation, _LOWER_TRUNC)
         lower = [pair, SwappedPair(pair)]
         rho += 1e-15  # float error of the renormalised weights
+        if isinstance(scheme, WithReplacement) and type(relation) is AddRemove:
+            top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
+            upper = [top, SwappedPair(top)]
+            up_src = f"{SRC_WR_ADDREMOVE}; {PESSIMISTIC_SOURCE}"
+        elif isinstance(scheme, WithReplacement) and type(relation) is Substitution:
+            top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
+            triangle = [top, SwappedPair(top)]
     elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
             scheme, WithoutReplacement):
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     lo_src = f"{realised} ({PAPER}, Thms 9-11 attained); {OPTIMISTIC_SOURCE}"
-    return upper, lower, rho, up_src, lo_src
+    return upper, lower, rho, up_src, lo_src, triangle
 
 
 class FixedBatchPLDAnalysis(RunAnalysis):
@@ -146,8 +208,10 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                  h: float | None = None) -> None:
         self.mechanism, self.scheme, self.relation = mechanism, scheme, relation
         self.steps = int(steps)
-        up, lo, rho, self.up_src, self.lo_src = fixed_batch_pairs(mechanism, scheme, relation)
-        self.upper_pairs, self.lower_pairs, self.rho = up, lo, rho
+        up, lo, rho, self.up_src, self.lo_src, tri = fixed_batch_pairs(mechanism, scheme,
+                                                                        relation)
+        self.upper_pairs, self.lower_pairs, self.rho, self.triangle_pairs = up, lo, rho, tri
+        self._triangle: TriangleUpper | None = None
         self.h = h
         self._plds: tuple[list, list] | None = None
 
@@ -157,20 +221,53 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             T = self.steps
             tail = min(1e-16, 1e-13 / T)
 
+            shared = None
+            if self.h is None and isinstance(self.scheme, WithReplacement):
+                # with replacement: every pair on the grid of the leading one (the swapped
+                # pairs, far from the maximum, would ask for much finer and slower grids;
+                # any grid is sound, a coarser one only widens their side)
+                shared = auto_grid(self.upper_pairs[0], T)
+
             def step(p):  # each pair is composed on its own grid
-                return self.h if self.h is not None else auto_grid(p, T)
+                if self.h is not None:
+                    return self.h
+                return shared if shared is not None else auto_grid(p, T)
 
             ups = [discretise(p, step(p), tail, optimistic=False)[0].self_compose(T)
                    for p in self.upper_pairs]
             los = [discretise(p, step(p), tail)[1].self_compose(T) for p in self.lower_pairs]
+            if self.triangle_pairs:
+                h = self.h if self.h is not None else auto_grid(self.triangle_pairs[0], T)
+                rem, add = (discretise(p, h, tail, optimistic=False)[0].self_compose(T)
+                            for p in self.triangle_pairs)
+                self._triangle = TriangleUpper(rem, add)
             self._plds = (ups, los)
         return self._plds
+
+    def _upper_delta(self, e: np.ndarray) -> tuple[np.ndarray, str]:
+        up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
+        if self._triangle is None:
+            return up, self.up_src
+        tri = self._triangle.delta(e)
+        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+
+    def _upper_epsilon(self, d: np.ndarray) -> tuple[np.ndarray, str]:
+        up = np.max([p.epsilon(d) for p in self.plds[0]], axis=0)
+        if self._triangle is None:
+            return up, self.up_src
+        tri = self._triangle.epsilon(d, up)
+        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+
+    def _both_src(self, triangle_won: bool) -> str:
+        if not triangle_won:
+            return self.up_src
+        return (f"{SRC_TRIANGLE}; {PESSIMISTIC_SOURCE} (and {self.up_src}, the smaller kept)")
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
         ups, los = self.plds
-        up = np.max([p.delta(e) for p in ups], axis=0)
-        upper = Bound(shaped(up, e), "upper", self.up_src)
+        up, src = self._upper_delta(e)
+        upper = Bound(shaped(up, e), "upper", src)
         if not los:
             return upper, None
         lo = np.max([p.delta(e) for p in los], axis=0) - self.steps * self.rho
@@ -180,8 +277,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
         ups, los = self.plds
-        up = np.max([p.epsilon(d) for p in ups], axis=0)
-        upper = Bound(shaped(up, d), "upper", self.up_src)
+        up, src = self._upper_epsilon(d)
+        upper = Bound(shaped(up, d), "upper", src)
         if not los:
             return upper, None
         dd = d + self.steps * self.rho
