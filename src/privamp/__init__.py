@@ -16,6 +16,7 @@ from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
+from .sampling import BallsInBins  # noqa: F401 (issue 13)
 from .sampling import (
     AddRemove,
     BalancedIteration,
@@ -80,4 +81,5 @@ __all__ = [
     "RdpAccountant",
     "ABLQ",
     "calibrate_interval",
+    "BallsInBins",
 ]

@@ -1,6 +1,7 @@
 """Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
 
 from .relations import AddRemove, Relation, Substitution, ZeroOut
+from .schemes import BallsInBins  # noqa: F401 (issue 13)
 from .schemes import (
     BalancedIteration,
     Deterministic,
@@ -28,4 +29,5 @@ __all__ = [
     "BalancedIteration",
     "ModelSplit",
     "Dropout",
+    "BallsInBins",
 ]

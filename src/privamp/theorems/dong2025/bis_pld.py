@@ -565,6 +565,48 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     return out
 
 
+def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
+                     ) -> np.ndarray:
+    """Certified lower bounds on the profile D(a) of the pair (law of K' under P, under Q),
+    K' the lattice statistic of :class:`_SumLaw` (K on the event E that no coordinate is
+    dropped, an overflow symbol otherwise), from the threshold tests A_j = {K' >= j}
+    (``remove``: D(a) >= P(A_j) - a Q(A_j)) or {K' < j} (add: Q(A_j) - a P(A_j)).
+
+    Any j gives a valid bound; privamp takes, for each a, the first j at which the running
+    maximum of the computed likelihood ratio exceeds a (the optimal test when the ratio of K
+    is monotone) and its two neighbours.  Range sums of the computed law c are off from the
+    exact law rho of K on E by ``err`` (plus ``wrap`` from above, see :class:`_SumLaw`);
+    the overflow symbol has mass <= drop + wrap."""
+    n = law_q.n
+    if remove:
+        num, den = law_p.c, law_q.c
+    else:
+        num, den = law_q.c[::-1], law_p.c[::-1]
+    # ratio where the denominator is above the roundoff floor; below it, 0 left of the mode
+    # and inf right of it (only the choice of j depends on this, not the validity)
+    tau = 1e-15
+    mode = int(np.argmax(den))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > tau, num / np.maximum(den, tau),
+                     np.where(np.arange(n) < mode, 0.0, np.inf))
+    rmax = np.maximum.accumulate(r)
+    j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
+    best = np.zeros(len(a))
+    for off in (-1, 0, 1):
+        j = np.clip(j0 + off, 0, n)
+        if remove:  # A_j = {K' >= j} (overflow included)
+            p_low = law_p._sfx(j, False) - law_p.err - law_p.wrap
+            q_up = law_q._sfx(j, True) + law_q.err + law_q.wrap + law_q.drop
+            v = p_low - a * q_up
+        else:  # reversed index: A = {K' < n - j} (overflow excluded)
+            jj = n - j
+            q_low = law_q._pfx(jj, False) - law_q.err - law_q.wrap
+            p_up = law_p._pfx(jj, True) + law_p.err + law_p.drop
+            v = q_low - a * p_up
+        best = np.maximum(best, v)
+    return best
+
+
 def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
                              h: float = 1e-3, lattice: float = 2e-3
                              ) -> tuple[PLD, PLD] | None:
@@ -572,29 +614,27 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     k = ``participations`` (lower bounds), from a statistic of the output.
 
     The epoch's pair P = mean over k-subsets S of N(s 1_S, I_T) vs Q = N(0, I_T) (Dong,
-    Chen, Ozgur 2025, Thm 3.8) is realised by neighbouring datasets, and any function of the
-    output gives a pair it dominates (post-processing).  privamp uses
-    S1 = sum_i exp(s Y_i - s^2 / 2) (the k = 1 likelihood ratio): under Q a sum of T i.i.d.
-    log-normals, under P the same with k of them scaled by e^{s^2}, both certified on a
-    lattice (:class:`_SumLaw`).  At each grid loss l_i the threshold tests {S1 > y} (remove)
-    and {S1 < y} (add), with y = T a_i^{+-gamma} for gamma in [1/k, 1], bound the profile of
-    the true pair from below; a grid pair below those points (lowered chords with the slope
-    bounds Q(L > l) <= min(1, e^{-l}), greatest convex minorant,
-    :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: S1 is not
-    sufficient for k > 1, the lattice costs about d in the loss, and the slope bounds cost
-    first order in h.  None when the lattice would be too large or the profile degenerate.
+    Chen, Ozgur 2025, Thm 3.8; random allocation k-of-T) is realised by neighbouring
+    datasets, and any function of the output gives a pair it dominates (post-processing).
+    privamp uses the separable lattice statistic K = sum_i floor(W_i / d),
+    W_i = exp(s Y_i - s^2 / 2) (the k = 1 likelihood ratio, floored): under Q the sum of T
+    i.i.d. floored log-normals, under P the same with k of them scaled by e^{s^2} (by
+    symmetry), both certified on a circle (:class:`_SumLaw`).  At each grid loss l_i the
+    threshold tests {K >= j} (remove) and {K < j} (add) at the likelihood-ratio crossing
+    (:func:`_threshold_lower`) bound the true profile from below -- no lattice shift: both
+    probabilities are range sums of the same statistic --; a grid pair below those points
+    (lowered chords with the slope bounds Q(L > l) <= min(1, e^{-l}), greatest convex
+    minorant, :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: K is
+    not sufficient for k > 1 (the exact loss is log(e_k(W) / C(T, k))), and the slope bounds
+    cost first order in h.  None when the lattice would be too large or the profile
+    degenerate.
     """
     s = 1.0 / float(sigma)
     T, k = int(steps), int(participations)
     if not 1 <= k < T:
         raise ValueError(f"participations must be in [1, steps), got {k}")
-    d = float(lattice)
-    if k * math.expm1(s * s) < T * d:
-        # the lattice's uncertainty in S1 (T d) exceeds the statistic's mean shift under P
-        # (k (e^{s^2} - 1)): the tests cannot separate the pair
-        return None
     try:
-        d, n = _lattice(float(sigma), T, d, 3, k)
+        d, n = _lattice(float(sigma), T, float(lattice), 3, k)
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
@@ -604,14 +644,8 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
     a = np.exp(l_idx * h)
-    gammas = np.linspace(1.0 / k, 1.0, 12)
-    d_rem = np.zeros(len(a))
-    d_add = np.zeros(len(a))
-    for g in gammas:
-        y = T * a**g
-        d_rem = np.maximum(d_rem, law_p.above(y, False) - a * law_q.above(y, True))
-        y = T * a ** (-g)
-        d_add = np.maximum(d_add, law_q.below(y, False) - a * law_p.below(y, True))
+    d_rem = _threshold_lower(law_p, law_q, a, True)
+    d_add = _threshold_lower(law_p, law_q, a, False)
     q_up = np.minimum(1.0, np.exp(-l_idx * h))
     q_low = np.zeros(len(a))
     try:
