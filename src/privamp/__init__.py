@@ -16,10 +16,10 @@ from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
-from .sampling import BallsInBins  # noqa: F401 (issue 13)
 from .sampling import (
     AddRemove,
     BalancedIteration,
+    BallsInBins,  # noqa: F401 (issue 13)
     Deterministic,
     Dropout,
     ModelSplit,

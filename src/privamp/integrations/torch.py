@@ -32,9 +32,9 @@ from .._validation import check_int, check_rate
 from ..accounting.training import Training
 from ..mechanisms.base import Mechanism
 from ..sampling.relations import AddRemove, Relation
-from ..sampling.schemes import BallsInBins
 from ..sampling.schemes import (
     BalancedIteration,
+    BallsInBins,
     Deterministic,
     Poisson,
     Scheme,

@@ -1,9 +1,9 @@
 """Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
 
 from .relations import AddRemove, Relation, Substitution, ZeroOut
-from .schemes import BallsInBins  # noqa: F401 (issue 13)
 from .schemes import (
     BalancedIteration,
+    BallsInBins,  # noqa: F401 (issue 13)
     Deterministic,
     Dropout,
     ModelSplit,

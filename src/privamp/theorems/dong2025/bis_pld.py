@@ -60,19 +60,22 @@ __all__ = [
     "bis_lower_plds",
     "bis_plds",
     "bis_statistic_lower_plds",
+    "statistic_shape",
     "BISPLDAnalysis",
 ]
 
 
 SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair, "
                 "realised by neighbouring datasets; privamp: dominated grid pair from "
-                "certified lattice tails -- k = 1 exact loss, k > 1 threshold tests on the "
-                "statistic sum_i exp(s Y_i - s^2/2) --, FFT composition)")
+                "certified lattice tails -- k = 1 exact loss, k > 1 (random allocation "
+                "k-of-T) threshold tests on the separable lattice statistic "
+                "sum_i floor(exp(c Y_i - c^2/2) / d) (post-processing) --, FFT composition)")
 
 
 SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
-          "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
-          "grid pair, FFT composition)")
+          "privamp: k one-participation blocks -- the k-of-T to k x 1-of-T/k reduction, as in "
+          "Feldman & Shenfeld 2025, arXiv:2502.08202 --, lattice-rounded log-normal sums, "
+          "dominating grid pair, FFT composition)")
 
 
 _U = float(np.finfo(float).eps) / 2.0
@@ -374,28 +377,32 @@ def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
     return hull
 
 
-def _fits(s: float, T: int, d: float, n: int, shifted: int = 1) -> bool:
+def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None
+          ) -> bool:
     """Whether the circle of n cells of width d keeps the certified wrapped + dropped mass
-    within the budget."""
+    within the budget.  Coordinates W = exp(s X - s^2/2), X ~ N(0, 1), ``shifted`` of them
+    with X ~ N(``signal``, 1) (default ``signal`` = s: the likelihood ratio itself)."""
+    mu = s if signal is None else float(signal)
     x = (math.log(n * d) + s * s / 2) / s
-    drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
+    drop = T * float(np.exp(log_diff_ndtr(np.array([x - mu]), np.array([np.inf]))[0]))
     return drop <= _ALIAS_BUDGET / 2 and (
-        _wrap_bound(s, T, s * s, n * d, shifted) <= _ALIAS_BUDGET / 2)
+        _wrap_bound(s, T, s * mu, n * d, shifted) <= _ALIAS_BUDGET / 2)
 
 
-def _fft_size(s: float, T: int, d: float, shifted: int = 1) -> int | None:
+def _fft_size(s: float, T: int, d: float, shifted: int = 1, signal: float | None = None
+              ) -> int | None:
     """Smallest power of two N <= _MAX_FFT with certified wrapped + dropped mass <= the
     budget, or None."""
     n = 1 << 10
     while n <= _MAX_FFT:
-        if _fits(s, T, d, n, shifted):
+        if _fits(s, T, d, n, shifted, signal):
             return n
         n <<= 1
     return None
 
 
-def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1
-             ) -> tuple[float, int]:
+def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
+             signal: float | None = None) -> tuple[float, int]:
     """(lattice step, circle size) for the sums of T log-normals: the step ``d`` doubled up to
     ``doublings`` times (first-order cost in d) until the circle fits in _MAX_FFT points.
 
@@ -404,7 +411,7 @@ def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1
     tails (log W ~ N(+-1/(2 sigma^2), 1/sigma^2)), which a uniform lattice in S cannot hold."""
     s = 1.0 / sigma
     for i in range(doublings + 1):
-        n = _fft_size(s, T, d * 2.0**i, shifted)
+        n = _fft_size(s, T, d * 2.0**i, shifted, signal)
         if n is not None:
             return d * 2.0**i, n
     d_max = d * 2.0**doublings
@@ -608,7 +615,7 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
 
 
 def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
-                             h: float = 1e-3, lattice: float = 2e-3
+                             h: float = 1e-3, lattice: float = 2e-3, shape: float = 1.0
                              ) -> tuple[PLD, PLD] | None:
     """Optimistic (remove, add) PLDs of one epoch of Balanced Iteration Subsampling with any
     k = ``participations`` (lower bounds), from a statistic of the output.
@@ -630,16 +637,19 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     degenerate.
     """
     s = 1.0 / float(sigma)
+    c = s * float(shape)  # the statistic's coordinates: exp(c Y_i - c^2 / 2)
     T, k = int(steps), int(participations)
     if not 1 <= k < T:
         raise ValueError(f"participations must be in [1, steps), got {k}")
+    if not 0.0 < c <= 50.0:
+        raise ValueError(f"shape must be in (0, {50.0 / s:g}] (shape / sigma <= 50), got {shape}")
     try:
-        d, n = _lattice(float(sigma), T, float(lattice), 3, k)
+        d, n = _lattice(1.0 / c, T, float(lattice), 3, k, signal=s)
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_p = _SumLaw(s, T, s * s, d, n, cache, shifted=k)
+    law_q = _SumLaw(c, T, 0.0, d, n, cache)
+    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
@@ -673,6 +683,19 @@ def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
                  for key in ("remove", "add", "remove_opt", "add_opt"))
 
 
+def _block_lattice(size: int) -> float:
+    """Lattice step of a one-participation block of ``size`` steps: short blocks (cheap
+    circles) get a finer lattice (its cost in the loss is first order in the step)."""
+    return 5e-4 if size <= 20 else 2e-3
+
+
+def statistic_shape(steps: int, participations: int) -> float:
+    """Shape c / s of the statistic sum_i exp(c Y_i - c^2/2) used for the k > 1 lower bound:
+    1 - 0.4 k / sqrt(T), clipped to [0.3, 1] (tuned on sigma = 1: T = 100, k = 10 -> 0.6;
+    T = 1000, k = 10 -> 0.87; any shape gives a valid lower bound)."""
+    return min(1.0, max(0.3, 1.0 - 0.4 * participations / math.sqrt(steps)))
+
+
 def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
              h: float = 2e-3, tail: float = 1e-12) -> tuple[PLD, PLD]:
     """(remove, add) pessimistic PLDs of ``epochs`` epochs of Balanced Iteration Subsampling
@@ -699,7 +722,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
             r_b = discretise(base, h, tail / (k * E))[0]
             a_b = discretise(SwappedPair(base), h, tail / (k * E))[0]
         else:
-            r_b, a_b = bis_epoch_plds(sigma, size, h=h, tail=tail / (k * E))
+            r_b, a_b = bis_epoch_plds(sigma, size, h=min(h, 1e-3) if size <= 20 else h,
+                                      lattice=_block_lattice(size), tail=tail / (k * E))
         r_b, a_b = r_b.self_compose(count), a_b.self_compose(count)
         rem = r_b if rem is None else rem.compose(r_b)
         add = a_b if add is None else add.compose(a_b)
@@ -738,7 +762,9 @@ class BISPLDAnalysis(RunAnalysis):
                 else:
                     plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
                     if 1 < self.k < self.T:
-                        low = bis_statistic_lower_plds(self.sigma, self.T, self.k)
+                        low = bis_statistic_lower_plds(
+                            self.sigma, self.T, self.k,
+                            shape=statistic_shape(self.T, self.k))
                         if low is not None:
                             self._opt = [o.self_compose(self.epochs) for o in low]
                     self._plds = plds
