@@ -712,6 +712,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
     add: PLD | None = None
+    if any(1 < size <= 20 for size, _ in _block_counts(T, k)):
+        h = min(h, 1e-3)  # short blocks: finer lattice and grid (cheap)
     for size, count in _block_counts(T, k):
         if size == 1:
             from ...pairs.combinators import SwappedPair
@@ -722,8 +724,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
             r_b = discretise(base, h, tail / (k * E))[0]
             a_b = discretise(SwappedPair(base), h, tail / (k * E))[0]
         else:
-            r_b, a_b = bis_epoch_plds(sigma, size, h=min(h, 1e-3) if size <= 20 else h,
-                                      lattice=_block_lattice(size), tail=tail / (k * E))
+            r_b, a_b = bis_epoch_plds(sigma, size, h=h, lattice=_block_lattice(size),
+                                      tail=tail / (k * E))
         r_b, a_b = r_b.self_compose(count), a_b.self_compose(count)
         rem = r_b if rem is None else rem.compose(r_b)
         add = a_b if add is None else add.compose(a_b)
