@@ -83,8 +83,9 @@ def test_twenty_choose_four_against_monte_carlo() -> None:
 
 def test_upper_at_or_below_feldman_shenfeld_published() -> None:
     # Feldman & Shenfeld 2025 (arXiv:2502.08202): sigma = 1, T = 100, k = 10, delta = 1e-5,
-    # published upper bound 6.1198.  Monte Carlo (importance sampling, 2e5 samples) puts
-    # the truth near 5.83 (1e6 samples: 3-standard-error interval [5.80, 5.86]).
+    # published upper bound 6.1198.  Monte Carlo of the exact loss (importance sampling from
+    # shifts 1.5 s, 1e6 samples) puts the truth near 5.83 (where the mean -+ 3 standard
+    # errors of delta cross 1e-5: [5.80, 5.86]).
     rem, add = bp.bis_plds(1.0, 100, 10, 1)
     eps = max(float(rem.epsilon(np.array([1e-5]))[0]), float(add.epsilon(np.array([1e-5]))[0]))
     assert 5.80 < eps <= 6.1198  # 5.80: the Monte Carlo lower 3-standard-error end
