@@ -38,6 +38,7 @@ Epochs compose by FFT (Remark 3.10).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft as sfft
@@ -118,9 +119,15 @@ def _cell_masses(s: float, log_scale: float, d: float, n: int
     edges = np.arange(n + 1) * d
     with np.errstate(divide="ignore"):
         x = (np.log(edges) - log_scale + s * s / 2) / s
-    cdf = special.ndtr(x)
-    sf = special.ndtr(-x)
-    cells = np.where(x[1:] <= 0.0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
+    # the same values as differences of ndtr(x) below the median and of ndtr(-x) above it,
+    # each computed only where it is used (x is nondecreasing)
+    m = int(np.searchsorted(x, 0.0, side="right"))  # first edge with x > 0
+    cells = np.empty(n)
+    if m > 1:
+        cdf = special.ndtr(x[:m])
+        cells[: m - 1] = cdf[1:] - cdf[:-1]
+    sf = special.ndtr(-x[max(m - 1, 0):])
+    cells[max(m - 1, 0):] = sf[:-1] - sf[1:]
     cells = np.maximum(cells, 0.0)
     top = float(sf[-1])
     return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
@@ -761,15 +768,19 @@ class BISPLDAnalysis(RunAnalysis):
                     opt = [p for p in out[2:] if p is not None]
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
-                else:
-                    plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
-                    if 1 < self.k < self.T:
-                        low = bis_statistic_lower_plds(
-                            self.sigma, self.T, self.k,
-                            shape=statistic_shape(self.T, self.k))
-                        if low is not None:
-                            self._opt = [o.self_compose(self.epochs) for o in low]
+                elif 1 < self.k < self.T:
+                    # upper (block reduction) and lower (statistic) bounds are independent:
+                    # two threads (numpy / scipy release the GIL in the large array work)
+                    with ThreadPoolExecutor(max_workers=2) as pool:
+                        low_f = pool.submit(bis_statistic_lower_plds, self.sigma, self.T,
+                                            self.k, shape=statistic_shape(self.T, self.k))
+                        plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                        low = low_f.result()
+                    if low is not None:
+                        self._opt = [o.self_compose(self.epochs) for o in low]
                     self._plds = plds
+                else:
+                    self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
             except NotApplicable as exc:
                 self._refusal = exc
                 raise
