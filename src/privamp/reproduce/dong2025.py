@@ -252,13 +252,13 @@ def _bis_interval(T: int, k: int, epochs: int) -> tuple[float | None, float]:
 def remark310(out_dir: Path, fast: bool) -> list[Path]:
     """Remark 3.10: one epoch of T steps with k participations against E epochs of T/E steps
     with k/E participations (same steps, same rate), sigma = 1, eps at delta = 1e-5, certified
-    [lower, upper] for both.  The ordering (long epoch more private) is certified when the
+    [lower, upper] for both (``fast``: T = 20, k = 4 against 4 x (5, 1) only).  The ordering (long epoch more private) is certified when the
     long epoch's upper bound is below the short epochs' lower bound; with the k x 1-of-T/k
     reduction as the only upper bound for k > 1 that cannot happen (the reduction of the long
     epoch is the composition of the short ones), see docs/dong2025.md for the Monte Carlo
     check of the truth."""
     rows = []
-    for (T, k), (t, kk), E in REMARK310[:1] if fast else REMARK310:
+    for (T, k), (t, kk), E in [((20, 4), (5, 1), 4)] if fast else REMARK310:
         lo_l, up_l = _bis_interval(T, k, 1)
         lo_s, up_s = _bis_interval(t, kk, E)
         rows.append([T, k, lo_l, up_l, t, kk, E, lo_s, up_s,
