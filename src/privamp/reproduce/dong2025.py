@@ -252,7 +252,8 @@ def _bis_interval(T: int, k: int, epochs: int) -> tuple[float | None, float]:
 def remark310(out_dir: Path, fast: bool) -> list[Path]:
     """Remark 3.10: one epoch of T steps with k participations against E epochs of T/E steps
     with k/E participations (same steps, same rate), sigma = 1, eps at delta = 1e-5, certified
-    [lower, upper] for both (``fast``: T = 20, k = 4 against 4 x (5, 1) only).  The ordering (long epoch more private) is certified when the
+    [lower, upper] for both (``fast``: T = 20, k = 4 against 4 x (5, 1) only).  The
+    ordering (long epoch more private) is certified when the
     long epoch's upper bound is below the short epochs' lower bound; with the k x 1-of-T/k
     reduction as the only upper bound for k > 1 that cannot happen (the reduction of the long
     epoch is the composition of the short ones), see docs/dong2025.md for the Monte Carlo
