@@ -534,8 +534,11 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     T = int(steps)
     d, n = _lattice(float(sigma), T, float(lattice), 3)
     cache: dict = {}
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_p = _SumLaw(s, T, s * s, d, n, cache)
+    _factor(s, 0.0, d, n, cache)  # shared by both laws; then one thread each
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        p_f = pool.submit(_SumLaw, s, T, s * s, d, n, cache)
+        law_q = _SumLaw(s, T, 0.0, d, n, cache)
+        law_p = p_f.result()
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
@@ -693,7 +696,7 @@ def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
 def _block_lattice(size: int) -> float:
     """Lattice step of a one-participation block of ``size`` steps: short blocks (cheap
     circles) get a finer lattice (its cost in the loss is first order in the step)."""
-    return 5e-4 if size <= 20 else 2e-3
+    return 5e-4 if size <= 20 else 1e-3 if size <= 200 else 2e-3
 
 
 def statistic_shape(steps: int, participations: int) -> float:
@@ -764,7 +767,9 @@ class BISPLDAnalysis(RunAnalysis):
         if self._plds is None:
             try:
                 if self.k == 1 and self.T > 1:
-                    out = bis_lower_plds(self.sigma, self.T, self.epochs)
+                    # finer lattice where it stays cheap (light log-normal tails)
+                    lat = 1e-3 if self.sigma >= 1.0 and self.T <= 2000 else 2e-3
+                    out = bis_lower_plds(self.sigma, self.T, self.epochs, lattice=lat)
                     opt = [p for p in out[2:] if p is not None]
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
