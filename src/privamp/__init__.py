@@ -19,6 +19,7 @@ from .results import Bound, Guarantee
 from .sampling import (
     AddRemove,
     BalancedIteration,
+    BallsInBins,
     Deterministic,
     Dropout,
     ModelSplit,
@@ -115,6 +116,7 @@ __all__ = [
     "calibrate_interval",
     "compose",
     "Composition",
+    "BallsInBins",
 ]
 
 # issue 16: the optimal-transport framework of Schuchardt et al. 2024 and hybrid relations

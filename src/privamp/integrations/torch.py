@@ -34,6 +34,7 @@ from ..mechanisms.base import Mechanism
 from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import (
     BalancedIteration,
+    BallsInBins,
     Deterministic,
     Poisson,
     Scheme,
@@ -50,6 +51,7 @@ __all__ = [
     "ShuffleBatchSampler",
     "DeterministicBatchSampler",
     "BalancedIterationSampler",
+    "BallsInBinsSampler",
 ]
 
 
@@ -323,3 +325,36 @@ def scheme_of(data_loader: object) -> Scheme:
         "BatchSampler"
     )
 
+
+
+class BallsInBinsSampler(_EpochSampler):
+    """Balls-in-bins batching (Chua et al. 2025, arXiv:2412.16802; privamp scheme
+    :class:`privamp.BallsInBins`): every epoch each of the ``dataset_size`` examples is put
+    in one of the ``batches`` batches uniformly at random, independently of the others, so
+    batch sizes are binomial(dataset_size, 1 / batches).  For the accounting this is random
+    allocation 1-of-``batches`` per epoch (Balanced Iteration with one participation).
+    Each epoch costs O(dataset_size) time and memory (one bin index per example)."""
+
+    def __init__(
+        self,
+        dataset_size: int,
+        batches: int,
+        epochs: int = 1,
+        *,
+        seed: int | None = None,
+        generator: np.random.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
+        self.scheme = BallsInBins(batches)
+        self._setup_epochs(epochs, self.scheme.steps)
+        self._rng = _rng(seed, generator)
+
+    def __iter__(self) -> Iterator[list[int]]:
+        n, m = self.dataset_size, self.scheme.steps
+        for _ in range(self.epochs):
+            bins = self._rng.integers(0, m, size=n)
+            order = np.argsort(bins, kind="stable")
+            cuts = np.searchsorted(bins[order], np.arange(1, m))
+            for part in np.split(order, cuts):
+                yield part.tolist()

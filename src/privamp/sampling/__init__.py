@@ -3,6 +3,7 @@
 from .relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .schemes import (
     BalancedIteration,
+    BallsInBins,
     CustomSampler,
     Deterministic,
     Dropout,
@@ -33,4 +34,5 @@ __all__ = [
     "HybridSubstitution",
     "PartialModelSplit",
     "CustomSampler",
+    "BallsInBins",
 ]

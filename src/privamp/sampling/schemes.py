@@ -24,6 +24,7 @@ __all__ = [
     "SubsampledModelSplit",
     "PartialModelSplit",
     "CustomSampler",
+    "BallsInBins",
 ]
 
 
@@ -291,3 +292,28 @@ class CustomSampler(Scheme):
     @property
     def steps_per_epoch(self) -> float:
         return float(self.steps_per_epoch_)
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class BallsInBins(BalancedIteration):
+    """Balls-in-bins batching (Chua et al. 2025, "Balls-and-bins sampling for DP-SGD",
+    arXiv:2412.16802): every epoch each record is put in one uniformly random batch of the
+    ``batches`` batches, independently of the other records and epochs.  Batch sizes are
+    random (binomial).  For one record this is random allocation 1-of-``batches`` per epoch,
+    i.e. :class:`BalancedIteration` with ``steps=batches`` and one participation, so every
+    Balanced Iteration accountant answers for it."""
+
+    name = "balls-in-bins"
+
+    def __init__(self, batches: int) -> None:
+        object.__setattr__(self, "steps", check_int("batches", batches, minimum=1))
+        object.__setattr__(self, "participations", 1)
+        super().__post_init__()
+
+    @property
+    def batches(self) -> int:
+        """Number of batches (= steps) per epoch."""
+        return self.steps
+
+    def __repr__(self) -> str:
+        return f"BallsInBins(batches={self.steps})"

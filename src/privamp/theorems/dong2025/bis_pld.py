@@ -38,6 +38,7 @@ Epochs compose by FFT (Remark 3.10).
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft as sfft
@@ -60,19 +61,22 @@ __all__ = [
     "bis_lower_plds",
     "bis_plds",
     "bis_statistic_lower_plds",
+    "statistic_shape",
     "BISPLDAnalysis",
 ]
 
 
 SOURCE_LOWER = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair, "
                 "realised by neighbouring datasets; privamp: dominated grid pair from "
-                "certified lattice tails -- k = 1 exact loss, k > 1 threshold tests on the "
-                "statistic sum_i exp(s Y_i - s^2/2) --, FFT composition)")
+                "certified lattice tails -- k = 1 exact loss, k > 1 (random allocation "
+                "k-of-T) threshold tests on the separable lattice statistic "
+                "sum_i floor(exp(c Y_i - c^2/2) / d) (post-processing) --, FFT composition)")
 
 
 SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.8 pair; "
-          "privamp: k one-participation blocks, lattice-rounded log-normal sums, dominating "
-          "grid pair, FFT composition)")
+          "privamp: k one-participation blocks -- the k-of-T to k x 1-of-T/k reduction, as in "
+          "Feldman & Shenfeld 2025, arXiv:2502.08202 --, lattice-rounded log-normal sums, "
+          "dominating grid pair, FFT composition)")
 
 
 _U = float(np.finfo(float).eps) / 2.0
@@ -115,9 +119,15 @@ def _cell_masses(s: float, log_scale: float, d: float, n: int
     edges = np.arange(n + 1) * d
     with np.errstate(divide="ignore"):
         x = (np.log(edges) - log_scale + s * s / 2) / s
-    cdf = special.ndtr(x)
-    sf = special.ndtr(-x)
-    cells = np.where(x[1:] <= 0.0, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
+    # the same values as differences of ndtr(x) below the median and of ndtr(-x) above it,
+    # each computed only where it is used (x is nondecreasing)
+    m = int(np.searchsorted(x, 0.0, side="right"))  # first edge with x > 0
+    cells = np.empty(n)
+    if m > 1:
+        cdf = special.ndtr(x[:m])
+        cells[: m - 1] = cdf[1:] - cdf[:-1]
+    sf = special.ndtr(-x[max(m - 1, 0):])
+    cells[max(m - 1, 0):] = sf[:-1] - sf[1:]
     cells = np.maximum(cells, 0.0)
     top = float(sf[-1])
     return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
@@ -374,28 +384,32 @@ def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
     return hull
 
 
-def _fits(s: float, T: int, d: float, n: int, shifted: int = 1) -> bool:
+def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None
+          ) -> bool:
     """Whether the circle of n cells of width d keeps the certified wrapped + dropped mass
-    within the budget."""
+    within the budget.  Coordinates W = exp(s X - s^2/2), X ~ N(0, 1), ``shifted`` of them
+    with X ~ N(``signal``, 1) (default ``signal`` = s: the likelihood ratio itself)."""
+    mu = s if signal is None else float(signal)
     x = (math.log(n * d) + s * s / 2) / s
-    drop = T * float(np.exp(log_diff_ndtr(np.array([x - s]), np.array([np.inf]))[0]))
+    drop = T * float(np.exp(log_diff_ndtr(np.array([x - mu]), np.array([np.inf]))[0]))
     return drop <= _ALIAS_BUDGET / 2 and (
-        _wrap_bound(s, T, s * s, n * d, shifted) <= _ALIAS_BUDGET / 2)
+        _wrap_bound(s, T, s * mu, n * d, shifted) <= _ALIAS_BUDGET / 2)
 
 
-def _fft_size(s: float, T: int, d: float, shifted: int = 1) -> int | None:
+def _fft_size(s: float, T: int, d: float, shifted: int = 1, signal: float | None = None
+              ) -> int | None:
     """Smallest power of two N <= _MAX_FFT with certified wrapped + dropped mass <= the
     budget, or None."""
     n = 1 << 10
     while n <= _MAX_FFT:
-        if _fits(s, T, d, n, shifted):
+        if _fits(s, T, d, n, shifted, signal):
             return n
         n <<= 1
     return None
 
 
-def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1
-             ) -> tuple[float, int]:
+def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
+             signal: float | None = None) -> tuple[float, int]:
     """(lattice step, circle size) for the sums of T log-normals: the step ``d`` doubled up to
     ``doublings`` times (first-order cost in d) until the circle fits in _MAX_FFT points.
 
@@ -404,7 +418,7 @@ def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1
     tails (log W ~ N(+-1/(2 sigma^2), 1/sigma^2)), which a uniform lattice in S cannot hold."""
     s = 1.0 / sigma
     for i in range(doublings + 1):
-        n = _fft_size(s, T, d * 2.0**i, shifted)
+        n = _fft_size(s, T, d * 2.0**i, shifted, signal)
         if n is not None:
             return d * 2.0**i, n
     d_max = d * 2.0**doublings
@@ -520,8 +534,11 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     T = int(steps)
     d, n = _lattice(float(sigma), T, float(lattice), 3)
     cache: dict = {}
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_p = _SumLaw(s, T, s * s, d, n, cache)
+    _factor(s, 0.0, d, n, cache)  # shared by both laws; then one thread each
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        p_f = pool.submit(_SumLaw, s, T, s * s, d, n, cache)
+        law_q = _SumLaw(s, T, 0.0, d, n, cache)
+        law_p = p_f.result()
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
@@ -565,53 +582,90 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     return out
 
 
+def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
+                     ) -> np.ndarray:
+    """Certified lower bounds on the profile D(a) of the pair (law of K' under P, under Q),
+    K' the lattice statistic of :class:`_SumLaw` (K on the event E that no coordinate is
+    dropped, an overflow symbol otherwise), from the threshold tests A_j = {K' >= j}
+    (``remove``: D(a) >= P(A_j) - a Q(A_j)) or {K' < j} (add: Q(A_j) - a P(A_j)).
+
+    Any j gives a valid bound; privamp takes, for each a, the first j at which the running
+    maximum of the computed likelihood ratio exceeds a (the optimal test when the ratio of K
+    is monotone) and its two neighbours.  Range sums of the computed law c are off from the
+    exact law rho of K on E by ``err`` (plus ``wrap`` from above, see :class:`_SumLaw`);
+    the overflow symbol has mass <= drop + wrap."""
+    n = law_q.n
+    if remove:
+        num, den = law_p.c, law_q.c
+    else:
+        num, den = law_q.c[::-1], law_p.c[::-1]
+    # ratio where the denominator is above the roundoff floor; below it, 0 left of the mode
+    # and inf right of it (only the choice of j depends on this, not the validity)
+    tau = 1e-15
+    mode = int(np.argmax(den))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(den > tau, num / np.maximum(den, tau),
+                     np.where(np.arange(n) < mode, 0.0, np.inf))
+    rmax = np.maximum.accumulate(r)
+    j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
+    best = np.zeros(len(a))
+    for off in (-1, 0, 1):
+        j = np.clip(j0 + off, 0, n)
+        if remove:  # A_j = {K' >= j} (overflow included)
+            p_low = law_p._sfx(j, False) - law_p.err - law_p.wrap
+            q_up = law_q._sfx(j, True) + law_q.err + law_q.wrap + law_q.drop
+            v = p_low - a * q_up
+        else:  # reversed index: A = {K' < n - j} (overflow excluded)
+            jj = n - j
+            q_low = law_q._pfx(jj, False) - law_q.err - law_q.wrap
+            p_up = law_p._pfx(jj, True) + law_p.err + law_p.drop
+            v = q_low - a * p_up
+        best = np.maximum(best, v)
+    return best
+
+
 def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
-                             h: float = 1e-3, lattice: float = 2e-3
+                             h: float = 1e-3, lattice: float = 2e-3, shape: float = 1.0
                              ) -> tuple[PLD, PLD] | None:
     """Optimistic (remove, add) PLDs of one epoch of Balanced Iteration Subsampling with any
     k = ``participations`` (lower bounds), from a statistic of the output.
 
     The epoch's pair P = mean over k-subsets S of N(s 1_S, I_T) vs Q = N(0, I_T) (Dong,
-    Chen, Ozgur 2025, Thm 3.8) is realised by neighbouring datasets, and any function of the
-    output gives a pair it dominates (post-processing).  privamp uses
-    S1 = sum_i exp(s Y_i - s^2 / 2) (the k = 1 likelihood ratio): under Q a sum of T i.i.d.
-    log-normals, under P the same with k of them scaled by e^{s^2}, both certified on a
-    lattice (:class:`_SumLaw`).  At each grid loss l_i the threshold tests {S1 > y} (remove)
-    and {S1 < y} (add), with y = T a_i^{+-gamma} for gamma in [1/k, 1], bound the profile of
-    the true pair from below; a grid pair below those points (lowered chords with the slope
-    bounds Q(L > l) <= min(1, e^{-l}), greatest convex minorant,
-    :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: S1 is not
-    sufficient for k > 1, the lattice costs about d in the loss, and the slope bounds cost
-    first order in h.  None when the lattice would be too large or the profile degenerate.
+    Chen, Ozgur 2025, Thm 3.8; random allocation k-of-T) is realised by neighbouring
+    datasets, and any function of the output gives a pair it dominates (post-processing).
+    privamp uses the separable lattice statistic K = sum_i floor(W_i / d),
+    W_i = exp(s Y_i - s^2 / 2) (the k = 1 likelihood ratio, floored): under Q the sum of T
+    i.i.d. floored log-normals, under P the same with k of them scaled by e^{s^2} (by
+    symmetry), both certified on a circle (:class:`_SumLaw`).  At each grid loss l_i the
+    threshold tests {K >= j} (remove) and {K < j} (add) at the likelihood-ratio crossing
+    (:func:`_threshold_lower`) bound the true profile from below -- no lattice shift: both
+    probabilities are range sums of the same statistic --; a grid pair below those points
+    (lowered chords with the slope bounds Q(L > l) <= min(1, e^{-l}), greatest convex
+    minorant, :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: K is
+    not sufficient for k > 1 (the exact loss is log(e_k(W) / C(T, k))), and the slope bounds
+    cost first order in h.  None when the lattice would be too large or the profile
+    degenerate.
     """
     s = 1.0 / float(sigma)
+    c = s * float(shape)  # the statistic's coordinates: exp(c Y_i - c^2 / 2)
     T, k = int(steps), int(participations)
     if not 1 <= k < T:
         raise ValueError(f"participations must be in [1, steps), got {k}")
-    d = float(lattice)
-    if k * math.expm1(s * s) < T * d:
-        # the lattice's uncertainty in S1 (T d) exceeds the statistic's mean shift under P
-        # (k (e^{s^2} - 1)): the tests cannot separate the pair
-        return None
+    if not 0.0 < c <= 50.0:
+        raise ValueError(f"shape must be in (0, {50.0 / s:g}] (shape / sigma <= 50), got {shape}")
     try:
-        d, n = _lattice(float(sigma), T, d, 3, k)
+        d, n = _lattice(1.0 / c, T, float(lattice), 3, k, signal=s)
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_p = _SumLaw(s, T, s * s, d, n, cache, shifted=k)
+    law_q = _SumLaw(c, T, 0.0, d, n, cache)
+    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
     a = np.exp(l_idx * h)
-    gammas = np.linspace(1.0 / k, 1.0, 12)
-    d_rem = np.zeros(len(a))
-    d_add = np.zeros(len(a))
-    for g in gammas:
-        y = T * a**g
-        d_rem = np.maximum(d_rem, law_p.above(y, False) - a * law_q.above(y, True))
-        y = T * a ** (-g)
-        d_add = np.maximum(d_add, law_q.below(y, False) - a * law_p.below(y, True))
+    d_rem = _threshold_lower(law_p, law_q, a, True)
+    d_add = _threshold_lower(law_p, law_q, a, False)
     q_up = np.minimum(1.0, np.exp(-l_idx * h))
     q_low = np.zeros(len(a))
     try:
@@ -639,6 +693,19 @@ def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
                  for key in ("remove", "add", "remove_opt", "add_opt"))
 
 
+def _block_lattice(size: int) -> float:
+    """Lattice step of a one-participation block of ``size`` steps: short blocks (cheap
+    circles) get a finer lattice (its cost in the loss is first order in the step)."""
+    return 5e-4 if size <= 20 else 1e-3 if size <= 200 else 2e-3
+
+
+def statistic_shape(steps: int, participations: int) -> float:
+    """Shape c / s of the statistic sum_i exp(c Y_i - c^2/2) used for the k > 1 lower bound:
+    1 - 0.4 k / sqrt(T), clipped to [0.3, 1] (tuned on sigma = 1: T = 100, k = 10 -> 0.6;
+    T = 1000, k = 10 -> 0.87; any shape gives a valid lower bound)."""
+    return min(1.0, max(0.3, 1.0 - 0.4 * participations / math.sqrt(steps)))
+
+
 def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
              h: float = 2e-3, tail: float = 1e-12) -> tuple[PLD, PLD]:
     """(remove, add) pessimistic PLDs of ``epochs`` epochs of Balanced Iteration Subsampling
@@ -655,6 +722,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
     add: PLD | None = None
+    if any(1 < size <= 20 for size, _ in _block_counts(T, k)):
+        h = min(h, 1e-3)  # short blocks: finer lattice and grid (cheap)
     for size, count in _block_counts(T, k):
         if size == 1:
             from ...pairs.combinators import SwappedPair
@@ -665,7 +734,8 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
             r_b = discretise(base, h, tail / (k * E))[0]
             a_b = discretise(SwappedPair(base), h, tail / (k * E))[0]
         else:
-            r_b, a_b = bis_epoch_plds(sigma, size, h=h, tail=tail / (k * E))
+            r_b, a_b = bis_epoch_plds(sigma, size, h=h, lattice=_block_lattice(size),
+                                      tail=tail / (k * E))
         r_b, a_b = r_b.self_compose(count), a_b.self_compose(count)
         rem = r_b if rem is None else rem.compose(r_b)
         add = a_b if add is None else add.compose(a_b)
@@ -697,17 +767,25 @@ class BISPLDAnalysis(RunAnalysis):
         if self._plds is None:
             try:
                 if self.k == 1 and self.T > 1:
-                    out = bis_lower_plds(self.sigma, self.T, self.epochs)
+                    # finer lattice where it stays cheap (light log-normal tails)
+                    lat = 1e-3 if self.sigma >= 1.0 and self.T <= 2000 else 2e-3
+                    out = bis_lower_plds(self.sigma, self.T, self.epochs, lattice=lat)
                     opt = [p for p in out[2:] if p is not None]
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
-                else:
-                    plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
-                    if 1 < self.k < self.T:
-                        low = bis_statistic_lower_plds(self.sigma, self.T, self.k)
-                        if low is not None:
-                            self._opt = [o.self_compose(self.epochs) for o in low]
+                elif 1 < self.k < self.T:
+                    # upper (block reduction) and lower (statistic) bounds are independent:
+                    # two threads (numpy / scipy release the GIL in the large array work)
+                    with ThreadPoolExecutor(max_workers=2) as pool:
+                        low_f = pool.submit(bis_statistic_lower_plds, self.sigma, self.T,
+                                            self.k, shape=statistic_shape(self.T, self.k))
+                        plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                        low = low_f.result()
+                    if low is not None:
+                        self._opt = [o.self_compose(self.epochs) for o in low]
                     self._plds = plds
+                else:
+                    self._plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
             except NotApplicable as exc:
                 self._refusal = exc
                 raise
