@@ -206,12 +206,8 @@ def test_progress_off_a_terminal_is_whole_lines(capsys):
 
 
 def test_calibrate_reports_each_probe_through_the_callback(capsys):
-    import inspect
 
-    import privamp as pa
 
-    if "callback" not in inspect.signature(pa.calibrate).parameters:
-        pytest.skip("needs pa.calibrate(callback=) (merged from i14)")
     assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5", "--scheme", "poisson",
                  "--rate", "1", "--steps", "1"]) == 0
     err = capsys.readouterr().err

@@ -238,8 +238,6 @@ def test_noise_changed_inside_an_epoch_is_accounted_at_the_smallest_noise():
 
 
 def test_mixed_noise_matches_opacus_on_the_same_history():
-    if not hasattr(pa, "compose"):
-        pytest.skip("needs pa.compose (merged from i14)")
     history = [(1.5, 0.01, 300), (0.9, 0.01, 200)]
     acc = PrivampAccountant(pa.Poisson(0.01))
     rdp, prv = RDPAccountant(), PRVAccountant()
@@ -260,8 +258,6 @@ def test_mixed_noise_matches_opacus_on_the_same_history():
 
 
 def test_per_epoch_epsilon_grows_and_ends_at_the_run():
-    if not hasattr(pa.Training, "epsilon_curve"):
-        pytest.skip("needs Training.epsilon_curve (merged from i14)")
     acc = PrivampAccountant(pa.Shuffle(10, 40))
     for _ in range(12):
         acc.step(noise_multiplier=1.2, sample_rate=0.25)
@@ -458,10 +454,6 @@ def test_an_opacus_history_becomes_privamp_phases():
     assert g.upper.value <= rdp.get_epsilon(DELTA)
     with pytest.raises(ValueError, match="no step"):
         runs_from_opacus_history([(1.0, 0.1, 0)])
-    if not hasattr(pa, "compose"):
-        with pytest.raises(pa.NotApplicable, match="privamp.compose"):
-            from_opacus_history(history)
-        return
     mixed = from_opacus_history(history).epsilon(DELTA)
     rdp.history, prv.history = list(history), list(history)
     eps_prv = prv.get_epsilon(DELTA, eps_error=0.01)

@@ -16,7 +16,6 @@ Bad input prints one line ``privamp: error: ...`` and exits with status 2.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import math
 import sys
@@ -37,11 +36,13 @@ from .mechanisms.laplace import Laplace
 from .mechanisms.randomized_response import RandomizedResponse
 from .progress import iterate, progress, working
 from .results import Bound, Guarantee
-from .sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from .sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .sampling.schemes import (
     BalancedIteration,
+    BallsInBins,
     Deterministic,
     ModelSplit,
+    PartialModelSplit,
     Poisson,
     Scheme,
     Shuffle,
@@ -56,7 +57,8 @@ __all__ = [
 ]
 
 
-RELATIONS = {"add-remove": AddRemove, "substitution": Substitution, "zero-out": ZeroOut}
+RELATIONS = {"add-remove": AddRemove, "substitution": Substitution, "zero-out": ZeroOut,
+             "hybrid-substitution": HybridSubstitution}
 
 
 class CliError(Exception):
@@ -100,6 +102,12 @@ def _balanced(args: argparse.Namespace) -> Scheme:
     return BalancedIteration(steps, args.participations)
 
 
+def _partial_split(args: argparse.Namespace) -> Scheme:
+    parts = _need(args, "parts", "for partial-model-split")
+    rate = 1.0 if args.rate is None else args.rate
+    return PartialModelSplit(parts, args.split_norm, args.shared_norm, rate)
+
+
 @dataclass(frozen=True)
 class SchemeEntry:
     """One ``--scheme`` choice: how to build it from the flags, and its help line."""
@@ -125,6 +133,11 @@ SCHEMES: dict[str, SchemeEntry] = {
                                                     a.selected),
                                "each example updates --selected of --parts submodels"),
     "dropout": SchemeEntry(lambda a: ModelSplit(2, 1), "dropout (model split in 2)"),
+    "balls-in-bins": SchemeEntry(lambda a: BallsInBins(_need(a, "batches", "for balls-in-bins")),
+                                 "each example in one random batch of --batches per epoch"),
+    "partial-model-split": SchemeEntry(_partial_split,
+                                       "--parts submodels plus a shared part (--shared-norm), "
+                                       "Poisson --rate (default 1)"),
 }
 
 
@@ -237,14 +250,11 @@ def cmd_delta(args: argparse.Namespace) -> None:
 
 
 def _calibrate_progress() -> tuple[Any, dict[str, Any]]:
-    """A progress bar and the keyword arguments that feed it from ``calibrate``'s callback
-    (none when this build's ``calibrate`` takes no callback)."""
-    if "callback" not in inspect.signature(calibrate).parameters:
-        return None, {}
+    """A progress bar and the keyword arguments that feed it from ``calibrate``'s callback."""
     bar = progress(total=None, desc="calibrating", log_every=0.0, unit=" probes")
 
-    def callback(value: float, guarantee: Guarantee) -> None:
-        up = "-" if guarantee.upper is None else f"{guarantee.upper:.4g}"
+    def callback(value: float, guarantee: Guarantee | None) -> None:
+        up = "-" if guarantee is None or guarantee.upper is None else f"{guarantee.upper:.4g}"
         bar.set_postfix_str(f"sigma={value:.4g}, epsilon<={up}", refresh=False)
         bar.update()
 
@@ -495,6 +505,11 @@ def _sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:
         s.add_argument("--parts", type=_count, help="model-split: number of submodels")
         s.add_argument("--selected", type=_count, default=1,
                        help="model-split: submodels each example updates (default 1)")
+        s.add_argument("--batches", type=_count, help="balls-in-bins: batches per epoch")
+        s.add_argument("--split-norm", type=float, default=1.0,
+                       help="partial-model-split: clipping norm of the split part (default 1)")
+        s.add_argument("--shared-norm", type=float, default=0.0,
+                       help="partial-model-split: clipping norm of the shared part (default 0)")
     s.add_argument("--relation", choices=tuple(RELATIONS), default="add-remove",
                    help="neighbouring datasets (default add-remove)")
     s.add_argument("--group", type=_count, default=1, help="protect groups of K examples")
@@ -509,7 +524,8 @@ def _run_flags(p: argparse.ArgumentParser, *, sigma: bool = True, run: bool = Tr
         r.add_argument("--steps", type=_count, help="number of training steps")
         r.add_argument("--epochs", type=float, help="number of epochs (instead of --steps)")
         r.add_argument("--accountant", default="best",
-                       help="best (default: tightest of all that apply) | pld | rdp")
+                       help="best (default: tightest of all that apply) | pld | rdp | "
+                            "black-box-group")
     _output_flags(p)
 
 

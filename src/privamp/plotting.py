@@ -88,7 +88,7 @@ def plot_epsilon_vs_sigma(
 
 
 
-#: at most this many points on a curve (each may cost a query when there is no epsilon_curve)
+#: at most this many points on a curve
 MAX_POINTS = 200
 
 
@@ -114,22 +114,13 @@ def epsilon_over_training(
     callback: Callable[[int, Guarantee], None] | None = None,
 ) -> list[tuple[int, Guarantee]]:
     """``(steps, Guarantee on epsilon at delta)`` after each count in ``steps`` of ``run``:
-    one ``run.epsilon_curve`` query when the build has it, else one query per point.
+    one ``run.epsilon_curve`` query.
     ``callback(steps, guarantee)`` is called after each point (e.g. a progress bar)."""
     steps = [int(k) for k in steps]
-    if hasattr(run, "epsilon_curve"):
-        curve = run.epsilon_curve(delta, steps=steps, accountant=accountant)
-        out = [(k, _point(curve, i)) for i, k in enumerate(steps)]
-        if callback is not None:
-            for k, g in out:
-                callback(k, g)
-        return out
-    out = []
-    for k in steps:
-        part = Training(run.mechanism, run.scheme, steps=k, relation=run.relation)
-        g = part.epsilon(delta, accountant=accountant)
-        out.append((k, g))
-        if callback is not None:
+    curve = run.epsilon_curve(delta, steps=steps, accountant=accountant)
+    out = [(k, _point(curve, i)) for i, k in enumerate(steps)]
+    if callback is not None:
+        for k, g in out:
             callback(k, g)
     return out
 

@@ -36,7 +36,6 @@ from typing import Any
 
 from .._validation import check_delta, check_int
 from ..accounting.training import Training
-from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
@@ -365,8 +364,6 @@ class PrivampAccountant(IAccountant):
         count = epochs if epochs is not None else max(1, len(self) // per)
         steps = [per * (e + 1) for e in range(check_int("epochs", count, minimum=1))]
         run = self._run(phases[0][0], steps[-1])
-        if not hasattr(run, "epsilon_curve"):
-            raise NotApplicable("epsilon_per_epoch needs Training.epsilon_curve (issue 14)")
         return run.epsilon_curve(float(check_delta(delta)), steps=steps,
                                  accountant=self.accountant)
 
