@@ -225,7 +225,7 @@ def _print_guarantee(title: str, g: Guarantee, args: argparse.Namespace,
         return
     print(title)
     if g.exact:
-        print(f"  exact  {g.upper:.6g}   {_source(args, g.upper.source)}")
+        print(f"  exact  {g.upper:>10.6g}   {_source(args, g.upper.source)}")
     else:
         for label, b in (("upper", g.upper), ("lower", g.lower)):
             if b is None:
