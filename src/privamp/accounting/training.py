@@ -241,12 +241,18 @@ class Training:
         rdp_ok = accountant == "best" and any(
             a.name == "rdp" for a in applicable(last, "best"))
 
+        base: list[_Floor] = []
+
         def need_rdp(t: int, pld, res) -> bool:
-            """At checkpoint t, can the RDP accountant beat this PLD? (floors computed here,
-            so no checkpoint's PLD is kept)"""
+            """At checkpoint t, can the RDP accountant beat this PLD?  The floor is that of
+            the last checkpoint t0 >= t / 2 whose PLD was kept, scaled by t / t0
+            (:class:`_ScaledFloor`): about log2(checkpoints) floors, not one each."""
             if not rdp_ok or isinstance(res, NotApplicable):
                 return rdp_ok
-            return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, res[0].value)
+            if not base or t > 2 * base[0].steps:
+                base[:] = [_Floor(pld, t)]
+            floor = _ScaledFloor(base[0], t)
+            return not rdp_ruled_out(self._at(t), [floor], "epsilon", d, res[0].value)
 
         results, needs = fast.curve(order, "epsilon", d, hook=need_rdp)
         wanted = [int(t) for t, res, need in zip(order, results, needs, strict=True)
@@ -299,13 +305,33 @@ class Training:
 
 
 class _Floor:
-    """The Rényi floor of one checkpoint's PLD, for the screening rule."""
+    """The Rényi floor of the PLD after ``steps`` steps, for the screening rule, memoised by
+    the orders asked (the screening asks the same orders at many checkpoints)."""
 
-    def __init__(self, pld) -> None:
-        self.pld = pld
+    def __init__(self, pld, steps: int) -> None:
+        self.pld, self.steps = pld, int(steps)
+        self._memo: dict[bytes, np.ndarray] = {}
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        return two_sided_renyi_floor(self.pld, alpha)
+        a = np.ascontiguousarray(alpha, dtype=float)
+        key = a.tobytes() + str(a.shape).encode()
+        if key not in self._memo:
+            self._memo[key] = two_sided_renyi_floor(self.pld, a)
+        return self._memo[key]
+
+
+class _ScaledFloor:
+    """A floor on the Rényi DP after ``steps`` steps from one after ``base.steps`` steps: the
+    run's pair after t steps is the t-fold product of one step's, and Rényi divergences add
+    up over products (van Erven and Harremoës 2014, Thm 28), so D_alpha after t steps is
+    exactly (t / t0) times D_alpha after t0 steps, and so is any floor on it."""
+
+    def __init__(self, base: _Floor, steps: int) -> None:
+        self.base, self.ratio = base, steps / base.steps
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        # rounded down: a floor must stay below the true divergence
+        return self.base.renyi_floor(alpha) * (self.ratio * (1.0 - 4e-16))
 
 
 def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:
