@@ -90,6 +90,14 @@ def convolve_nonneg(
         z = np.convolve(x, y)
         z *= 1.0 + sign * 2.0 * _gamma(min(len(x), len(y)) + 1)
         return z, 0.0
+    # the coarsest ratio gives the shortest windows: if even those exceed the budget, no
+    # ratio fits (skips the search, which costs two passes per ratio)
+    cx = _bulk(x, _BULK_RATIOS[-1])
+    cy = cx if same else _bulk(y, _BULK_RATIOS[-1])
+    if (cx[1] - cx[0]) * (cy[1] - cy[0]) > direct_budget:
+        z, err = _fft_conv(x, y, same)
+        np.maximum(z, 0.0, out=z)
+        return z, err
     for ratio in _BULK_RATIOS:
         bx0, bx1 = _bulk(x, ratio)
         by0, by1 = (bx0, bx1) if same else _bulk(y, ratio)
