@@ -80,3 +80,20 @@ def test_curve_rejects_bad_steps(bad):
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
     with pytest.raises(ValueError, match="steps"):
         run.epsilon_curve(1e-5, bad)
+
+
+@pytest.mark.parametrize("kind", ["pessimistic", "optimistic"])
+def test_epsilon_hint_never_changes_the_answer(kind):
+    """The suffix tables of a hinted query give the full tables' answer, for hints below,
+    at and above the answers (above: the fallback)."""
+    from privamp.pld.grid import PLD
+
+    rng = np.random.default_rng(3)
+    m = rng.random(4000) * np.exp(-np.linspace(0, 30, 4000))
+    m /= m.sum()
+    p = PLD(1e-3, -500, m, 1e-9, kind, 1e-12)
+    d = np.array([1e-2, 1e-4, 1e-6])
+    full = p.epsilon(d)
+    for hint in (-1.0, 0.0, float(full.min()) - 0.01, float(full.min()), 3.0, 10.0):
+        fresh = PLD(1e-3, -500, m, 1e-9, kind, 1e-12)
+        assert np.array_equal(fresh.epsilon(d, hint), full)

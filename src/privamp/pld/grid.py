@@ -362,12 +362,30 @@ class PLD:
             return np.minimum(raw * (1 + _QUERY_REL) + self.slack, 1.0)
         return np.maximum(raw * (1 - _QUERY_REL) - self.slack, 0.0)
 
-    def epsilon(self, delta: np.ndarray | float) -> np.ndarray:
+    def epsilon(self, delta: np.ndarray | float, hint: float | None = None) -> np.ndarray:
         """Smallest eps >= 0 with delta(eps) <= delta, for this PLD's bound on the profile
         (pessimistic: an upper bound on the true epsilon, possibly inf; optimistic: a lower
-        bound).  Exact inversion of the piecewise-smooth profile, rounded in the safe way."""
+        bound).  Exact inversion of the piecewise-smooth profile, rounded in the safe way.
+
+        ``hint``: a loss probably below every answer (e.g. the previous checkpoint's).  The
+        tables are then built on the grid points from there up only (they are suffix sums,
+        so equal there to the full ones); if some answer's segment does not lie strictly
+        inside that suffix, the full tables are used.  The result never depends on it."""
         d = np.asarray(delta, dtype=float)
-        losses, r, g = self._get_tables()
+        if hint is not None and math.isfinite(hint):
+            j0 = int(math.floor(hint / self.h)) - self.offset
+            if 0 < j0 < len(self.masses) - 1:
+                sub = PLD(self.h, self.offset + j0, self.masses[j0:], self.inf_mass,
+                          self.kind, self.slack)
+                out, inside = sub._invert(d, sub._get_tables())
+                if inside:
+                    return out
+        return self._invert(d, self._get_tables())[0]
+
+    def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
+        """:meth:`epsilon` from the tables; also whether every answer's segment lies past
+        the tables' first point (then tables on any suffix holding them give the same)."""
+        losses, r, g = tables
         pess = self.kind == "pessimistic"
         if pess:
             target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
@@ -392,7 +410,7 @@ class PLD:
         out[:] = eps
         out[raw0 <= target] = 0.0
         out[target < 0] = np.inf
-        return out.reshape(d.shape)
+        return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
 
 
 def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:

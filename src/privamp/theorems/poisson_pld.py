@@ -289,6 +289,7 @@ class PLDAnalysis(RunAnalysis):
         out: list[BoundPair | NotApplicable] = []
         extra: list[object] = []
         prev = 0
+        hints = None  # the previous checkpoint's answers: its epsilons lie below these
         x = np.asarray(x, dtype=float)
         for t in np.asarray(steps, dtype=int):
             gap = int(t) - prev
@@ -306,7 +307,11 @@ class PLDAnalysis(RunAnalysis):
                 dirs.append((pess, current[i][1] if o is not None else _zero_pld(pess.h)))
             pld = TwoSidedPLD(dirs)
             try:
-                up, lo = getattr(pld, which)(x)
+                if which == "epsilon":
+                    hints = pld.epsilon_sides(x, hints)
+                    up, lo = (np.max(v, axis=0) for v in zip(*hints, strict=True))
+                else:
+                    up, lo = pld.delta(x)
                 _check_finite_upper(pld, up, lo, x, which)
                 out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
                             Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
