@@ -97,3 +97,14 @@ def test_epsilon_hint_never_changes_the_answer(kind):
     for hint in (-1.0, 0.0, float(full.min()) - 0.01, float(full.min()), 3.0, 10.0):
         fresh = PLD(1e-3, -500, m, 1e-9, kind, 1e-12)
         assert np.array_equal(fresh.epsilon(d, hint), full)
+
+
+def test_best_curve_is_the_smaller_of_pld_and_rdp():
+    """The screening of checkpoints in runs never drops an RDP bound that would win."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=2000)
+    steps = np.unique(np.linspace(1, 2000, 30).astype(int))
+    best = run.epsilon_curve(1e-10, steps)
+    pld = run.epsilon_curve(1e-10, steps, accountant="pld")
+    rdp = run.epsilon_curve(1e-10, steps, accountant="rdp")
+    assert np.allclose(best.upper.value, np.minimum(pld.upper.value, rdp.upper.value),
+                       rtol=1e-12, atol=0)
