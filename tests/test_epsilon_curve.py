@@ -145,3 +145,23 @@ def test_curve_spectral_checkpoints_bracket_dp_accounting_long_run():
     for i in (0, 37, 99):
         ref = _dpa_pld(q, sigma, int(steps[i]), 1e-5)
         assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-4)
+
+
+def test_rr_curve_brackets_exact_binomial_profile():
+    """Randomized response (discrete blocks, Fourier running products): each checkpoint's
+    interval brackets the exact epsilon (binomial sufficient statistic,
+    tests/soundness/exact_refs.py): exact delta <= 1e-5 at the upper end and >= at the lower."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "soundness"))
+    from exact_refs import rr_poisson_delta
+
+    theta, q, delta = 0.7, 0.01, 1e-5
+    steps = [100, 1500, 3000]
+    g = pa.Training(pa.RandomizedResponse(theta), pa.Poisson(q), steps=3000).epsilon_curve(
+        delta, steps, accountant="pld")
+    for i, t in enumerate(steps):
+        assert rr_poisson_delta(float(g.upper.value[i]), theta, q, t) <= delta * (1 + 1e-9)
+        assert rr_poisson_delta(float(g.lower.value[i]), theta, q, t) >= delta * (1 - 1e-9)
+        assert g.upper.value[i] - g.lower.value[i] <= 1e-3 * g.upper.value[i]
