@@ -80,3 +80,88 @@ def test_curve_rejects_bad_steps(bad):
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
     with pytest.raises(ValueError, match="steps"):
         run.epsilon_curve(1e-5, bad)
+
+
+@pytest.mark.parametrize("kind", ["pessimistic", "optimistic"])
+def test_epsilon_hint_never_changes_the_answer(kind):
+    """The suffix tables of a hinted query give the full tables' answer, for hints below,
+    at and above the answers (above: the fallback)."""
+    from privamp.pld.grid import PLD
+
+    rng = np.random.default_rng(3)
+    m = rng.random(4000) * np.exp(-np.linspace(0, 30, 4000))
+    m /= m.sum()
+    p = PLD(1e-3, -500, m, 1e-9, kind, 1e-12)
+    d = np.array([1e-2, 1e-4, 1e-6])
+    full = p.epsilon(d)
+    for hint in (-1.0, 0.0, float(full.min()) - 0.01, float(full.min()), 3.0, 10.0):
+        fresh = PLD(1e-3, -500, m, 1e-9, kind, 1e-12)
+        assert np.array_equal(fresh.epsilon(d, hint), full)
+
+
+def test_best_curve_is_the_smaller_of_pld_and_rdp():
+    """The screening of checkpoints in runs never drops an RDP bound that would win."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=2000)
+    steps = np.unique(np.linspace(1, 2000, 30).astype(int))
+    best = run.epsilon_curve(1e-10, steps)
+    pld = run.epsilon_curve(1e-10, steps, accountant="pld")
+    rdp = run.epsilon_curve(1e-10, steps, accountant="rdp")
+    assert np.allclose(best.upper.value, np.minimum(pld.upper.value, rdp.upper.value),
+                       rtol=1e-12, atol=0)
+
+
+def test_running_fourier_products_within_their_certified_error():
+    """Windows of running products of two arrays against exact convolutions (mpmath-free:
+    direct sums of nonnegative terms, relative error ~1e-16): the l1 distance stays within
+    the certified error plus the aliased tails, and the tails outside are <= tau."""
+    from privamp.numerics.fft import product_windows
+
+    rng = np.random.default_rng(7)
+    x = np.arange(300)
+    arrays = {1: np.exp(-0.5 * ((x - 150) / 20.0) ** 2) * (1 + 0.3 * rng.random(300)),
+              2: np.exp(-0.5 * ((x[:200] - 60) / 9.0) ** 2)}
+    for a in arrays.values():
+        a /= a.sum()
+    plan = [1, 2, 2, 1, 2, 1, 1, 2]
+    tau = 1e-14
+    exact = np.ones(1)
+    for (start, z, err, tau_lo, tau_hi), g in zip(product_windows(arrays, plan, tau), plan,
+                                                   strict=True):
+        exact = np.convolve(exact, arrays[g])
+        win = exact[start : start + len(z)]
+        assert np.sum(np.abs(z - win)) <= err + tau_lo + tau_hi + 1e-15
+        assert exact[:start].sum() <= tau_lo + 1e-15
+        assert exact[start + len(z):].sum() <= tau_hi + 1e-15
+        assert err < 1e-11
+
+
+def test_curve_spectral_checkpoints_bracket_dp_accounting_long_run():
+    """Checkpoints of a long run (blocks of ~141 steps composed in the Fourier domain) stay
+    certified: lower <= dp-accounting (connect-the-dots, h = 1e-4) <= upper + 1e-4 rel."""
+    q, sigma = 256 / 60000, 1.1
+    run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=14063)
+    g = run.epsilon_curve(1e-5)
+    steps = np.unique(np.round(np.linspace(14063 / 100, 14063, 100)).astype(int))
+    for i in (0, 37, 99):
+        ref = _dpa_pld(q, sigma, int(steps[i]), 1e-5)
+        assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-4)
+
+
+def test_rr_curve_brackets_exact_binomial_profile():
+    """Randomized response (discrete blocks, Fourier running products): each checkpoint's
+    interval brackets the exact epsilon (binomial sufficient statistic,
+    tests/soundness/exact_refs.py): exact delta <= 1e-5 at the upper end and >= at the lower."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "soundness"))
+    from exact_refs import rr_poisson_delta
+
+    theta, q, delta = 0.7, 0.01, 1e-5
+    steps = [100, 1500, 3000]
+    g = pa.Training(pa.RandomizedResponse(theta), pa.Poisson(q), steps=3000).epsilon_curve(
+        delta, steps, accountant="pld")
+    for i, t in enumerate(steps):
+        assert rr_poisson_delta(float(g.upper.value[i]), theta, q, t) <= delta * (1 + 1e-9)
+        assert rr_poisson_delta(float(g.lower.value[i]), theta, q, t) >= delta * (1 - 1e-9)
+        assert g.upper.value[i] - g.lower.value[i] <= 1e-3 * g.upper.value[i]

@@ -241,14 +241,18 @@ class Training:
         rdp_ok = accountant == "best" and any(
             a.name == "rdp" for a in applicable(last, "best"))
 
-        def need_rdp(t: int, pld, res) -> bool:
-            """At checkpoint t, can the RDP accountant beat this PLD? (floors computed here,
-            so no checkpoint's PLD is kept)"""
-            if not rdp_ok or isinstance(res, NotApplicable):
-                return rdp_ok
-            return not rdp_ruled_out(self._at(t), [_Floor(pld)], "epsilon", d, res[0].value)
+        bases: list[_Floor] = []
 
-        results, needs = fast.curve(order, "epsilon", d, hook=need_rdp)
+        def keep_floor(t: int, pld, res) -> _Floor | None:
+            """Keep the floor of checkpoints t > 2 t0 (t0 the last kept): about
+            log2(checkpoints) PLDs kept, each the base of the floors up to twice its t."""
+            if rdp_ok and not isinstance(res, NotApplicable) and (
+                    not bases or t > 2 * bases[-1].steps):
+                bases.append(_Floor(pld, t))
+            return bases[-1] if bases else None
+
+        results, floors = fast.curve(order, "epsilon", d, hook=keep_floor)
+        needs = self._screen(order, results, floors, d) if rdp_ok else [False] * len(order)
         wanted = [int(t) for t, res, need in zip(order, results, needs, strict=True)
                   if need or (rdp_ok and isinstance(res, NotApplicable))]
         rdp = dict(zip(wanted, self._rdp_curve(np.array(wanted, dtype=int), d), strict=True)) \
@@ -263,6 +267,44 @@ class Training:
                     f"no accountant answers after {t} steps")
             out.append(ps)
         return out
+
+    def _screen(self, order: np.ndarray, results: list, floors: list, d: np.ndarray
+                ) -> list[bool]:
+        """Per checkpoint, whether the RDP accountant might beat the PLD's upper bound there
+        (:mod:`privamp.accounting.screening`), screened in runs of consecutive checkpoints
+        sharing a floor base t0.  Over a run t_a <= t <= t_b the scaled floor
+        ``(t / t0) floor_t0`` grows with t (floors are >= 0), and the conversion of a floor
+        is monotone in it, so if the floor at t_a rules RDP out against the largest PLD upper
+        bound of the run, it is ruled out at every checkpoint of it; a run that fails is
+        halved, down to single checkpoints."""
+        need = [isinstance(r, NotApplicable) for r in results]
+
+        def check(group: list[int]) -> None:
+            t_a = int(order[group[0]])
+            target = np.max([np.asarray(results[i][0].value, dtype=float) for i in group],
+                            axis=0)
+            floor = _ScaledFloor(floors[group[0]], t_a)
+            if rdp_ruled_out(self._at(t_a), [floor], "epsilon", d, target):
+                return
+            if len(group) == 1:
+                need[group[0]] = True
+                return
+            half = len(group) // 2
+            check(group[:half])
+            check(group[half:])
+
+        run: list[int] = []
+        for i in range(len(order) + 1):
+            if run and (i == len(order) or need[i] or floors[i] is not floors[run[0]]
+                        or order[i] > _SCREEN_SPAN * order[run[0]]):
+                check(run)
+                run = []
+            if i < len(order) and not need[i]:
+                if floors[i] is None:  # no floor kept: screened as it comes (RDP asked)
+                    need[i] = True
+                else:
+                    run.append(i)
+        return need
 
     def _rdp_curve(self, order: np.ndarray, d: np.ndarray, strict: bool = False
                    ) -> list[BoundPair | None]:
@@ -298,14 +340,39 @@ class Training:
         )
 
 
-class _Floor:
-    """The Rényi floor of one checkpoint's PLD, for the screening rule."""
+#: epsilon_curve screens checkpoints in runs t_a <= t <= _SCREEN_SPAN t_a (a run whose
+#: bounds grow too much fails the screen and is halved, which costs more than it saves)
+_SCREEN_SPAN = 1.15
 
-    def __init__(self, pld) -> None:
-        self.pld = pld
+
+class _Floor:
+    """The Rényi floor of the PLD after ``steps`` steps, for the screening rule, memoised by
+    the orders asked (the screening asks the same orders at many checkpoints)."""
+
+    def __init__(self, pld, steps: int) -> None:
+        self.pld, self.steps = pld, int(steps)
+        self._memo: dict[bytes, np.ndarray] = {}
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        return two_sided_renyi_floor(self.pld, alpha)
+        a = np.ascontiguousarray(alpha, dtype=float)
+        key = a.tobytes() + str(a.shape).encode()
+        if key not in self._memo:
+            self._memo[key] = two_sided_renyi_floor(self.pld, a)
+        return self._memo[key]
+
+
+class _ScaledFloor:
+    """A floor on the Rényi DP after ``steps`` steps from one after ``base.steps`` steps: the
+    run's pair after t steps is the t-fold product of one step's, and Rényi divergences add
+    up over products (van Erven and Harremoës 2014, Thm 28), so D_alpha after t steps is
+    exactly (t / t0) times D_alpha after t0 steps, and so is any floor on it."""
+
+    def __init__(self, base: _Floor, steps: int) -> None:
+        self.base, self.ratio = base, steps / base.steps
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        # rounded down: a floor must stay below the true divergence
+        return self.base.renyi_floor(alpha) * (self.ratio * (1.0 - 4e-16))
 
 
 def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:

@@ -90,6 +90,14 @@ def convolve_nonneg(
         z = np.convolve(x, y)
         z *= 1.0 + sign * 2.0 * _gamma(min(len(x), len(y)) + 1)
         return z, 0.0
+    # the coarsest ratio gives the shortest windows: if even those exceed the budget, no
+    # ratio fits (skips the search, which costs two passes per ratio)
+    cx = _bulk(x, _BULK_RATIOS[-1])
+    cy = cx if same else _bulk(y, _BULK_RATIOS[-1])
+    if (cx[1] - cx[0]) * (cy[1] - cy[0]) > direct_budget:
+        z, err = _fft_conv(x, y, same)
+        np.maximum(z, 0.0, out=z)
+        return z, err
     for ratio in _BULK_RATIOS:
         bx0, bx1 = _bulk(x, ratio)
         by0, by1 = (bx0, bx1) if same else _bulk(y, ratio)
@@ -182,7 +190,8 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
 _CHERNOFF_POINTS = 4096
 
 
-def _blocked_log_masses(p: np.ndarray, end: str) -> tuple[np.ndarray, np.ndarray]:
+def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
+                        ) -> tuple[np.ndarray, np.ndarray]:
     """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
@@ -190,10 +199,10 @@ def _blocked_log_masses(p: np.ndarray, end: str) -> tuple[np.ndarray, np.ndarray
     bound for the blocked measure holds for p (:func:`_chernoff_upper`); the blocks cost at
     most one block length in the bound."""
     n = len(p)
-    if n <= 2 * _CHERNOFF_POINTS:
+    if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
         return np.log(p[nz]), nz.astype(float)
-    b = -(-n // _CHERNOFF_POINTS)
+    b = -(-n // points)
     nb = -(-n // b)
     buf = np.zeros(nb * b)
     buf[:n] = p
@@ -280,26 +289,195 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     lx = np.abs(lb[keep]) + d / np.maximum(b[keep] - d, 1e-300)
     rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
     coef[keep] = pw[keep] * (T * d) + rel * absYk * (1.0 + 1e-6)
-    wts = np.full(len(X), 2.0)
-    wts[0] = 1.0
-    if N % 2 == 0:
-        wts[-1] = 1.0
-    coef_sum = float(np.sum(wts * coef))
-    y_sum = float(np.sum(wts[keep] * absYk))
-    entry = 2.0 * (coef_sum + _FFT_C * k * UNIT_ROUNDOFF * y_sum) / N
-    # l2 route: the inverse DFT maps coefficient errors E to entry errors of l2 norm
-    # ||E||_2 / sqrt(N) (Parseval), and its own roundoff is <= C k u ||Y||_2 / sqrt(N)
-    # (Higham 2002, Thm 24.2); over W entries the l1 norm is <= sqrt(W) times the l2 norm.
-    # Much smaller than the entrywise route when the window is long against the spread.
-    coef_l2 = math.sqrt(float(np.sum(wts * coef * coef)))
-    y_l2 = math.sqrt(float(np.sum(wts[keep] * absYk * absYk)))
-    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + _FFT_C * k * UNIT_ROUNDOFF * y_l2)
-    err = min(W * entry, l2_route) * (1.0 + 1e-6)
+    wts = _hermitian_weights(N)
+    absy = np.zeros(len(X))
+    absy[keep] = absYk
+    err = _inverse_error(wts, coef, absy, N, W)
     if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
         return None
     Yd = np.zeros(len(X), dtype=complex)
     Yd[keep] = Yk
     out = sfft.irfft(Yd, N)
+    return int(x_lo), _circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
+
+
+def _hermitian_weights(N: int) -> np.ndarray:
+    """How often each coefficient of a length-N real FFT's half spectrum occurs in the full
+    spectrum (1 for the zero and Nyquist frequencies, else 2)."""
+    wts = np.full(N // 2 + 1, 2.0)
+    wts[0] = 1.0
+    if N % 2 == 0:
+        wts[-1] = 1.0
+    return wts
+
+
+def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
+                   extra: tuple[float, float] = (0.0, 0.0)) -> float:
+    """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
+    length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
+    coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
+    sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
+    DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
+    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
+    W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
+    long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
+    coefficients not in ``coef`` (whose values are 0)."""
+    k = max(math.log2(N), 1.0)
+    cu = _FFT_C * k * UNIT_ROUNDOFF
+    coef_sum = float(np.sum(wts * coef)) + extra[0]
+    entry = 2.0 * (coef_sum + cu * float(np.sum(wts * absy))) / N
+    coef_l2 = math.sqrt(float(np.sum(wts * coef * coef)) + extra[1])
+    y_l2 = math.sqrt(float(np.sum(wts * absy * absy)))
+    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
+    return min(W * entry, l2_route) * (1.0 + 1e-6)
+
+
+def _circular_window(out: np.ndarray, x_lo: int, W: int) -> np.ndarray:
+    """Entries x_lo .. x_lo + W - 1 of a circular array of length N >= W (indices mod N)."""
+    N = len(out)
     s0 = x_lo % N
-    z = out[s0 : s0 + W] if s0 + W <= N else np.concatenate((out[s0:], out[: s0 + W - N]))
-    return int(x_lo), z, float(err), float(tau_lo), float(tau_hi)
+    return out[s0 : s0 + W] if s0 + W <= N else np.concatenate((out[s0:], out[: s0 + W - N]))
+
+
+
+# ------------------------------------------------------------------------------------------
+# running products of a few arrays in the Fourier domain (checkpoints of a composition)
+# ------------------------------------------------------------------------------------------
+#: the Chernoff bounds of :func:`product_windows` minimise over this fixed grid of lambdas
+#: (any lambda > 0 gives a valid bound; the grid only sets how close to the best)
+_LAMBDAS = np.geomspace(1e-7, 50.0, 64)
+
+
+#: ... over masses summed in at most this many blocks (each costs one block's length)
+_PRODUCT_CHERNOFF_POINTS = 1024
+
+
+def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``_LAMBDAS``
+    (inflated by the float-error bound of :func:`_chernoff_upper`)."""
+    top = float(idx[-1])
+    lam = _LAMBDAS[:, None]
+    a = logp[None, :] + lam * (idx[None, :] - top)
+    mx = a.max(axis=1)
+    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + _LAMBDAS * top
+    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
+                                               + _LAMBDAS * top + np.abs(k))
+    return k + err
+
+
+def _chernoff_tops(terms: list[np.ndarray], log_tau: float) -> np.ndarray | None:
+    """Per k, an integer x_k with mass{S_k >= x_k} <= tau for the sum S_k of the first k of
+    independent nonnegative measures whose log-MGF bounds on ``_LAMBDAS`` are ``terms``:
+    mass{S_k >= x} <= e^{-lam x} prod_j M_j(lam) for every lam > 0 (Chernoff), so
+    x_k = min over lam of (sum_j K_j(lam) - log tau) / lam.  The running sums are inflated
+    by their float error (k + 2) u sum |K_j| (Higham 2002, eq. (4.4)), the quotient as in
+    :func:`_chernoff_upper`."""
+    rows = np.asarray(terms)
+    cum = np.cumsum(rows, axis=0)
+    kk = np.arange(1, len(rows) + 1)[:, None]
+    cum = cum + 4.0 * (kk + 2) * UNIT_ROUNDOFF * np.cumsum(np.abs(rows), axis=0)
+    best = ((cum - log_tau) / _LAMBDAS[None, :]).min(axis=1)
+    if not np.all(np.isfinite(best)) or np.any(np.abs(best) > 1e15):
+        return None
+    return np.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF)).astype(np.int64) + 1
+
+
+def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN):
+    """Windows of the running linear convolutions x_k = a_{plan[0]} * ... * a_{plan[k-1]}
+    of nonnegative arrays (``arrays[key]``), k = 1 .. len(plan), from one forward FFT per
+    array and one inverse FFT per k; None if the common FFT length would exceed ``max_len``
+    or a check fails.  Returns a generator of ``(start, z, err, tau_lo, tau_hi)`` per k, with
+    the meaning of :func:`self_convolve_power` (positions of x_k from 0).
+
+    Windows.  Chernoff bounds on both sides (:func:`_chernoff_tops`, blocked masses as in
+    :func:`self_convolve_power`); one length N >= every window and array.
+
+    Error.  Each array is transformed once in float64: every computed coefficient is within
+    ``d = 4 C log2(N) u ||a||_1`` of the exact one (as in :func:`self_convolve_power`), so
+    ``beta = |Ahat| (1 + 4u) + d`` bounds both.  With Chat_k = fl(Chat_{k-1} Ahat),
+    Gamma_k = prod beta >= |C_k| and E_k >= |Chat_k - C_k|:
+    ``E_k <= E_{k-1} beta + Gamma_{k-1} d + 4u (Gamma_{k-1} + E_{k-1}) beta`` (the last
+    term: complex multiplication, sqrt(5) u; Higham 2002, Lemma 3.5), each evaluated in
+    float and rounded up by (1 + 8u); E_1 = d.  The inverse transform adds
+    :func:`_inverse_error`.
+    """
+    if not plan or not 0.0 < tau < 1.0:
+        return None
+    for a in arrays.values():
+        if len(a) == 0 or not np.all(np.isfinite(a)) or a.min() < 0 or a.max() <= 0:
+            return None
+    log_tau = math.log(tau)
+    up, down = {}, {}
+    for key, a in arrays.items():
+        n = len(a)
+        up[key] = _log_mgf_bounds(*_blocked_log_masses(a, "max", _PRODUCT_CHERNOFF_POINTS))
+        lp, ix = _blocked_log_masses(a, "min", _PRODUCT_CHERNOFF_POINTS)
+        down[key] = _log_mgf_bounds(lp[::-1], (n - 1) - ix[::-1])
+    x_hi = _chernoff_tops([up[g] for g in plan], log_tau)
+    x_rev = _chernoff_tops([down[g] for g in plan], log_tau)
+    if x_hi is None or x_rev is None:
+        return None
+    span = np.cumsum([len(arrays[g]) - 1 for g in plan])
+    x_lo = span - x_rev
+    tau_hi = np.where(x_hi < span, tau, 0.0)
+    tau_lo = np.where(x_lo > 0, tau, 0.0)
+    x_hi, x_lo = np.minimum(x_hi, span), np.maximum(x_lo, 0)
+    if np.any(x_hi < x_lo):
+        return None
+    W = x_hi - x_lo + 1
+    longest = max(int(W.max()), max(len(a) for a in arrays.values()))
+    if longest > max_len:
+        return None
+    N = sfft.next_fast_len(longest, real=True)
+    return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi)
+
+
+#: a coefficient of a running product whose modulus bound falls below this is set to 0
+#: (its bound, grown by the largest factor moduli, joins the error from then on)
+_DROP = 1e-28
+
+
+def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.ndarray,
+                      tau_lo: np.ndarray, tau_hi: np.ndarray):
+    """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
+    below ``_DROP`` are set to 0 from then on: the error there is <= Gamma, which later
+    factors multiply by at most max beta (rounded up); their weighted sums (plain and of
+    squares) are carried as scalars into :func:`_inverse_error`."""
+    u = UNIT_ROUNDOFF
+    k2 = max(math.log2(N), 1.0)
+    spec, beta, dist, bmax = {}, {}, {}, {}
+    for key, a in arrays.items():
+        spec[key] = sfft.rfft(a, N)
+        l1 = float(np.sum(a)) * (1.0 + (len(a) + 2) * u)
+        dist[key] = 4.0 * _FFT_C * k2 * u * l1
+        beta[key] = np.abs(spec[key]) * (1.0 + 4.0 * u) + dist[key]
+        bmax[key] = float(beta[key].max()) * (1.0 + 4.0 * u)
+    wts_all = _hermitian_weights(N)
+    idx = np.arange(N // 2 + 1)
+    C = E = G = None
+    s1 = s2 = 0.0
+    for k, g in enumerate(plan):
+        A, b, d = spec[g][idx], beta[g][idx], dist[g]
+        if C is None:
+            C, E, G = A.copy(), np.full(len(A), d), b
+        else:
+            C = C * A
+            E = (E * b + G * d + 4.0 * u * (G + E) * b) * (1.0 + 8.0 * u)
+            G = G * b * (1.0 + 4.0 * u)
+            s1 *= bmax[g] * (1.0 + 4.0 * u)
+            s2 *= (bmax[g] * (1.0 + 4.0 * u)) ** 2 * (1.0 + 4.0 * u)
+        drop = G < _DROP
+        if drop.any():
+            wd, gd = wts_all[idx[drop]], G[drop]
+            s1 += float(np.sum(wd * gd)) * (1.0 + 4.0 * u * len(gd))
+            s2 += float(np.sum(wd * gd * gd)) * (1.0 + 4.0 * u * len(gd))
+            keep = ~drop
+            idx, C, E, G = idx[keep], C[keep], E[keep], G[keep]
+        wts = wts_all[idx]
+        err = _inverse_error(wts, E, np.abs(C) * (1.0 + 4.0 * u), N, int(W[k]), (s1, s2))
+        if not math.isfinite(err):
+            raise ArithmeticError("running Fourier products: error bound not finite")
+        full = np.zeros(N // 2 + 1, dtype=complex)
+        full[idx] = C
+        z = _circular_window(sfft.irfft(full, N), int(x_lo[k]), int(W[k]))
+        yield int(x_lo[k]), z, err, float(tau_lo[k]), float(tau_hi[k])

@@ -46,7 +46,12 @@ import numpy as np
 from scipy.optimize import isotonic_regression
 
 from .._validation import check_int
-from ..numerics.fft import UNIT_ROUNDOFF, convolve_nonneg, self_convolve_power
+from ..numerics.fft import (
+    UNIT_ROUNDOFF,
+    convolve_nonneg,
+    product_windows,
+    self_convolve_power,
+)
 
 __all__ = [
     "PLD",
@@ -232,42 +237,49 @@ class PLD:
         gives slack ``s sum_{k<T} M^k <= (M' + s)^T - M'^T`` with ``M' = max(M, 1)``.
         The infinite mass of the T-fold grid pair is ``(m + p_inf)^T - m^T``.
         """
-        p = self.masses
-        res = self_convolve_power(p, T, tau, max_kept_fraction=max_kept)
+        res = self_convolve_power(self.masses, T, tau, max_kept_fraction=max_kept)
         if res is None:
             return None
         start, z, err, tau_lo, tau_hi = res
-        # sum of n nonnegative terms: relative error <= (n + 1) u; round the way that
-        # raises (pessimistic) or lowers (optimistic) the mass at +inf, (m + pinf)^T - m^T
-        pess = self.kind == "pessimistic"
-        m_sum = float(np.sum(p))
-        m_hi = m_sum * (1.0 + (len(p) + 2) * _U)
-        m = m_hi if pess else m_sum * (1.0 - (len(p) + 2) * _U)
-        pinf = self.inf_mass
-        rel = 16.0 * (T + 8) * _U + 1e-15  # float error of powers: exponents carry T u
-        if m > 0:
-            inf_t = math.exp(T * math.log(m)) * math.expm1(T * math.log1p(pinf / m))
-        else:
-            inf_t = pinf**T
-        inf_t *= (1.0 + rel) if pess else (1.0 - rel)
-        mm = max(m_hi * (1.0 + 2 * _U) + pinf, 1.0)
-        s = self.slack
-        grow = 0.0
-        if s > 0:
-            grow = math.exp(T * math.log(mm)) * math.expm1(T * math.log1p(s / mm))
-            grow *= 1.0 + rel
-        neg = float(-z[z < 0].sum())
-        z = np.maximum(z, 0.0)
-        if pess:
-            z[0] += tau_lo
-            inf_t += tau_hi
-            slack = grow + err
-        else:
-            slack = grow + err + tau_lo + tau_hi + neg
-        slack *= 1.0 + 1e-12
-        if not (math.isfinite(slack) and math.isfinite(inf_t)) or slack > 1e-3:
+        inf_t, grow = _product_allowances([(self, T)])
+        return _window_pld(self.h, T * self.offset + start, z, err, tau_lo, tau_hi, inf_t,
+                           grow, self.kind)
+
+    @staticmethod
+    def running_products(blocks: dict, plan: list, tau: float):
+        """The PLDs of the running products ``blocks[plan[0]] x ... x blocks[plan[k-1]]``,
+        k = 1 .. len(plan), as a generator (one inverse FFT each:
+        :func:`privamp.numerics.fft.product_windows`), or None where that cannot be used
+        (then compose one by one).  The blocks share kind and grid; each product is
+        certified like :meth:`_power_self_compose` (mass at +inf and slack growth by
+        :func:`_product_allowances`, window by :func:`_window_pld`); the first is the first
+        block itself."""
+        first = next(iter(blocks.values()))
+        for b in blocks.values():
+            first._check_compatible(b)
+        wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau)
+        if wins is None:
             return None
-        return _strip(PLD(self.h, T * self.offset + start, z, inf_t, self.kind, slack))
+
+        def gen():
+            offset = 0
+            counts = dict.fromkeys(blocks, 0)
+            for k, (g, (start, z, err, tau_lo, tau_hi)) in enumerate(
+                    zip(plan, wins, strict=False)):
+                offset += blocks[g].offset
+                counts[g] += 1
+                if k == 0:
+                    yield blocks[g]
+                    continue
+                inf_t, grow = _product_allowances(
+                    [(blocks[x], c) for x, c in counts.items() if c])
+                out = _window_pld(first.h, offset + start, z, err, tau_lo, tau_hi, inf_t,
+                                  grow, first.kind)
+                if out is None:
+                    raise ArithmeticError("running products: allowance not certified")
+                yield out
+
+        return gen()
 
     def coarsen(self, factor: int) -> PLD:
         """This PLD on the grid of step ``k h`` (``k = factor``), of the same kind.
@@ -362,12 +374,30 @@ class PLD:
             return np.minimum(raw * (1 + _QUERY_REL) + self.slack, 1.0)
         return np.maximum(raw * (1 - _QUERY_REL) - self.slack, 0.0)
 
-    def epsilon(self, delta: np.ndarray | float) -> np.ndarray:
+    def epsilon(self, delta: np.ndarray | float, hint: float | None = None) -> np.ndarray:
         """Smallest eps >= 0 with delta(eps) <= delta, for this PLD's bound on the profile
         (pessimistic: an upper bound on the true epsilon, possibly inf; optimistic: a lower
-        bound).  Exact inversion of the piecewise-smooth profile, rounded in the safe way."""
+        bound).  Exact inversion of the piecewise-smooth profile, rounded in the safe way.
+
+        ``hint``: a loss probably below every answer (e.g. the previous checkpoint's).  The
+        tables are then built on the grid points from there up only (they are suffix sums,
+        so equal there to the full ones); if some answer's segment does not lie strictly
+        inside that suffix, the full tables are used.  The result never depends on it."""
         d = np.asarray(delta, dtype=float)
-        losses, r, g = self._get_tables()
+        if hint is not None and math.isfinite(hint):
+            j0 = int(math.floor(hint / self.h)) - self.offset
+            if 0 < j0 < len(self.masses) - 1:
+                sub = PLD(self.h, self.offset + j0, self.masses[j0:], self.inf_mass,
+                          self.kind, self.slack)
+                out, inside = sub._invert(d, sub._get_tables())
+                if inside:
+                    return out
+        return self._invert(d, self._get_tables())[0]
+
+    def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
+        """:meth:`epsilon` from the tables; also whether every answer's segment lies past
+        the tables' first point (then tables on any suffix holding them give the same)."""
+        losses, r, g = tables
         pess = self.kind == "pessimistic"
         if pess:
             target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
@@ -392,7 +422,73 @@ class PLD:
         out[:] = eps
         out[raw0 <= target] = 0.0
         out[target < 0] = np.inf
-        return out.reshape(d.shape)
+        return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
+
+
+def _product_allowances(factors: list[tuple[PLD, int]]) -> tuple[float, float]:
+    """(mass at +inf, slack growth) of the product of the grid pairs ``factors`` (pairs
+    (PLD, how many times), all of one kind), each rounded the safe way.
+
+    The finite masses m_i and masses at +inf p_i multiply to ``prod (m_i + p_i) - prod m_i``
+    at +inf, computed as ``prod m_i expm1(sum log1p(p_i / m_i))``.  Slack: ``H(P1 x P2 ||
+    Q1 x Q2)`` changes by at most sup|D1 - D1'| times the total P-mass of pair 2 when D1
+    does (the composition formula in the module docstring), so composing the true pairs
+    (mass 1) and the grid pairs (mass M_i) gives slack ``<= prod (M'_i + s_i) - prod M'_i``
+    with ``M'_i = max(M_i, 1)``.  The exponents carry about n u (n factors in all): the
+    relative allowance 16 (n + 8) u + 1e-15 covers them."""
+    pess = factors[0][0].kind == "pessimistic"
+    log_m = log_mp = log_mm = ratio = ratio_s = 0.0
+    total = 0
+    for f, c in factors:
+        n = len(f.masses)
+        m_sum = float(np.sum(f.masses))
+        m_hi = m_sum * (1.0 + (n + 2) * _U)
+        m = m_hi if pess else m_sum * (1.0 - (n + 2) * _U)
+        mm = max(m_hi * (1.0 + 2 * _U) + f.inf_mass, 1.0)
+        total += c
+        log_mm += c * math.log(mm)
+        ratio_s += c * math.log1p(f.slack / mm)
+        log_mp += c * math.log(m + f.inf_mass) if m + f.inf_mass > 0 else -math.inf
+        if m > 0:
+            log_m += c * math.log(m)
+            ratio += c * math.log1p(f.inf_mass / m)
+        else:
+            log_m = -math.inf
+    rel = 16.0 * (total + 8) * _U + 1e-15
+    # some factor without finite mass: the product's mass is all at +inf
+    inf_t = math.exp(log_m) * math.expm1(ratio) if log_m > -math.inf else math.exp(log_mp)
+    inf_t *= (1.0 + rel) if pess else (1.0 - rel)
+    grow = math.exp(log_mm) * math.expm1(ratio_s) * (1.0 + rel) if ratio_s > 0 else 0.0
+    return inf_t, grow
+
+
+def _window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
+                tau_hi: float, inf_t: float, grow: float, kind: str) -> PLD | None:
+    """A composed PLD from a Fourier window (``z = x_window + a + e``, aliased mass a >= 0 of
+    total <= tau_lo + tau_hi, sum |e| <= err, tails outside <= tau_lo below and <= tau_hi
+    above; :func:`privamp.numerics.fft.self_convolve_power`); profiles are linear in the
+    masses with coefficients in [0, 1] that increase with the loss:
+
+    * pessimistic: negatives clipped to 0 (raises the profile), tau_lo added to the
+      window's first entry (covers the low tail moved up), tau_hi to the mass at +inf (the
+      high tail), ``err`` to slack; aliased mass only raises the profile.
+    * optimistic: tails dropped; ``err + tau_lo + tau_hi + clipped negatives`` to slack.
+
+    ``grow``: the factors' slack, grown by the product (:func:`_product_allowances`).
+    None if an allowance is not finite or exceeds 1e-3."""
+    pess = kind == "pessimistic"
+    neg = float(-z[z < 0].sum())
+    z = np.maximum(z, 0.0)
+    if pess:
+        z[0] += tau_lo
+        inf_t += tau_hi
+        slack = grow + err
+    else:
+        slack = grow + err + tau_lo + tau_hi + neg
+    slack *= 1.0 + 1e-12
+    if not (math.isfinite(slack) and math.isfinite(inf_t)) or slack > 1e-3:
+        return None
+    return _strip(PLD(h, offset, z, inf_t, kind, slack))
 
 
 def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:

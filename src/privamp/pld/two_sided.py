@@ -56,7 +56,24 @@ class TwoSidedPLD:
 
     def epsilon(self, delta: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
         """(upper, lower) bounds on the smallest eps with profile <= delta."""
-        ups = [p.epsilon(delta) for p, _ in self.directions]
-        los = [o.epsilon(delta) for _, o in self.directions]
+        ups, los = zip(*self.epsilon_sides(delta), strict=True)
         return np.max(ups, axis=0), np.max(los, axis=0)
+
+    def epsilon_sides(self, delta: np.ndarray | float, hints: list | None = None
+                      ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per direction, (pessimistic, optimistic) epsilon at delta; ``hints``: the same
+        structure from an earlier query whose answers probably lie below these
+        (:meth:`PLD.epsilon`'s hint: a speed-up, never a change of the result)."""
+        out = []
+        for i, (p, o) in enumerate(self.directions):
+            hp, ho = (None, None) if hints is None else (_low(hints[i][0]), _low(hints[i][1]))
+            out.append((p.epsilon(delta, hp), o.epsilon(delta, ho)))
+        return out
+
+
+def _low(values: np.ndarray) -> float | None:
+    """The smallest finite value of an earlier answer (None if there is none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return float(v.min()) if v.size else None
 

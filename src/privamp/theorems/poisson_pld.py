@@ -285,28 +285,27 @@ class PLDAnalysis(RunAnalysis):
                 blocks[key] = b
             return blocks[key]
 
-        current: list[list[PLD | None]] = [[None, None] for _ in singles]
+        ts = np.asarray(steps, dtype=int)
+        gaps = np.diff(np.concatenate(([0], ts))).tolist()
+        streams = [[_checkpoints({g: block(i, side, g) for g in set(gaps)}, gaps)
+                    if side == 0 or o is not None else None for side in (0, 1)]
+                   for i, (_, o, _) in enumerate(singles)]
         out: list[BoundPair | NotApplicable] = []
         extra: list[object] = []
-        prev = 0
+        hints = None  # the previous checkpoint's answers: its epsilons lie below these
         x = np.asarray(x, dtype=float)
-        for t in np.asarray(steps, dtype=int):
-            gap = int(t) - prev
-            prev = int(t)
+        for t in ts:
             dirs = []
-            for i, (_, o, _) in enumerate(singles):
-                for side in (0, 1):
-                    if side == 1 and o is None:
-                        continue
-                    b = block(i, side, gap)
-                    c = current[i][side]
-                    current[i][side] = b if c is None else c.compose(
-                        b, _TRUNC_CURVE / t, direct_budget=_CURVE_DIRECT)
-                pess = current[i][0]
-                dirs.append((pess, current[i][1] if o is not None else _zero_pld(pess.h)))
+            for pess_side, opt_side in streams:
+                pess = next(pess_side)
+                dirs.append((pess, _zero_pld(pess.h) if opt_side is None else next(opt_side)))
             pld = TwoSidedPLD(dirs)
             try:
-                up, lo = getattr(pld, which)(x)
+                if which == "epsilon":
+                    hints = pld.epsilon_sides(x, hints)
+                    up, lo = (np.max(v, axis=0) for v in zip(*hints, strict=True))
+                else:
+                    up, lo = pld.delta(x)
                 _check_finite_upper(pld, up, lo, x, which)
                 out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
                             Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
@@ -355,6 +354,30 @@ class PLDAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._query(epsilon, "delta")
+
+
+def _checkpoints(blocks: dict[int, PLD], gaps: list[int]):
+    """The PLDs after each checkpoint: running products of the gaps' blocks, by one inverse
+    FFT each (:meth:`PLD.running_products`, tails of mass _TRUNC_CURVE / 2 cut on each side
+    once), else -- or from the first checkpoint where its allowance is not certified -- by
+    composing checkpoint after checkpoint (each product truncating _TRUNC_CURVE / k at the
+    k-th)."""
+    done = 0
+    spectral = PLD.running_products(blocks, gaps, _TRUNC_CURVE / 2.0)
+    if spectral is not None:
+        try:
+            for pld in spectral:
+                done += 1
+                yield pld
+        except ArithmeticError:
+            pass
+    current = None
+    for k, g in enumerate(gaps):
+        b = blocks[g]
+        current = b if current is None else current.compose(
+            b, _TRUNC_CURVE / (k + 1), direct_budget=_CURVE_DIRECT)
+        if k >= done:
+            yield current
 
 
 def _check_slack(p: PLD, T: int) -> None:
