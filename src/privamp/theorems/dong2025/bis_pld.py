@@ -38,7 +38,6 @@ Epochs compose by FFT (Remark 3.10).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft as sfft
@@ -163,7 +162,7 @@ def _wrap_bound(s: float, T: int, first_log_scale: float, top: float, shifted: i
 def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     """x**n (complex, elementwise) by binary powering; returns the number of products."""
     result = None
-    base = x
+    base = x  # never written to: the first squaring makes the copy (memory: two arrays)
     count = 0
     while True:
         if n & 1:
@@ -175,7 +174,10 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
         n >>= 1
         if not n:
             break
-        base = base * base
+        if base is x:
+            base = base * base
+        else:
+            np.multiply(base, base, out=base)
         count += 1
     assert result is not None
     return result, count
@@ -192,10 +194,15 @@ def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
     key = (s, log_scale, d, n)
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n)
-        spec = sfft.rfft(cells.astype(np.longdouble)).astype(np.complex128)
+        l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
+        x_ld = cells.astype(np.longdouble)
+        del cells
+        spec_ld = sfft.rfft(x_ld)
+        del x_ld
+        spec = spec_ld.astype(np.complex128)
+        del spec_ld
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
         k = max(math.log2(n), 1.0)
-        l2 = math.sqrt(float(np.sum(cells * cells))) * (1 + 1e-12)
         a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
@@ -229,6 +236,7 @@ class _SumLaw:
         y, count = _power(f0, T - m) if T > m else (np.ones_like(f0), 0)
         y1, count1 = _power(f1, m)
         y *= y1
+        del y1
         count += count1 + 1
         c = sfft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
@@ -240,7 +248,8 @@ class _SumLaw:
         k = max(math.log2(n), 1.0)
         eta = 2.0 * 6.0 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
-        y_norm = math.sqrt(float(np.sum(y.real ** 2 + y.imag ** 2)) * 2.0)  # both halves
+        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
+        del y
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
         d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
         # input cells: Kolmogorov distance <= T eta_in after convolution; range sums then move
@@ -249,11 +258,13 @@ class _SumLaw:
         e_in = T * max(e0, e1)
         self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + 3.0 * e_in
         self.wrap += e_in
-        c = np.maximum(c, 0.0)  # clipping moves entries towards the nonnegative exact ones
-        self.c = c
+        np.maximum(c, 0.0, out=c)  # clipping moves entries towards the nonnegative exact ones
+        self.c: np.ndarray | None = c  # dropped by callers once only the sums are needed
         # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
-        self._suffix = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
-        self._prefix = np.concatenate([[0.0], np.cumsum(c)])
+        self._suffix = _suffix(c)
+        self._prefix = np.empty(n + 1)
+        self._prefix[0] = 0.0
+        np.cumsum(c, out=self._prefix[1:])
         self._g = 2.0 * (n + 2) * _U
         self._bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
 
@@ -436,7 +447,20 @@ def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
 
 
 def _suffix(x: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
+    """[sum(x[j:]) for j in 0..len(x)] (sequential sums from the end), one allocation."""
+    out = np.empty(len(x) + 1)
+    out[-1] = 0.0
+    np.cumsum(x[::-1], out=out[-2::-1])
+    return out
+
+
+def _weights(out: np.ndarray, offset: float) -> np.ndarray:
+    """Fill ``out`` with j + offset, j = 0..len(out) - 1 (exact in float64), and return it."""
+    step = 1 << 16
+    for i in range(0, len(out), step):  # chunks: no full-length temporary
+        out[i:i + step] = np.arange(i, min(i + step, len(out)), dtype=float)
+    out += offset
+    return out
 
 
 class _Expectations:
@@ -451,7 +475,6 @@ class _Expectations:
         T, d, n = law_q.T, law_q.d, law_q.n
         self.T, self.d, self.n = T, d, n
         self._bound = n + 2 * T + 4
-        k = np.arange(n, dtype=float)
         self.gam = 4.0 * (n + 2) * _U
         # remove: cut y1 minimising the error terms
         ys = T * np.geomspace(1.05, max((n - 1) * d / T, 1.1), 40)
@@ -465,11 +488,20 @@ class _Expectations:
         self.y0 = float(ys[int(np.argmin(cost))])
         self.tail0 = float(q_below(np.array([self.y0]))[0])
         cq, cp = law_q.c, law_p.c
-        self.qA, self.qB = _suffix(cq), _suffix(cq * k)
-        self.pA = _suffix(cp)
-        with np.errstate(divide="ignore"):
-            self.pK = _suffix(np.where(k > 0, cp / np.maximum(k, 1.0), 0.0))
-        self.pKT = _suffix(cp / (k + T))
+        assert cq is not None and cp is not None
+        self.qA, self.pA = law_q._suffix, law_p._suffix  # the same sums (no copies)
+        w = _weights(np.empty(n), 0.0)  # one work array, reused for the three weighted sums
+        w *= cq
+        self.qB = _suffix(w)
+        _weights(w, 0.0)
+        w[0] = 1.0
+        np.divide(cp, w, out=w)
+        w[0] = 0.0  # the cell k = 0 carries weight 0 (1 / K is not used there)
+        self.pK = _suffix(w)
+        _weights(w, float(T))
+        np.divide(cp, w, out=w)
+        self.pKT = _suffix(w)
+        del w
 
     def _rng(self, arr: np.ndarray, lo: np.ndarray, hi: int | np.ndarray) -> np.ndarray:
         lo = np.clip(lo, 0, self.n)
@@ -533,12 +565,12 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     s = 1.0 / sigma
     T = int(steps)
     d, n = _lattice(float(sigma), T, float(lattice), 3)
+    # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
+    # unshifted coordinate is shared through the cache, which goes once both laws are built
     cache: dict = {}
-    _factor(s, 0.0, d, n, cache)  # shared by both laws; then one thread each
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        p_f = pool.submit(_SumLaw, s, T, s * s, d, n, cache)
-        law_q = _SumLaw(s, T, 0.0, d, n, cache)
-        law_p = p_f.result()
+    law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    law_p = _SumLaw(s, T, s * s, d, n, cache)
+    del cache
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
@@ -555,6 +587,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
         return np.minimum(law_q.below(np.asarray(y), True), np.minimum(rdp, 1.0))
 
     ex = _Expectations(law_q, law_p, p_above, q_below)
+    law_q.c = law_p.c = None  # only the sums are used from here on
     l_top = math.log(n * d / T)
     lo = min(l_min, -l_top)
     hi = max(l_top, -l_min)
@@ -774,13 +807,11 @@ class BISPLDAnalysis(RunAnalysis):
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
                 elif 1 < self.k < self.T:
-                    # upper (block reduction) and lower (statistic) bounds are independent:
-                    # two threads (numpy / scipy release the GIL in the large array work)
-                    with ThreadPoolExecutor(max_workers=2) as pool:
-                        low_f = pool.submit(bis_statistic_lower_plds, self.sigma, self.T,
-                                            self.k, shape=statistic_shape(self.T, self.k))
-                        plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
-                        low = low_f.result()
+                    # upper (block reduction) and lower (statistic) bounds, one after the
+                    # other: each holds its own circles (memory over parallelism)
+                    plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                    low = bis_statistic_lower_plds(self.sigma, self.T, self.k,
+                                                   shape=statistic_shape(self.T, self.k))
                     if low is not None:
                         self._opt = [o.self_compose(self.epochs) for o in low]
                     self._plds = plds
