@@ -115,20 +115,34 @@ def _cell_masses(s: float, log_scale: float, d: float, n: int
     subtractions, each rounding <= u cell, summing to <= u): eta = 16u with margin.
     Kolmogorov distance is subadditive under convolution, |mu^{*T} - nu^{*T}| <= T eta.
     """
-    edges = np.arange(n + 1) * d
-    with np.errstate(divide="ignore"):
-        x = (np.log(edges) - log_scale + s * s / 2) / s
-    # the same values as differences of ndtr(x) below the median and of ndtr(-x) above it,
-    # each computed only where it is used (x is nondecreasing)
-    m = int(np.searchsorted(x, 0.0, side="right"))  # first edge with x > 0
+    def xs(i0: int, i1: int) -> np.ndarray:  # x at the edges j d, i0 <= j < i1
+        with np.errstate(divide="ignore"):
+            return (np.log(np.arange(i0, i1) * d) - log_scale + s * s / 2) / s
+
+    # in chunks (memory: the cells are the only full-length array); the same values as
+    # differences of ndtr(x) below the median and of ndtr(-x) above it, each computed only
+    # where it is used (x is nondecreasing)
+    chunk = 1 << 18
+    m = n + 1  # first edge with x > 0
+    for i0 in range(0, n + 1, chunk):
+        pos = int(np.searchsorted(xs(i0, min(i0 + chunk, n + 1)), 0.0, side="right"))
+        if pos < min(chunk, n + 1 - i0):
+            m = i0 + pos
+            break
     cells = np.empty(n)
-    if m > 1:
-        cdf = special.ndtr(x[:m])
-        cells[: m - 1] = cdf[1:] - cdf[:-1]
-    sf = special.ndtr(-x[max(m - 1, 0):])
-    cells[max(m - 1, 0):] = sf[:-1] - sf[1:]
-    cells = np.maximum(cells, 0.0)
-    top = float(sf[-1])
+    for j0 in range(0, n, chunk):
+        j1 = min(j0 + chunk, n)
+        x = xs(j0, j1 + 1)
+        c_end = min(max(m - 1, 0), j1)  # cells j < m - 1 from CDF values
+        if c_end > j0:
+            cdf = special.ndtr(x[: c_end - j0 + 1])
+            cells[j0:c_end] = cdf[1:] - cdf[:-1]
+        s0 = max(c_end, j0)
+        if j1 > s0:
+            sf = special.ndtr(-x[s0 - j0:])
+            cells[s0:j1] = sf[:-1] - sf[1:]
+    np.maximum(cells, 0.0, out=cells)
+    top = float(special.ndtr(-xs(n, n + 1))[0])
     return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
 
 
@@ -183,6 +197,64 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     return result, count
 
 
+_SPLIT = 4  # radix of the split in _rfft_ld
+_SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
+
+
+def _rfft_ld(x: np.ndarray) -> np.ndarray:
+    """rfft(x) (length n = len(x), n // 2 + 1 bins) computed in extended precision and rounded
+    to complex128, in R = ``_SPLIT`` decimated sub-transforms (memory: scipy's long double
+    rfft needs about three times its output in work space, so one full-length call was the
+    largest buffer of the BIS PLD).  X[k] = sum_r w^{r k} F_r[k mod m], m = n / R, F_r = rfft
+    of x[r::R] (conjugate-symmetric), w = e^{-2 pi i / n}, combined in long double chunks.
+
+    Error (l2, as in :func:`_factor`): the sub-transforms obey Higham's bound at length m,
+    12 u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is sqrt(R) times a unitary
+    map on (F_r), so together <= 12 u_ld log2(n) sqrt(n) ||x||_2.  The combination's own
+    rounding: twiddles w^k = (table entry, cosl / sinl) x (chunk start, cosl / sinl), w^{2k},
+    w^{3k} by products -- relative error <= 30 u_ld --, R products and sums (<= 7 u_ld more),
+    so each X[k] is off by <= 40 u_ld sum_r |F_r[k mod m]|, whose l2 norm over k is
+    <= sqrt(R) sqrt(n) ||x||_2 (Cauchy-Schwarz): <= 80 u_ld sqrt(n) ||x||_2 < 12 u_ld
+    ``_SPLIT_STAGES`` sqrt(n) ||x||_2, which :func:`_factor` adds."""
+    n = len(x)
+    R = _SPLIT
+    if n % (2 * R) or n < 64 * R:
+        return sfft.rfft(x.astype(np.longdouble)).astype(np.complex128)
+    m = n // R  # length of each sub-transform
+    subs = [sfft.rfft(x[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
+    chunk = min(1 << 15, n // 2)
+    ang = np.arange(chunk, dtype=np.longdouble) * two_pi_n
+    table = np.cos(ang) - 1j * np.sin(ang)  # w^j, j < chunk
+    del ang
+    out = np.empty(n // 2 + 1, dtype=np.complex128)
+    for k0 in range(0, n // 2 + 1, chunk):
+        k = np.arange(k0, min(k0 + chunk, n // 2 + 1), dtype=np.int64)
+        a0 = np.longdouble(k0) * two_pi_n
+        w1 = table[: len(k)] * (np.cos(a0) - 1j * np.sin(a0))  # w^k
+        j = k % m
+        hi = j > m // 2  # F_r[j] = conj(F_r[m - j]) (real input)
+        jj = np.where(hi, m - j, j)
+        acc = subs[0][jj]
+        w = w1
+        for r in range(1, R):
+            f = subs[r][jj] * w
+            acc += f
+            if r + 1 < R:
+                w = w * w1
+        # the conjugated bins: conj(sum_r conj(w^{rk}) ... ) -- recompute them directly
+        if hi.any():
+            acc_hi = np.conj(subs[0][jj[hi]])
+            w = w1[hi]
+            for r in range(1, R):
+                acc_hi += np.conj(subs[r][jj[hi]]) * w
+                if r + 1 < R:
+                    w = w * w1[hi]
+            acc[hi] = acc_hi
+        out[k0:k0 + len(k)] = acc
+    return out
+
+
 def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
             ) -> tuple[np.ndarray, float, float, float]:
     """(spectrum, dropped mass, l1 cell error, l2 spectral error bound) of one coordinate.
@@ -195,14 +267,10 @@ def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n)
         l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
-        x_ld = cells.astype(np.longdouble)
+        spec = _rfft_ld(cells)
         del cells
-        spec_ld = sfft.rfft(x_ld)
-        del x_ld
-        spec = spec_ld.astype(np.complex128)
-        del spec_ld
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
-        k = max(math.log2(n), 1.0)
+        k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
         a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
@@ -463,6 +531,26 @@ def _weights(out: np.ndarray, offset: float) -> np.ndarray:
     return out
 
 
+def _q_sums(cq: np.ndarray) -> tuple[np.ndarray]:
+    """(suffix sums of k c_k,) for :class:`_Expectations`."""
+    w = _weights(np.empty(len(cq)), 0.0)
+    w *= cq
+    return (_suffix(w),)
+
+
+def _p_sums(cp: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """(suffix sums of c_k / k (0 at k = 0), of c_k / (k + T)) for :class:`_Expectations`
+    (one work array)."""
+    w = _weights(np.empty(len(cp)), 0.0)
+    w[0] = 1.0
+    np.divide(cp, w, out=w)
+    w[0] = 0.0  # the cell k = 0 carries weight 0 (1 / K is not used there)
+    p_k = _suffix(w)
+    _weights(w, float(T))
+    np.divide(cp, w, out=w)
+    return p_k, _suffix(w)
+
+
 class _Expectations:
     """Certified bounds on the profiles through expectations (change of measure):
     remove: D(a) = E_Q[(S/T - a)_+], add: D(a) = E_P[(T/S - a)_+].  Both integrands are
@@ -470,7 +558,10 @@ class _Expectations:
     S < y0 (add) are bounded by E_Q[S/T; S > y1] = P(S > y1) and E_P[T/S; S < y0] = Q(S < y0).
     Unlike differences of tail bounds, the lattice shift T d costs only d Q(L > l - d)."""
 
-    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below) -> None:
+    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below,
+                 sums: tuple[np.ndarray, ...] | None = None) -> None:
+        """``sums``: (:func:`_q_sums` of law_q.c, then :func:`_p_sums` of law_p.c), computed
+        by the caller so that it can drop the laws early (else from ``c``)."""
         self.q, self.p = law_q, law_p
         T, d, n = law_q.T, law_q.d, law_q.n
         self.T, self.d, self.n = T, d, n
@@ -487,21 +578,11 @@ class _Expectations:
         cost = (law_p.err + law_p.wrap + law_p.drop) * T / ys + q_below(ys)
         self.y0 = float(ys[int(np.argmin(cost))])
         self.tail0 = float(q_below(np.array([self.y0]))[0])
-        cq, cp = law_q.c, law_p.c
-        assert cq is not None and cp is not None
+        if sums is None:
+            assert law_q.c is not None and law_p.c is not None
+            sums = _q_sums(law_q.c) + _p_sums(law_p.c, T)
         self.qA, self.pA = law_q._suffix, law_p._suffix  # the same sums (no copies)
-        w = _weights(np.empty(n), 0.0)  # one work array, reused for the three weighted sums
-        w *= cq
-        self.qB = _suffix(w)
-        _weights(w, 0.0)
-        w[0] = 1.0
-        np.divide(cp, w, out=w)
-        w[0] = 0.0  # the cell k = 0 carries weight 0 (1 / K is not used there)
-        self.pK = _suffix(w)
-        _weights(w, float(T))
-        np.divide(cp, w, out=w)
-        self.pKT = _suffix(w)
-        del w
+        self.qB, self.pK, self.pKT = sums
 
     def _rng(self, arr: np.ndarray, lo: np.ndarray, hi: int | np.ndarray) -> np.ndarray:
         lo = np.clip(lo, 0, self.n)
@@ -569,8 +650,14 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     # unshifted coordinate is shared through the cache, which goes once both laws are built
     cache: dict = {}
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    assert law_q.c is not None
+    sums = _q_sums(law_q.c)
+    law_q.c = None  # only its sums are used from here on
     law_p = _SumLaw(s, T, s * s, d, n, cache)
     del cache
+    assert law_p.c is not None
+    sums += _p_sums(law_p.c, T)
+    law_p.c = None
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
@@ -586,8 +673,8 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
         rdp = np.exp(np.min((alphas[:, None] - 1) * (rev[:, None] + lv[None, :]), axis=0))
         return np.minimum(law_q.below(np.asarray(y), True), np.minimum(rdp, 1.0))
 
-    ex = _Expectations(law_q, law_p, p_above, q_below)
-    law_q.c = law_p.c = None  # only the sums are used from here on
+    ex = _Expectations(law_q, law_p, p_above, q_below, sums)
+    del sums
     l_top = math.log(n * d / T)
     lo = min(l_min, -l_top)
     hi = max(l_top, -l_min)
