@@ -470,7 +470,9 @@ def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | 
     with X ~ N(``signal``, 1) (default ``signal`` = s: the likelihood ratio itself)."""
     mu = s if signal is None else float(signal)
     x = (math.log(n * d) + s * s / 2) / s
-    drop = T * float(np.exp(log_diff_ndtr(np.array([x - mu]), np.array([np.inf]))[0]))
+    # P(W >= n d) for the T - shifted plain and the shifted coordinates (as _SumLaw's drop)
+    tails = np.exp(log_diff_ndtr(np.array([x, x - mu]), np.array([np.inf, np.inf])))
+    drop = (T - shifted) * float(tails[0]) + shifted * float(tails[1])
     return drop <= _ALIAS_BUDGET / 2 and (
         _wrap_bound(s, T, s * mu, n * d, shifted) <= _ALIAS_BUDGET / 2)
 
