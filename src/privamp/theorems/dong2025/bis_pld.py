@@ -290,7 +290,9 @@ class _SumLaw:
     """
 
     def __init__(self, s: float, T: int, first: float, d: float, n: int,
-                 cache: dict | None = None, shifted: int = 1) -> None:
+                 cache: dict | None = None, shifted: int = 1, release: bool = False) -> None:
+        """``release``: empty ``cache`` once the spectra are raised to their powers (the
+        caller's last law on this lattice; memory)."""
         self.T, self.d, self.n = T, d, n
         m = int(shifted)
         if not 1 <= m <= T:
@@ -302,9 +304,11 @@ class _SumLaw:
         self.wrap = _wrap_bound(s, T, first, n * d, m) * 1.01
         # circular convolution power: binary powering of the spectra, one inverse FFT
         y, count = _power(f0, T - m) if T > m else (np.ones_like(f0), 0)
-        y1, count1 = _power(f1, m)
+        y1, count1 = (f1, 0) if m == 1 else _power(f1, m)
         y *= y1
-        del y1
+        del y1, f0, f1
+        if release:
+            cache.clear()
         count += count1 + 1
         c = sfft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
@@ -655,7 +659,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     assert law_q.c is not None
     sums = _q_sums(law_q.c)
     law_q.c = None  # only its sums are used from here on
-    law_p = _SumLaw(s, T, s * s, d, n, cache)
+    law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
     del cache
     assert law_p.c is not None
     sums += _p_sums(law_p.c, T)
@@ -725,10 +729,13 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
     # and inf right of it (only the choice of j depends on this, not the validity)
     tau = 1e-15
     mode = int(np.argmax(den))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(den > tau, num / np.maximum(den, tau),
-                     np.where(np.arange(n) < mode, 0.0, np.inf))
-    rmax = np.maximum.accumulate(r)
+    r = np.maximum(den, tau)  # one full-length work array (memory)
+    np.divide(num, r, out=r)
+    low = den <= tau
+    r[:mode][low[:mode]] = 0.0
+    r[mode:][low[mode:]] = np.inf
+    del low
+    rmax = np.maximum.accumulate(r, out=r)
     j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
     best = np.zeros(len(a))
     for off in (-1, 0, 1):
@@ -781,7 +788,7 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
         return None
     cache: dict = {}
     law_q = _SumLaw(c, T, 0.0, d, n, cache)
-    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k)
+    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
