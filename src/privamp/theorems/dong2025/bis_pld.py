@@ -528,33 +528,37 @@ def _suffix(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _weights(out: np.ndarray, offset: float) -> np.ndarray:
-    """Fill ``out`` with j + offset, j = 0..len(out) - 1 (exact in float64), and return it."""
+def _suffix_weighted(c: np.ndarray, weight) -> np.ndarray:
+    """:func:`_suffix` of ``weight(c[i:j], k)`` (k = the float indices i..j-1), computed in
+    chunks from the end with the same sequential additions (so the same numbers) and no
+    full-length temporary (memory)."""
+    n = len(c)
+    out = np.empty(n + 1)
+    out[n] = 0.0
     step = 1 << 16
-    for i in range(0, len(out), step):  # chunks: no full-length temporary
-        out[i:i + step] = np.arange(i, min(i + step, len(out)), dtype=float)
-    out += offset
+    for j in range(n, 0, -step):
+        i = max(j - step, 0)
+        w = weight(c[i:j], np.arange(i, j, dtype=float))[::-1].copy()
+        w[0] += out[j]
+        np.cumsum(w, out=out[j - 1::-1] if i == 0 else out[j - 1:i - 1:-1])
     return out
 
 
 def _q_sums(cq: np.ndarray) -> tuple[np.ndarray]:
     """(suffix sums of k c_k,) for :class:`_Expectations`."""
-    w = _weights(np.empty(len(cq)), 0.0)
-    w *= cq
-    return (_suffix(w),)
+    return (_suffix_weighted(cq, lambda c, k: k * c),)
 
 
 def _p_sums(cp: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """(suffix sums of c_k / k (0 at k = 0), of c_k / (k + T)) for :class:`_Expectations`
-    (one work array)."""
-    w = _weights(np.empty(len(cp)), 0.0)
-    w[0] = 1.0
-    np.divide(cp, w, out=w)
-    w[0] = 0.0  # the cell k = 0 carries weight 0 (1 / K is not used there)
-    p_k = _suffix(w)
-    _weights(w, float(T))
-    np.divide(cp, w, out=w)
-    return p_k, _suffix(w)
+    """(suffix sums of c_k / k (0 at k = 0: the cell k = 0 carries weight 0), of
+    c_k / (k + T)) for :class:`_Expectations`."""
+    def inv_k(c: np.ndarray, k: np.ndarray) -> np.ndarray:
+        w = c / np.maximum(k, 1.0)
+        w[k == 0] = 0.0
+        return w
+
+    return (_suffix_weighted(cp, inv_k),
+            _suffix_weighted(cp, lambda c, k: c / (k + float(T))))
 
 
 class _Expectations:
@@ -655,6 +659,8 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
     # unshifted coordinate is shared through the cache, which goes once both laws are built
     cache: dict = {}
+    for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
+        _factor(s, scale, d, n, cache)
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
     assert law_q.c is not None
     sums = _q_sums(law_q.c)
@@ -787,6 +793,8 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
+    for scale in (0.0, c * s):  # both spectra first: their FFT work space is then the peak
+        _factor(c, scale, d, n, cache)
     law_q = _SumLaw(c, T, 0.0, d, n, cache)
     law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True)
     l_top = math.log(n * d / T)
