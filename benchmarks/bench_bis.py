@@ -51,22 +51,27 @@ def _timed(fn: Callable[[], object]) -> tuple[object, float, float]:
 
 
 _RSS_CODE = """
-import json, resource, sys, time
+import json, sys, time
 import privamp as pa
+def kib(key):  # this process's own values (ru_maxrss would count the forking parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1])
 T, k, E, sigma = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-r0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r0 = kib("VmHWM:")
 t0 = time.perf_counter()
 g = pa.Training(pa.Gaussian(sigma), pa.BalancedIteration(T, k), epochs=E).epsilon(
     1e-5, accountant="pld")
 dt = time.perf_counter() - t0
-r1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+r1 = kib("VmHWM:")
 print(json.dumps({"extra_mb": (r1 - r0) / 1024, "seconds": dt, "upper": float(g.upper.value)}))
 """
 
 
 def _rss(T: int, k: int, E: int, sigma: float = SIGMA) -> dict:
-    """Peak resident memory above the import baseline (ru_maxrss, KiB on Linux) of one query
-    in a fresh interpreter: sees what tracemalloc does not (FFT work buffers, allocator)."""
+    """Peak resident memory above the import baseline (VmHWM of /proc/self/status) of one
+    query in a fresh interpreter: sees what tracemalloc does not (FFT work buffers,
+    allocator)."""
     out = subprocess.run([sys.executable, "-c", _RSS_CODE, str(T), str(k), str(E), str(sigma)],
                          capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -111,7 +116,7 @@ def main() -> int:
         "`gaussian_allocation_epsilon_range` (its lower end bounds the *reduced* mechanism, "
         "not the k-of-T scheme). Times: one run, wall clock; memory: tracemalloc peak of a "
         "second run (numpy arrays), and resident peak above the import baseline of the query "
-        "in a fresh interpreter (ru_maxrss: also FFT work buffers and the allocator).",
+        "in a fresh interpreter (VmHWM: also FFT work buffers and the allocator).",
         "",
         "| T | k | E | privamp [lower, upper] | width | time (s) | peak MB (traced) | "
         "peak MB (resident) | before | "
