@@ -290,9 +290,11 @@ class _SumLaw:
     """
 
     def __init__(self, s: float, T: int, first: float, d: float, n: int,
-                 cache: dict | None = None, shifted: int = 1, release: bool = False) -> None:
+                 cache: dict | None = None, shifted: int = 1, release: bool = False,
+                 sums: bool = True) -> None:
         """``release``: empty ``cache`` once the spectra are raised to their powers (the
-        caller's last law on this lattice; memory)."""
+        caller's last law on this lattice; memory).  ``sums=False``: the caller sets
+        ``_suffix`` / ``_prefix`` (:func:`_suffix`, :func:`_prefix` of ``c``) when needed."""
         self.T, self.d, self.n = T, d, n
         m = int(shifted)
         if not 1 <= m <= T:
@@ -333,10 +335,8 @@ class _SumLaw:
         np.maximum(c, 0.0, out=c)  # clipping moves entries towards the nonnegative exact ones
         self.c: np.ndarray | None = c  # dropped by callers once only the sums are needed
         # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
-        self._suffix = _suffix(c)
-        self._prefix = np.empty(n + 1)
-        self._prefix[0] = 0.0
-        np.cumsum(c, out=self._prefix[1:])
+        self._suffix: np.ndarray | None = _suffix(c) if sums else None
+        self._prefix: np.ndarray | None = _prefix(c) if sums else None
         self._g = 2.0 * (n + 2) * _U
         self._bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
 
@@ -345,8 +345,26 @@ class _SumLaw:
         return v * (1 + self._g) if up else v * (1 - self._g)
 
     def _pfx(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self._prefix[np.clip(j, 0, self.n)]
+        jj = np.clip(j, 0, self.n)
+        if self._prefix is not None:
+            v = self._prefix[jj]
+        else:  # only the kept entries (keep_prefix_at): the same values
+            pos = np.minimum(np.searchsorted(self._pkeys, jj), len(self._pkeys) - 1)
+            if not np.array_equal(self._pkeys[pos], jj):
+                raise IndexError("prefix sum not kept at this index (keep_prefix_at)")
+            v = self._pvals[pos]
         return v * (1 + self._g) if up else v * (1 - self._g)
+
+    def keep_prefix_at(self, y: np.ndarray) -> None:
+        """Keep the prefix sums only where :meth:`below` reads them for the points ``y``
+        (both directions) and free the full array (memory); other queries then raise."""
+        y = np.asarray(y, dtype=float)
+        j = np.concatenate([_index(np.ceil(y / self.d), self._bound),
+                            _index(np.floor(y / self.d), self._bound) - self.T + 1])
+        assert self._prefix is not None
+        self._pkeys = np.unique(np.clip(j, 0, self.n))
+        self._pvals = self._prefix[self._pkeys]
+        self._prefix = None
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
         """Bound on P(S > y) (upper or lower)."""
@@ -520,6 +538,14 @@ def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
         f"accountant, e.g. 'dong-tight', still gives an upper bound)")
 
 
+def _prefix(x: np.ndarray) -> np.ndarray:
+    """[sum(x[:j]) for j in 0..len(x)] (sequential sums), one allocation."""
+    out = np.empty(len(x) + 1)
+    out[0] = 0.0
+    np.cumsum(x, out=out[1:])
+    return out
+
+
 def _suffix(x: np.ndarray) -> np.ndarray:
     """[sum(x[j:]) for j in 0..len(x)] (sequential sums from the end), one allocation."""
     out = np.empty(len(x) + 1)
@@ -561,6 +587,11 @@ def _p_sums(cp: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
             _suffix_weighted(cp, lambda c, k: c / (k + float(T))))
 
 
+def _add_cuts(T: int) -> np.ndarray:
+    """Candidate cuts y0 of :class:`_Expectations` (add direction)."""
+    return T * np.geomspace(0.02, 0.98, 40)
+
+
 class _Expectations:
     """Certified bounds on the profiles through expectations (change of measure):
     remove: D(a) = E_Q[(S/T - a)_+], add: D(a) = E_P[(T/S - a)_+].  Both integrands are
@@ -584,7 +615,7 @@ class _Expectations:
         self.y1 = float(ys[int(np.argmin(cost))]) if len(ys) else (n - 1) * d
         self.tail1 = float(p_above(np.array([self.y1]))[0])
         # add: cut y0
-        ys = T * np.geomspace(0.02, 0.98, 40)
+        ys = _add_cuts(T)
         cost = (law_p.err + law_p.wrap + law_p.drop) * T / ys + q_below(ys)
         self.y0 = float(ys[int(np.argmin(cost))])
         self.tail0 = float(q_below(np.array([self.y0]))[0])
@@ -658,22 +689,33 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     d, n = _lattice(float(sigma), T, float(lattice), 3)
     # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
     # unshifted coordinate is shared through the cache, which goes once both laws are built
-    cache: dict = {}
-    for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
-        _factor(s, scale, d, n, cache)
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    assert law_q.c is not None
-    sums = _q_sums(law_q.c)
-    law_q.c = None  # only its sums are used from here on
-    law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
-    del cache
-    assert law_p.c is not None
-    sums += _p_sums(law_p.c, T)
-    law_p.c = None
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
     l_min = -float(np.min(rev + math.log(1 / tail) / (alphas - 1)))
+    l_top = math.log(n * d / T)
+    lo = min(l_min, -l_top)
+    hi = max(l_top, -l_min)
+    l_idx = np.arange(int(math.floor(lo / h)) - 1, int(math.ceil(hi / h)) + 2)
+    a = np.exp(l_idx * h)
+    y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
+    y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
+    cache: dict = {}
+    for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
+        _factor(s, scale, d, n, cache)
+    # from here on only the laws' suffix sums, their prefix sums at the points read below and
+    # the weighted sums are used (memory: each full array goes as soon as it is not needed)
+    law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    law_q.keep_prefix_at(np.concatenate([y_add, _add_cuts(T)]))
+    assert law_q.c is not None
+    sums = _q_sums(law_q.c)
+    law_q.c = None
+    law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
+    del cache
+    law_p.keep_prefix_at(y_add)
+    assert law_p.c is not None
+    sums += _p_sums(law_p.c, T)
+    law_p.c = None
 
     def p_above(y: np.ndarray) -> np.ndarray:  # P(S > y) <= e^{(alpha-1)(D_alpha(P||Q) - l)}
         lv = np.log(np.asarray(y) / T)
@@ -687,13 +729,6 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
 
     ex = _Expectations(law_q, law_p, p_above, q_below, sums)
     del sums
-    l_top = math.log(n * d / T)
-    lo = min(l_min, -l_top)
-    hi = max(l_top, -l_min)
-    l_idx = np.arange(int(math.floor(lo / h)) - 1, int(math.ceil(hi / h)) + 2)
-    a = np.exp(l_idx * h)
-    y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
-    y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
     u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
                        ex.remove(a, True))
     u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
@@ -795,14 +830,22 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     cache: dict = {}
     for scale in (0.0, c * s):  # both spectra first: their FFT work space is then the peak
         _factor(c, scale, d, n, cache)
-    law_q = _SumLaw(c, T, 0.0, d, n, cache)
-    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True)
+    law_q = _SumLaw(c, T, 0.0, d, n, cache, sums=False)
+    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True, sums=False)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
     a = np.exp(l_idx * h)
+    # remove reads the suffix sums, add the prefix sums: one kind at a time (memory)
+    for law in (law_q, law_p):
+        assert law.c is not None
+        law._suffix = _suffix(law.c)
     d_rem = _threshold_lower(law_p, law_q, a, True)
+    for law in (law_q, law_p):
+        assert law.c is not None
+        law._suffix, law._prefix = None, _prefix(law.c)
     d_add = _threshold_lower(law_p, law_q, a, False)
+    del law_q, law_p
     q_up = np.minimum(1.0, np.exp(-l_idx * h))
     q_low = np.zeros(len(a))
     try:
