@@ -211,11 +211,14 @@ def _rfft_ld(x: np.ndarray) -> np.ndarray:
     Error (l2, as in :func:`_factor`): the sub-transforms obey Higham's bound at length m,
     12 u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is sqrt(R) times a unitary
     map on (F_r), so together <= 12 u_ld log2(n) sqrt(n) ||x||_2.  The combination's own
-    rounding: twiddles w^k = (table entry, cosl / sinl) x (chunk start, cosl / sinl), w^{2k},
-    w^{3k} by products -- relative error <= 30 u_ld --, R products and sums (<= 7 u_ld more),
-    so each X[k] is off by <= 40 u_ld sum_r |F_r[k mod m]|, whose l2 norm over k is
-    <= sqrt(R) sqrt(n) ||x||_2 (Cauchy-Schwarz): <= 80 u_ld sqrt(n) ||x||_2 < 12 u_ld
-    ``_SPLIT_STAGES`` sqrt(n) ||x||_2, which :func:`_factor` adds."""
+    rounding: the angle 2 pi / n (8 atanl(1) / n, n a power of two) times k0 <= n / 2 is
+    within 3 u_ld pi of the true angle, cosl / sinl add ~1 u_ld each, so the chunk start
+    and the table entries are within 11 u_ld of the true twiddles; w^k (one complex product,
+    <= 3 u_ld) within 16 u_ld, w^{2k} within 35 u_ld, w^{3k} within 54 u_ld; then R products
+    and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
+    whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
+    <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
+    which :func:`_factor` adds."""
     n = len(x)
     R = _SPLIT
     if n % (2 * R) or n < 64 * R:
