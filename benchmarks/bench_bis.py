@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -25,6 +28,8 @@ SETTINGS = [(1000, 1, 1), (1000, 1, 10), (1000, 5, 1), (1000, 5, 10), (1000, 10,
             (1000, 10, 10), (100, 10, 1)]
 #: published upper bounds (Feldman & Shenfeld 2025, arXiv:2502.08202), sigma = 1, delta = 1e-5
 PUBLISHED = {(100, 10, 1): 6.1198}
+#: settings measured for resident memory only (sigma, T, k, E)
+RSS_ONLY = [(0.8, 1000, 1, 1)]
 #: privamp before issue 13 (same machine, same settings)
 BEFORE = {(1000, 1, 1): (0.13795, 0.13972), (1000, 5, 1): (0.6457, 0.8078),
           (1000, 10, 1): (1.1497, 1.7106), (100, 10, 1): (4.9437, 6.1244)}
@@ -43,6 +48,33 @@ def _timed(fn: Callable[[], object]) -> tuple[object, float, float]:
     peak = tracemalloc.get_traced_memory()[1] / 2**20
     tracemalloc.stop()
     return out, dt, peak
+
+
+_RSS_CODE = """
+import json, sys, time
+import privamp as pa
+def kib(key):  # this process's own values (ru_maxrss would count the forking parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1])
+T, k, E, sigma = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+r0 = kib("VmHWM:")
+t0 = time.perf_counter()
+g = pa.Training(pa.Gaussian(sigma), pa.BalancedIteration(T, k), epochs=E).epsilon(
+    1e-5, accountant="pld")
+dt = time.perf_counter() - t0
+r1 = kib("VmHWM:")
+print(json.dumps({"extra_mb": (r1 - r0) / 1024, "seconds": dt, "upper": float(g.upper.value)}))
+"""
+
+
+def _rss(T: int, k: int, E: int, sigma: float = SIGMA) -> dict:
+    """Peak resident memory above the import baseline (VmHWM of /proc/self/status) of one
+    query in a fresh interpreter: sees what tracemalloc does not (FFT work buffers,
+    allocator)."""
+    out = subprocess.run([sys.executable, "-c", _RSS_CODE, str(T), str(k), str(E), str(sigma)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def _privamp(T: int, k: int, E: int) -> tuple[float, float]:
@@ -83,16 +115,19 @@ def main() -> int:
         "Poisson: rate k/T, T E steps (`pld`). PLD_accounting: "
         "`gaussian_allocation_epsilon_range` (its lower end bounds the *reduced* mechanism, "
         "not the k-of-T scheme). Times: one run, wall clock; memory: tracemalloc peak of a "
-        "second run.",
+        "second run (numpy arrays), and resident peak above the import baseline of the query "
+        "in a fresh interpreter (VmHWM: also FFT work buffers and the allocator).",
         "",
-        "| T | k | E | privamp [lower, upper] | width | time (s) | peak MB | before | "
+        "| T | k | E | privamp [lower, upper] | width | time (s) | peak MB (traced) | "
+        "peak MB (resident) | before | "
         "Poisson k/T [lower, upper] | published upper | PLD_accounting [lower, upper] | "
         "its time (s) | time ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     print("\n".join(lines), flush=True)
     for T, k, E in SETTINGS:
         (lo, up), dt, mb = _timed(lambda T=T, k=k, E=E: _privamp(T, k, E))
+        rss = _rss(T, k, E)["extra_mb"]
         (plo, pup) = _poisson(T, k, E)
         before = BEFORE.get((T, k, E))
         bef = f"[{before[0]:.4f}, {before[1]:.4f}]" if before else ""
@@ -106,8 +141,13 @@ def main() -> int:
         ratio = f"{pdt / dt:.1f}x" if peer else ""
         lines.append(
             f"| {T} | {k} | {E} | [{lo:.5f}, {up:.5f}] | {100 * (up - lo) / up:.2f}% "
-            f"| {dt:.2f} | {mb:.0f} | {bef} | [{plo:.4f}, {pup:.4f}] | {pub} | {pr} "
+            f"| {dt:.2f} | {mb:.0f} | {rss:.0f} | {bef} | [{plo:.4f}, {pup:.4f}] | {pub} | {pr} "
             f"| {'' if peer is None else f'{pdt:.1f}'} | {ratio} |")
+        print(lines[-1], flush=True)
+    for sigma, T, k, E in RSS_ONLY:
+        r = _rss(T, k, E, sigma)
+        lines.append(f"\nsigma = {sigma:g}, T = {T}, k = {k}, E = {E}: upper {r['upper']:.5f}, "
+                     f"{r['seconds']:.2f} s, resident peak {r['extra_mb']:.0f} MB above import")
         print(lines[-1], flush=True)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

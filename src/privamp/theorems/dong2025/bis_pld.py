@@ -38,7 +38,6 @@ Epochs compose by FFT (Remark 3.10).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy import fft as sfft
@@ -116,20 +115,34 @@ def _cell_masses(s: float, log_scale: float, d: float, n: int
     subtractions, each rounding <= u cell, summing to <= u): eta = 16u with margin.
     Kolmogorov distance is subadditive under convolution, |mu^{*T} - nu^{*T}| <= T eta.
     """
-    edges = np.arange(n + 1) * d
-    with np.errstate(divide="ignore"):
-        x = (np.log(edges) - log_scale + s * s / 2) / s
-    # the same values as differences of ndtr(x) below the median and of ndtr(-x) above it,
-    # each computed only where it is used (x is nondecreasing)
-    m = int(np.searchsorted(x, 0.0, side="right"))  # first edge with x > 0
+    def xs(i0: int, i1: int) -> np.ndarray:  # x at the edges j d, i0 <= j < i1
+        with np.errstate(divide="ignore"):
+            return (np.log(np.arange(i0, i1) * d) - log_scale + s * s / 2) / s
+
+    # in chunks (memory: the cells are the only full-length array); the same values as
+    # differences of ndtr(x) below the median and of ndtr(-x) above it, each computed only
+    # where it is used (x is nondecreasing)
+    chunk = 1 << 18
+    m = n + 1  # first edge with x > 0
+    for i0 in range(0, n + 1, chunk):
+        pos = int(np.searchsorted(xs(i0, min(i0 + chunk, n + 1)), 0.0, side="right"))
+        if pos < min(chunk, n + 1 - i0):
+            m = i0 + pos
+            break
     cells = np.empty(n)
-    if m > 1:
-        cdf = special.ndtr(x[:m])
-        cells[: m - 1] = cdf[1:] - cdf[:-1]
-    sf = special.ndtr(-x[max(m - 1, 0):])
-    cells[max(m - 1, 0):] = sf[:-1] - sf[1:]
-    cells = np.maximum(cells, 0.0)
-    top = float(sf[-1])
+    for j0 in range(0, n, chunk):
+        j1 = min(j0 + chunk, n)
+        x = xs(j0, j1 + 1)
+        c_end = min(max(m - 1, 0), j1)  # cells j < m - 1 from CDF values
+        if c_end > j0:
+            cdf = special.ndtr(x[: c_end - j0 + 1])
+            cells[j0:c_end] = cdf[1:] - cdf[:-1]
+        s0 = max(c_end, j0)
+        if j1 > s0:
+            sf = special.ndtr(-x[s0 - j0:])
+            cells[s0:j1] = sf[:-1] - sf[1:]
+    np.maximum(cells, 0.0, out=cells)
+    top = float(special.ndtr(-xs(n, n + 1))[0])
     return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
 
 
@@ -163,7 +176,7 @@ def _wrap_bound(s: float, T: int, first_log_scale: float, top: float, shifted: i
 def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
     """x**n (complex, elementwise) by binary powering; returns the number of products."""
     result = None
-    base = x
+    base = x  # never written to: the first squaring makes the copy (memory: two arrays)
     count = 0
     while True:
         if n & 1:
@@ -175,10 +188,74 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
         n >>= 1
         if not n:
             break
-        base = base * base
+        if base is x:
+            base = base * base
+        else:
+            np.multiply(base, base, out=base)
         count += 1
     assert result is not None
     return result, count
+
+
+_SPLIT = 4  # radix of the split in _rfft_ld
+_SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
+
+
+def _rfft_ld(x: np.ndarray) -> np.ndarray:
+    """rfft(x) (length n = len(x), n // 2 + 1 bins) computed in extended precision and rounded
+    to complex128, in R = ``_SPLIT`` decimated sub-transforms (memory: scipy's long double
+    rfft needs about three times its output in work space, so one full-length call was the
+    largest buffer of the BIS PLD).  X[k] = sum_r w^{r k} F_r[k mod m], m = n / R, F_r = rfft
+    of x[r::R] (conjugate-symmetric), w = e^{-2 pi i / n}, combined in long double chunks.
+
+    Error (l2, as in :func:`_factor`): the sub-transforms obey Higham's bound at length m,
+    12 u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is sqrt(R) times a unitary
+    map on (F_r), so together <= 12 u_ld log2(n) sqrt(n) ||x||_2.  The combination's own
+    rounding: the angle 2 pi / n (8 atanl(1) / n, n a power of two) times k0 <= n / 2 is
+    within 3 u_ld pi of the true angle, cosl / sinl add ~1 u_ld each, so the chunk start
+    and the table entries are within 11 u_ld of the true twiddles; w^k (one complex product,
+    <= 3 u_ld) within 16 u_ld, w^{2k} within 35 u_ld, w^{3k} within 54 u_ld; then R products
+    and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
+    whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
+    <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
+    which :func:`_factor` adds."""
+    n = len(x)
+    R = _SPLIT
+    if n % (2 * R) or n < 64 * R:
+        return sfft.rfft(x.astype(np.longdouble)).astype(np.complex128)
+    m = n // R  # length of each sub-transform
+    subs = [sfft.rfft(x[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
+    chunk = min(1 << 15, n // 2)
+    ang = np.arange(chunk, dtype=np.longdouble) * two_pi_n
+    table = np.cos(ang) - 1j * np.sin(ang)  # w^j, j < chunk
+    del ang
+    out = np.empty(n // 2 + 1, dtype=np.complex128)
+    for k0 in range(0, n // 2 + 1, chunk):
+        k = np.arange(k0, min(k0 + chunk, n // 2 + 1), dtype=np.int64)
+        a0 = np.longdouble(k0) * two_pi_n
+        w1 = table[: len(k)] * (np.cos(a0) - 1j * np.sin(a0))  # w^k
+        j = k % m
+        hi = j > m // 2  # F_r[j] = conj(F_r[m - j]) (real input)
+        jj = np.where(hi, m - j, j)
+        acc = subs[0][jj]
+        w = w1
+        for r in range(1, R):
+            f = subs[r][jj] * w
+            acc += f
+            if r + 1 < R:
+                w = w * w1
+        # the conjugated bins: conj(sum_r conj(w^{rk}) ... ) -- recompute them directly
+        if hi.any():
+            acc_hi = np.conj(subs[0][jj[hi]])
+            w = w1[hi]
+            for r in range(1, R):
+                acc_hi += np.conj(subs[r][jj[hi]]) * w
+                if r + 1 < R:
+                    w = w * w1[hi]
+            acc[hi] = acc_hi
+        out[k0:k0 + len(k)] = acc
+    return out
 
 
 def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
@@ -192,10 +269,11 @@ def _factor(s: float, log_scale: float, d: float, n: int, cache: dict
     key = (s, log_scale, d, n)
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n)
-        spec = sfft.rfft(cells.astype(np.longdouble)).astype(np.complex128)
+        l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
+        spec = _rfft_ld(cells)
+        del cells
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
-        k = max(math.log2(n), 1.0)
-        l2 = math.sqrt(float(np.sum(cells * cells))) * (1 + 1e-12)
+        k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
         a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
@@ -215,7 +293,11 @@ class _SumLaw:
     """
 
     def __init__(self, s: float, T: int, first: float, d: float, n: int,
-                 cache: dict | None = None, shifted: int = 1) -> None:
+                 cache: dict | None = None, shifted: int = 1, release: bool = False,
+                 sums: bool = True) -> None:
+        """``release``: empty ``cache`` once the spectra are raised to their powers (the
+        caller's last law on this lattice; memory).  ``sums=False``: the caller sets
+        ``_suffix`` / ``_prefix`` (:func:`_suffix`, :func:`_prefix` of ``c``) when needed."""
         self.T, self.d, self.n = T, d, n
         m = int(shifted)
         if not 1 <= m <= T:
@@ -227,8 +309,11 @@ class _SumLaw:
         self.wrap = _wrap_bound(s, T, first, n * d, m) * 1.01
         # circular convolution power: binary powering of the spectra, one inverse FFT
         y, count = _power(f0, T - m) if T > m else (np.ones_like(f0), 0)
-        y1, count1 = _power(f1, m)
+        y1, count1 = (f1, 0) if m == 1 else _power(f1, m)
         y *= y1
+        del y1, f0, f1
+        if release:
+            cache.clear()
         count += count1 + 1
         c = sfft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
@@ -240,7 +325,8 @@ class _SumLaw:
         k = max(math.log2(n), 1.0)
         eta = 2.0 * 6.0 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
-        y_norm = math.sqrt(float(np.sum(y.real ** 2 + y.imag ** 2)) * 2.0)  # both halves
+        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
+        del y
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
         d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
         # input cells: Kolmogorov distance <= T eta_in after convolution; range sums then move
@@ -249,11 +335,11 @@ class _SumLaw:
         e_in = T * max(e0, e1)
         self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + 3.0 * e_in
         self.wrap += e_in
-        c = np.maximum(c, 0.0)  # clipping moves entries towards the nonnegative exact ones
-        self.c = c
+        np.maximum(c, 0.0, out=c)  # clipping moves entries towards the nonnegative exact ones
+        self.c: np.ndarray | None = c  # dropped by callers once only the sums are needed
         # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
-        self._suffix = np.concatenate([np.cumsum(c[::-1])[::-1], [0.0]])
-        self._prefix = np.concatenate([[0.0], np.cumsum(c)])
+        self._suffix: np.ndarray | None = _suffix(c) if sums else None
+        self._prefix: np.ndarray | None = _prefix(c) if sums else None
         self._g = 2.0 * (n + 2) * _U
         self._bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
 
@@ -262,8 +348,26 @@ class _SumLaw:
         return v * (1 + self._g) if up else v * (1 - self._g)
 
     def _pfx(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self._prefix[np.clip(j, 0, self.n)]
+        jj = np.clip(j, 0, self.n)
+        if self._prefix is not None:
+            v = self._prefix[jj]
+        else:  # only the kept entries (keep_prefix_at): the same values
+            pos = np.minimum(np.searchsorted(self._pkeys, jj), len(self._pkeys) - 1)
+            if not np.array_equal(self._pkeys[pos], jj):
+                raise IndexError("prefix sum not kept at this index (keep_prefix_at)")
+            v = self._pvals[pos]
         return v * (1 + self._g) if up else v * (1 - self._g)
+
+    def keep_prefix_at(self, y: np.ndarray) -> None:
+        """Keep the prefix sums only where :meth:`below` reads them for the points ``y``
+        (both directions) and free the full array (memory); other queries then raise."""
+        y = np.asarray(y, dtype=float)
+        j = np.concatenate([_index(np.ceil(y / self.d), self._bound),
+                            _index(np.floor(y / self.d), self._bound) - self.T + 1])
+        assert self._prefix is not None
+        self._pkeys = np.unique(np.clip(j, 0, self.n))
+        self._pvals = self._prefix[self._pkeys]
+        self._prefix = None
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
         """Bound on P(S > y) (upper or lower)."""
@@ -391,7 +495,9 @@ def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | 
     with X ~ N(``signal``, 1) (default ``signal`` = s: the likelihood ratio itself)."""
     mu = s if signal is None else float(signal)
     x = (math.log(n * d) + s * s / 2) / s
-    drop = T * float(np.exp(log_diff_ndtr(np.array([x - mu]), np.array([np.inf]))[0]))
+    # P(W >= n d) for the T - shifted plain and the shifted coordinates (as _SumLaw's drop)
+    tails = np.exp(log_diff_ndtr(np.array([x, x - mu]), np.array([np.inf, np.inf])))
+    drop = (T - shifted) * float(tails[0]) + shifted * float(tails[1])
     return drop <= _ALIAS_BUDGET / 2 and (
         _wrap_bound(s, T, s * mu, n * d, shifted) <= _ALIAS_BUDGET / 2)
 
@@ -435,8 +541,58 @@ def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
         f"accountant, e.g. 'dong-tight', still gives an upper bound)")
 
 
+def _prefix(x: np.ndarray) -> np.ndarray:
+    """[sum(x[:j]) for j in 0..len(x)] (sequential sums), one allocation."""
+    out = np.empty(len(x) + 1)
+    out[0] = 0.0
+    np.cumsum(x, out=out[1:])
+    return out
+
+
 def _suffix(x: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.cumsum(x[::-1])[::-1], [0.0]])
+    """[sum(x[j:]) for j in 0..len(x)] (sequential sums from the end), one allocation."""
+    out = np.empty(len(x) + 1)
+    out[-1] = 0.0
+    np.cumsum(x[::-1], out=out[-2::-1])
+    return out
+
+
+def _suffix_weighted(c: np.ndarray, weight) -> np.ndarray:
+    """:func:`_suffix` of ``weight(c[i:j], k)`` (k = the float indices i..j-1), computed in
+    chunks from the end with the same sequential additions (so the same numbers) and no
+    full-length temporary (memory)."""
+    n = len(c)
+    out = np.empty(n + 1)
+    out[n] = 0.0
+    step = 1 << 16
+    for j in range(n, 0, -step):
+        i = max(j - step, 0)
+        w = weight(c[i:j], np.arange(i, j, dtype=float))[::-1].copy()
+        w[0] += out[j]
+        np.cumsum(w, out=out[j - 1::-1] if i == 0 else out[j - 1:i - 1:-1])
+    return out
+
+
+def _q_sums(cq: np.ndarray) -> tuple[np.ndarray]:
+    """(suffix sums of k c_k,) for :class:`_Expectations`."""
+    return (_suffix_weighted(cq, lambda c, k: k * c),)
+
+
+def _p_sums(cp: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
+    """(suffix sums of c_k / k (0 at k = 0: the cell k = 0 carries weight 0), of
+    c_k / (k + T)) for :class:`_Expectations`."""
+    def inv_k(c: np.ndarray, k: np.ndarray) -> np.ndarray:
+        w = c / np.maximum(k, 1.0)
+        w[k == 0] = 0.0
+        return w
+
+    return (_suffix_weighted(cp, inv_k),
+            _suffix_weighted(cp, lambda c, k: c / (k + float(T))))
+
+
+def _add_cuts(T: int) -> np.ndarray:
+    """Candidate cuts y0 of :class:`_Expectations` (add direction)."""
+    return T * np.geomspace(0.02, 0.98, 40)
 
 
 class _Expectations:
@@ -446,12 +602,14 @@ class _Expectations:
     S < y0 (add) are bounded by E_Q[S/T; S > y1] = P(S > y1) and E_P[T/S; S < y0] = Q(S < y0).
     Unlike differences of tail bounds, the lattice shift T d costs only d Q(L > l - d)."""
 
-    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below) -> None:
+    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below,
+                 sums: tuple[np.ndarray, ...] | None = None) -> None:
+        """``sums``: (:func:`_q_sums` of law_q.c, then :func:`_p_sums` of law_p.c), computed
+        by the caller so that it can drop the laws early (else from ``c``)."""
         self.q, self.p = law_q, law_p
         T, d, n = law_q.T, law_q.d, law_q.n
         self.T, self.d, self.n = T, d, n
         self._bound = n + 2 * T + 4
-        k = np.arange(n, dtype=float)
         self.gam = 4.0 * (n + 2) * _U
         # remove: cut y1 minimising the error terms
         ys = T * np.geomspace(1.05, max((n - 1) * d / T, 1.1), 40)
@@ -460,16 +618,15 @@ class _Expectations:
         self.y1 = float(ys[int(np.argmin(cost))]) if len(ys) else (n - 1) * d
         self.tail1 = float(p_above(np.array([self.y1]))[0])
         # add: cut y0
-        ys = T * np.geomspace(0.02, 0.98, 40)
+        ys = _add_cuts(T)
         cost = (law_p.err + law_p.wrap + law_p.drop) * T / ys + q_below(ys)
         self.y0 = float(ys[int(np.argmin(cost))])
         self.tail0 = float(q_below(np.array([self.y0]))[0])
-        cq, cp = law_q.c, law_p.c
-        self.qA, self.qB = _suffix(cq), _suffix(cq * k)
-        self.pA = _suffix(cp)
-        with np.errstate(divide="ignore"):
-            self.pK = _suffix(np.where(k > 0, cp / np.maximum(k, 1.0), 0.0))
-        self.pKT = _suffix(cp / (k + T))
+        if sums is None:
+            assert law_q.c is not None and law_p.c is not None
+            sums = _q_sums(law_q.c) + _p_sums(law_p.c, T)
+        self.qA, self.pA = law_q._suffix, law_p._suffix  # the same sums (no copies)
+        self.qB, self.pK, self.pKT = sums
 
     def _rng(self, arr: np.ndarray, lo: np.ndarray, hi: int | np.ndarray) -> np.ndarray:
         lo = np.clip(lo, 0, self.n)
@@ -533,16 +690,35 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     s = 1.0 / sigma
     T = int(steps)
     d, n = _lattice(float(sigma), T, float(lattice), 3)
-    cache: dict = {}
-    _factor(s, 0.0, d, n, cache)  # shared by both laws; then one thread each
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        p_f = pool.submit(_SumLaw, s, T, s * s, d, n, cache)
-        law_q = _SumLaw(s, T, 0.0, d, n, cache)
-        law_p = p_f.result()
+    # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
+    # unshifted coordinate is shared through the cache, which goes once both laws are built
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
     fwd, _ = forward_divergence(s, T, 1, alphas)
     l_min = -float(np.min(rev + math.log(1 / tail) / (alphas - 1)))
+    l_top = math.log(n * d / T)
+    lo = min(l_min, -l_top)
+    hi = max(l_top, -l_min)
+    l_idx = np.arange(int(math.floor(lo / h)) - 1, int(math.ceil(hi / h)) + 2)
+    a = np.exp(l_idx * h)
+    y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
+    y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
+    cache: dict = {}
+    for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
+        _factor(s, scale, d, n, cache)
+    # from here on only the laws' suffix sums, their prefix sums at the points read below and
+    # the weighted sums are used (memory: each full array goes as soon as it is not needed)
+    law_q = _SumLaw(s, T, 0.0, d, n, cache)
+    law_q.keep_prefix_at(np.concatenate([y_add, _add_cuts(T)]))
+    assert law_q.c is not None
+    sums = _q_sums(law_q.c)
+    law_q.c = None
+    law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
+    del cache
+    law_p.keep_prefix_at(y_add)
+    assert law_p.c is not None
+    sums += _p_sums(law_p.c, T)
+    law_p.c = None
 
     def p_above(y: np.ndarray) -> np.ndarray:  # P(S > y) <= e^{(alpha-1)(D_alpha(P||Q) - l)}
         lv = np.log(np.asarray(y) / T)
@@ -554,14 +730,8 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
         rdp = np.exp(np.min((alphas[:, None] - 1) * (rev[:, None] + lv[None, :]), axis=0))
         return np.minimum(law_q.below(np.asarray(y), True), np.minimum(rdp, 1.0))
 
-    ex = _Expectations(law_q, law_p, p_above, q_below)
-    l_top = math.log(n * d / T)
-    lo = min(l_min, -l_top)
-    hi = max(l_top, -l_min)
-    l_idx = np.arange(int(math.floor(lo / h)) - 1, int(math.ceil(hi / h)) + 2)
-    a = np.exp(l_idx * h)
-    y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
-    y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
+    ex = _Expectations(law_q, law_p, p_above, q_below, sums)
+    del sums
     u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
                        ex.remove(a, True))
     u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
@@ -603,10 +773,13 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
     # and inf right of it (only the choice of j depends on this, not the validity)
     tau = 1e-15
     mode = int(np.argmax(den))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(den > tau, num / np.maximum(den, tau),
-                     np.where(np.arange(n) < mode, 0.0, np.inf))
-    rmax = np.maximum.accumulate(r)
+    r = np.maximum(den, tau)  # one full-length work array (memory)
+    np.divide(num, r, out=r)
+    low = den <= tau
+    r[:mode][low[:mode]] = 0.0
+    r[mode:][low[mode:]] = np.inf
+    del low
+    rmax = np.maximum.accumulate(r, out=r)
     j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
     best = np.zeros(len(a))
     for off in (-1, 0, 1):
@@ -658,14 +831,24 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
-    law_q = _SumLaw(c, T, 0.0, d, n, cache)
-    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k)
+    for scale in (0.0, c * s):  # both spectra first: their FFT work space is then the peak
+        _factor(c, scale, d, n, cache)
+    law_q = _SumLaw(c, T, 0.0, d, n, cache, sums=False)
+    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True, sums=False)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
     a = np.exp(l_idx * h)
+    # remove reads the suffix sums, add the prefix sums: one kind at a time (memory)
+    for law in (law_q, law_p):
+        assert law.c is not None
+        law._suffix = _suffix(law.c)
     d_rem = _threshold_lower(law_p, law_q, a, True)
+    for law in (law_q, law_p):
+        assert law.c is not None
+        law._suffix, law._prefix = None, _prefix(law.c)
     d_add = _threshold_lower(law_p, law_q, a, False)
+    del law_q, law_p
     q_up = np.minimum(1.0, np.exp(-l_idx * h))
     q_low = np.zeros(len(a))
     try:
@@ -774,13 +957,11 @@ class BISPLDAnalysis(RunAnalysis):
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
                 elif 1 < self.k < self.T:
-                    # upper (block reduction) and lower (statistic) bounds are independent:
-                    # two threads (numpy / scipy release the GIL in the large array work)
-                    with ThreadPoolExecutor(max_workers=2) as pool:
-                        low_f = pool.submit(bis_statistic_lower_plds, self.sigma, self.T,
-                                            self.k, shape=statistic_shape(self.T, self.k))
-                        plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
-                        low = low_f.result()
+                    # upper (block reduction) and lower (statistic) bounds, one after the
+                    # other: each holds its own circles (memory over parallelism)
+                    plds = list(bis_plds(self.sigma, self.T, self.k, self.epochs))
+                    low = bis_statistic_lower_plds(self.sigma, self.T, self.k,
+                                                   shape=statistic_shape(self.T, self.k))
                     if low is not None:
                         self._opt = [o.self_compose(self.epochs) for o in low]
                     self._plds = plds
