@@ -93,3 +93,27 @@ def test_eps_floor_below_conversion_on_interval():
         fine, _ = eps_from_rdp(orders, curve, d)
         fl = eps_floor(np.array([a]), np.array([b]), curve[:1], np.array([d]))[0, 0]
         assert fl <= fine
+
+
+def test_renyi_floor_below_exact_rdp_at_high_orders():
+    """At high orders exp((alpha - 1) L) magnifies the grid's numerical noise at large losses
+    (mass ~1e-17 where the true pair can hold ~1e-20): the floor must discount the PLD's slack.
+    Reference: T x the exact binomial sum of Mironov et al. 2019 at integer orders (mpmath)."""
+    import mpmath as mp
+
+    q, s, T = 0.01, 1.0, 1000
+    an = pa.Training(pa.Gaussian(s), pa.Poisson(q), steps=T).analysis("pld")[0][1]
+    for n in (8, 16, 32):
+        tot = mp.fsum(mp.binomial(n, k) * (1 - q) ** (n - k) * mp.mpf(q) ** k
+                      * mp.e ** ((k * k - k) / (2 * s * s)) for k in range(n + 1))
+        exact = T * float(mp.log(tot) / (n - 1))
+        assert float(an.renyi_floor(np.array([float(n)]))[0]) <= exact
+
+
+@pytest.mark.parametrize("eps", [4.5, 5.0])
+def test_best_delta_at_large_epsilon_not_looser_than_rdp(eps):
+    """Found by review: at q 0.01, sigma 1, T 1000, delta(5) from "best" was 45x the RDP
+    accountant's (the floor ignored the slack and screened RDP out)."""
+    best = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=1000).delta(eps)
+    assert float(best.upper.value) <= _all_upper(pa.Gaussian(1.0), 0.01, 1000, "delta", eps) * (
+        1 + 1e-12)

@@ -26,14 +26,17 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     Def. 3, written over the privacy loss L).  The masses are summed in at most 1024 blocks of
     consecutive grid points, each placed at its P-weighted mean loss, which by Jensen's
     inequality (convexity of exp) can only lower the sum;
-    mass at +inf gives +inf.  The result is clipped at 0 (a divergence is >= 0) and is
+    mass at +inf gives +inf.  The grid masses are those of a dominated pair only up to the
+    numerical allowance ``pld.slack`` (an l1 bound on their error), and that error may sit at
+    the largest losses, where exp((alpha - 1) L) magnifies it: ``slack`` of mass is removed from
+    the top of the grid first (:func:`_drop_top_mass`).  The result is clipped at 0 (a divergence is >= 0) and is
     nondecreasing in alpha up to rounding.  Used to tell, before computing an RDP curve,
     that it cannot beat a PLD (:mod:`privamp.accounting.screening`).
     """
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if pld.inf_mass > 0:
         return np.full(a.shape, np.inf)
-    m = pld.masses
+    m = _drop_top_mass(pld.masses, pld.slack)
     k = max(1, math.ceil(len(m) / _FLOOR_BLOCKS))
     pad = (-len(m)) % k
     mb = np.concatenate([m, np.zeros(pad)]).reshape(-1, k)
@@ -51,6 +54,16 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         out = (top[:, 0] + np.log(np.exp(e - top).sum(axis=1))) / t[:, 0]
     return np.maximum(out, 0.0)
+
+
+def _drop_top_mass(masses: np.ndarray, amount: float) -> np.ndarray:
+    """``masses`` with ``amount`` of mass removed from the highest indices down: the smallest
+    E[f(L)] for increasing f >= 0 over all mass vectors within l1 distance ``amount``."""
+    if amount <= 0:
+        return masses
+    above = np.cumsum(masses[::-1])[::-1] - masses  # mass strictly above each index
+    out = np.clip(masses - np.maximum(amount - above, 0.0), 0.0, None)
+    return out
 
 
 def two_sided_renyi_floor(pld, alpha: np.ndarray) -> np.ndarray:
