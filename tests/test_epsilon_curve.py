@@ -165,3 +165,18 @@ def test_rr_curve_brackets_exact_binomial_profile():
         assert rr_poisson_delta(float(g.upper.value[i]), theta, q, t) <= delta * (1 + 1e-9)
         assert rr_poisson_delta(float(g.lower.value[i]), theta, q, t) >= delta * (1 - 1e-9)
         assert g.upper.value[i] - g.lower.value[i] <= 1e-3 * g.upper.value[i]
+
+
+@pytest.mark.parametrize("accountant", ["pld", "best"])
+def test_checkpoint_the_shared_composition_declines_is_asked_alone(accountant):
+    """Found by review: at delta 1e-12 the shared composition declined at some checkpoints
+    (its float allowance) where single queries answer; "pld" raised and "best" fell back to
+    RDP without a lower bound.  Each checkpoint must bracket dp-accounting's PLD (h 1e-4)."""
+    q, sigma = 0.05, 0.8
+    run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=1000)
+    steps = [50, 100, 999]
+    g = run.epsilon_curve(1e-12, steps=steps, accountant=accountant)
+    for i, t in enumerate(steps):
+        ref = _dpa_pld(q, sigma, t, 1e-12)
+        assert g.lower.value[i] <= ref * (1 + 1e-3) and ref <= g.upper.value[i] * (1 + 1e-3)
+        assert g.lower.value[i] > 0.98 * g.upper.value[i]

@@ -254,17 +254,19 @@ class Training:
         results, floors = fast.curve(order, "epsilon", d, hook=keep_floor)
         needs = self._screen(order, results, floors, d) if rdp_ok else [False] * len(order)
         wanted = [int(t) for t, res, need in zip(order, results, needs, strict=True)
-                  if need or (rdp_ok and isinstance(res, NotApplicable))]
+                  if need and not isinstance(res, NotApplicable)]
         rdp = dict(zip(wanted, self._rdp_curve(np.array(wanted, dtype=int), d), strict=True)) \
             if wanted else {}
         out = []
         for t, res in zip(order, results, strict=True):
-            ps = [] if isinstance(res, NotApplicable) else [res]
+            if isinstance(res, NotApplicable):
+                # the shared composition declined here (e.g. its float allowance at this delta):
+                # the checkpoint is asked as a run of its own, like a single query
+                out.append(self._at(int(t))._query(accountant, "epsilon", d)[0])
+                continue
+            ps = [res]
             if rdp.get(int(t)) is not None:
                 ps.append(rdp[int(t)])
-            if not ps:
-                raise res if isinstance(res, NotApplicable) else NotApplicable(
-                    f"no accountant answers after {t} steps")
             out.append(ps)
         return out
 
