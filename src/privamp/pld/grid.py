@@ -416,7 +416,9 @@ class PLD:
         eps = losses[jj] - t
         lower_end = np.where(jj > 0, losses[np.maximum(jj - 1, 0)], -np.inf)
         eps = np.maximum(eps, lower_end)
-        step = 1e-12 * np.maximum(1.0, np.abs(eps)) + 4 * _U
+        finite = np.isfinite(eps)  # -inf: the whole profile is below target (answer 0)
+        step = np.where(finite, 1e-12 * np.maximum(1.0, np.abs(np.where(finite, eps, 0.0)))
+                        + 4 * _U, 0.0)
         eps = eps + step if pess else eps - step
         eps = np.maximum(eps, 0.0)
         out[:] = eps
