@@ -28,10 +28,10 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     inequality (convexity of exp) can only lower the sum;
     mass at +inf gives +inf.  The grid masses are those of a dominated pair only up to the
     numerical allowance ``pld.slack`` (an l1 bound on their error), and that error may sit at
-    the largest losses, where exp((alpha - 1) L) magnifies it: ``slack`` of mass is removed from
-    the top of the grid first (:func:`_drop_top_mass`).  The result is clipped at 0 (a divergence is >= 0) and is
-    nondecreasing in alpha up to rounding.  Used to tell, before computing an RDP curve,
-    that it cannot beat a PLD (:mod:`privamp.accounting.screening`).
+    the largest losses, where exp((alpha - 1) L) magnifies it: ``slack`` of mass is removed
+    from the top of the grid first (:func:`_drop_top_mass`).  The result is clipped at 0 (a
+    divergence is >= 0) and is nondecreasing in alpha up to rounding.  Used to tell, before
+    computing an RDP curve, that it cannot beat a PLD (:mod:`privamp.accounting.screening`).
     """
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if pld.inf_mass > 0:
