@@ -43,6 +43,14 @@ class Scheme:
         raise NotImplementedError
 
 
+def _positive_rate(value: object) -> float:
+    """A sampling rate in (0, 1] (a scheme that samples nothing has no steps per epoch)."""
+    r = check_rate("rate", value)
+    if r == 0:
+        raise ValueError("rate must be in (0, 1], got 0")
+    return r
+
+
 def _check_batch(
     batch_size: object, dataset_size: object, *, at_most_n: bool = True
 ) -> tuple[int, int]:
@@ -209,15 +217,11 @@ class SubsampledModelSplit(Scheme):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "parts", check_int("parts", self.parts, minimum=1))
-        r = check_rate("rate", self.rate)
-        if r == 0:
-            raise ValueError("rate must be in (0, 1], got 0")
-        object.__setattr__(self, "rate", r)
+        object.__setattr__(self, "rate", _positive_rate(self.rate))
 
     @property
     def steps_per_epoch(self) -> float:
         return 1.0 / self.rate
-
 
 
 @dataclass(frozen=True)
@@ -245,10 +249,7 @@ class PartialModelSplit(Scheme):
             object.__setattr__(self, field_name, float(v))
         if self.split_norm == 0:
             raise ValueError("split_norm must be in (0, inf), got 0")
-        r = check_rate("rate", self.rate)
-        if r == 0:
-            raise ValueError("rate must be in (0, 1], got 0")
-        object.__setattr__(self, "rate", r)
+        object.__setattr__(self, "rate", _positive_rate(self.rate))
 
     @property
     def steps_per_epoch(self) -> float:

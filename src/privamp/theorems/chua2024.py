@@ -573,6 +573,16 @@ def _maxcount_composed(s: float, T: int, E: int) -> list:
     return _MAXCOUNT[key]
 
 
+def _composed_lower(val: np.ndarray, s: float, T: int, E: int, ask) -> np.ndarray:
+    """``val`` raised to the lower bounds of the per-epoch statistics composed over E epochs
+    (the max statistic and the (max, count) statistics): ``ask(pld)`` is the two-sided
+    PLD's (upper, lower) answer, of which the lower side is kept."""
+    pld = _maxstat_composed(s, T, E)
+    for p in ([pld] if pld is not None else []) + list(_maxcount_composed(s, T, E)):
+        val = np.maximum(val, np.maximum(ask(p)[1], 0.0))
+    return val
+
+
 def _shuffle_lower_delta(eps: np.ndarray, s: float, T: int, E: int,
                          method: str = "auto") -> np.ndarray:
     eps = np.atleast_1d(eps)
@@ -580,11 +590,7 @@ def _shuffle_lower_delta(eps: np.ndarray, s: float, T: int, E: int,
     if method == "histogram" and E == 1:
         val = np.maximum(val, _histogram_delta(eps, s, T))
     if method == "auto" and E > 1:
-        pld = _maxstat_composed(s, T, E)
-        if pld is not None:
-            val = np.maximum(val, np.maximum(pld.delta(eps)[1], 0.0))
-        for p in _maxcount_composed(s, T, E):
-            val = np.maximum(val, np.maximum(p.delta(eps)[1], 0.0))
+        val = _composed_lower(val, s, T, E, lambda p: p.delta(eps))
     return val
 
 
@@ -603,11 +609,7 @@ def _shuffle_lower_epsilon(delta: np.ndarray, s: float, T: int, E: int,
             hi = np.where(above, hi, mid)
         val = np.maximum(val, lo)
     if method == "auto" and E > 1:
-        pld = _maxstat_composed(s, T, E)
-        if pld is not None:
-            val = np.maximum(val, np.maximum(pld.epsilon(delta)[1], 0.0))
-        for p in _maxcount_composed(s, T, E):
-            val = np.maximum(val, np.maximum(p.epsilon(delta)[1], 0.0))
+        val = _composed_lower(val, s, T, E, lambda p: p.epsilon(delta))
     return val
 
 
