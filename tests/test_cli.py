@@ -212,3 +212,13 @@ def test_calibrate_reports_each_probe_through_the_callback(capsys):
                  "--rate", "1", "--steps", "1"]) == 0
     err = capsys.readouterr().err
     assert "calibrating" in err and "sigma=" in err and "\r" not in err
+
+
+def test_headers_cut_long_decimals_json_keeps_them(capsys):
+    args = ["epsilon", "--sigma", "1.1", "--scheme", "poisson", "--batch-size", "256",
+            "--dataset-size", "60000", "--steps", "10", "--delta", "1e-5"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Poisson(rate=0.00426667)" in out and "0.0042666666" not in out  # 256/60000
+    assert main([*args, "--json"]) == 0
+    assert "0.004266666666666667" in capsys.readouterr().out

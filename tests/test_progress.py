@@ -42,3 +42,17 @@ def test_silenced_by_the_environment(monkeypatch):
     list(iterate(range(3), "quiet", stream=out))
     assert working("quiet", lambda: time.sleep(0.2), stream=out, after=0.01) is None
     assert out.getvalue() == ""
+
+
+def test_off_a_terminal_the_closing_refresh_is_not_repeated():
+    out = io.StringIO()
+    bar = progress(total=None, desc="calibrating", stream=out, log_every=0.0, unit=" probes")
+    for sigma in (1.5, 1.7):
+        bar.set_postfix_str(f"sigma={sigma}", refresh=False)
+        bar.update()
+    bar.close()
+    lines = out.getvalue().splitlines()
+    # the empty start, one line per probe; close() adds no copy of the last probe's line
+    assert [line.split("]")[0].split(" [")[0] for line in lines] == [
+        "calibrating: 0 probes", "calibrating: 1 probes", "calibrating: 2 probes"]
+    assert lines[-1].endswith("sigma=1.7]")

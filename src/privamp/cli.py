@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -214,8 +215,17 @@ def _inputs(args: argparse.Namespace, run: Training | None = None) -> dict[str, 
     return out
 
 
+def _brief(obj: object) -> str:
+    """``str(obj)`` with long decimals cut to 6 significant digits (for titles and headers;
+    ``--json`` keeps the exact values)."""
+    return _LONG_DECIMAL.sub(lambda m: f"{float(m.group()):.6g}", str(obj))
+
+
+_LONG_DECIMAL = re.compile(r"\d*\.\d{7,}(?:e[-+]?\d+)?")
+
+
 def _describe(run: Training) -> str:
-    return f"{run.mechanism}, {run.scheme}, {run.steps} steps, {run.relation}"
+    return _brief(f"{run.mechanism}, {run.scheme}, {run.steps} steps, {run.relation}")
 
 
 def _print_guarantee(title: str, g: Guarantee, args: argparse.Namespace,
@@ -282,7 +292,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     print(f"noise multiplier  {b:.6g}")
     print(f"  the smallest found whose epsilon upper bound at delta={args.delta:g} is at "
           f"most {args.epsilon:g}")
-    print(f"  ({run.scheme}, {run.steps} steps, {run.relation}; {_source(args, b.source)})")
+    print(f"  ({_brief(run.scheme)}, {run.steps} steps, {run.relation}; "
+          f"{_source(args, b.source)})")
 
 
 def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int, int, float]:

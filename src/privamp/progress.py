@@ -11,6 +11,7 @@ lines, at most one every ``log_every`` seconds plus the last, so logs stay reada
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -24,18 +25,28 @@ T = TypeVar("T")
 
 
 class _Lines:
-    """A stream for tqdm that writes each refresh as one full line (no carriage returns)."""
+    """A stream for tqdm that writes each refresh as one full line (no carriage returns).
+
+    A line that repeats the previous one but for its timing (tqdm's refresh on ``close``)
+    is dropped."""
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
+        self._last = ""
 
     def write(self, text: str) -> None:
         text = text.replace("\r", "").replace("\x1b[A", "").strip()
-        if text:
+        key = _TIMING.sub("[", text)
+        if text and key != self._last:
             self.stream.write(text + "\n")
+            self._last = key
 
     def flush(self) -> None:
         self.stream.flush()
+
+
+#: tqdm's "[elapsed, rate" prefix inside the brackets, e.g. "[00:03, 1.20 probes/s".
+_TIMING = re.compile(r"\[\d[\d:]*(?:<[^,\]]*)?(?:, *[^,\]]*/(?:s|it|\w+))?")
 
 
 def _is_tty(stream: TextIO | None) -> bool:
