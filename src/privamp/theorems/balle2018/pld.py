@@ -252,7 +252,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                 self._triangle = TriangleUpper(rem, add)
                 b, rho, unit = _count_weights(self.mechanism, self.scheme, self.relation,
                                               _UPPER_TRUNC)
-                self._profile = profile_pld(self.triangle_pairs[0], b, rho, unit, h,
+                self._profile = profile_pld(*self.triangle_pairs, b, rho, unit, h,
                                             tail).self_compose(T)
             self._plds = (ups, los)
         return self._plds

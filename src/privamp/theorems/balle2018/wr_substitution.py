@@ -23,6 +23,9 @@ convexity of H_alpha in its second argument give
   j (v - v').
 
 For a < 1, H_a(P || Q) = 1 - a + a H_{1/a}(Q || P) and (Q, P) is a neighbouring pair too.
+Second bound, for every a > 0 (one step of the removal-then-addition triangle,
+:mod:`.triangle`): H_a(P || Q) <= H_{a1}(remove) + a1 H_{a / a1}(add) for every a1 > 0,
+(remove, add) the exact add/remove pairs; the smaller of the two is kept at each loss.
 The resulting function bounds the profile of every neighbouring pair of one step; the
 greatest convex minorant of its values on a loss grid is the profile of a grid pair that
 dominates them all (Zhu, Dong, Wang 2022, arXiv:2106.08567, Def. 7 and Thm 10), which is
@@ -94,15 +97,43 @@ def one_step_upper(one_sided: LossPair, b: np.ndarray, rho: float, s: float,
     return _mirror(l, _upper_nonneg(one_sided, b, rho, s, np.abs(l)))
 
 
-def profile_pld(one_sided: LossPair, b: np.ndarray, rho: float, s: float, h: float,
-                tail: float, max_points: int = 80_001) -> PLD:
+def _delta_up(pair: LossPair, l: np.ndarray) -> np.ndarray:
+    """``pair.delta(l)`` with the float allowance (tails accurate to ~1e-15 relative)."""
+    d = pair.delta(l) + 1e-13 * pair.tail(l, "P", True, True)
+    return np.minimum(d * (1.0 + _REL) + 1e-300, 1.0)
+
+
+def _one_step_triangle(remove: LossPair, add: LossPair, l: np.ndarray, h: float,
+                       top: float, below: float = 0.05) -> np.ndarray:
+    """min over splits l1 + l2 = l (l2 = k h in [-``below``, ``top`` + h], l1 on the grid
+    ``l``) of H_{e^l1}(remove) + e^l1 H_{e^l2}(add), at the grid losses ``l`` (ascending,
+    step h); every split is an upper bound on one step's H_{e^l} (module docstring).
+    ``top``: where the add order's profile reaches 0 (larger l2 only raise the first term)."""
+    x = _delta_up(remove, l)
+    k = np.arange(-int(below / h), int(np.ceil(top / h)) + 2)
+    y = _delta_up(add, k * h)
+    best = np.ones_like(l)
+    for kk, yk in zip(k, y, strict=True):
+        i1 = np.arange(len(l)) - kk  # index of l1 = l - k h
+        ok = (i1 >= 0) & (i1 < len(l))
+        val = np.ones_like(l)
+        val[ok] = x[i1[ok]] + np.exp(l[i1[ok]]) * yk
+        best = np.minimum(best, val)
+    return np.minimum(best * (1.0 + _REL) + 1e-300, 1.0)
+
+
+def profile_pld(remove: LossPair, add: LossPair, b: np.ndarray, rho: float, s: float,
+                h: float, tail: float, max_points: int = 80_001) -> PLD:
     """Pessimistic grid PLD dominating every substitution pair of one step: the greatest
-    convex minorant of the bound at the grid losses i h' (:func:`one_step_upper`), over a
-    symmetric range [-L, L] with the bound at e^L <= ``tail`` (at most L = 700; the rest of
-    the profile becomes mass at +inf, which only raises it); h' = max(h, 2 L / max_points)
-    (any step is sound: the connect-the-dots error is second order in it)."""
+    convex minorant of the smaller of the two bounds at the grid losses i h'
+    (:func:`one_step_upper` with ``one_sided = remove``, and :func:`_one_step_triangle`),
+    over a symmetric range [-L, L] with the first bound at e^L <= ``tail`` (at most
+    L = 700; the rest of the profile becomes mass at +inf, which only raises it);
+    h' = max(h, 2 L / max_points) (any step is sound: the connect-the-dots error is second
+    order in it).  ``remove``: the add/remove pair of the removal order (its ``delta`` >=
+    that of (sum_j b_j N(j s), N(0)) with the untruncated count law); ``add``: its swap."""
     def above(x: float) -> bool:
-        return float(_upper_nonneg(one_sided, b, rho, s, np.array([x]))[0]) > tail
+        return float(_upper_nonneg(remove, b, rho, s, np.array([x]))[0]) > tail
 
     lo, hi = 0.0, 1.0
     while hi < 700.0 and above(hi):
@@ -112,6 +143,9 @@ def profile_pld(one_sided: LossPair, b: np.ndarray, rho: float, s: float, h: flo
         lo, hi = (mid, hi) if above(mid) else (lo, mid)
     h = max(float(h), 2.0 * hi / (max_points - 1))
     n = int(np.ceil(hi / h))
-    up = _upper_nonneg(one_sided, b, rho, s, np.arange(n + 1) * h)
+    up = _upper_nonneg(remove, b, rho, s, np.arange(n + 1) * h)
     idx = np.arange(-n, n + 1)
-    return _gcm_pld(idx, h, _mirror(idx * h, np.concatenate([up[:0:-1], up])))
+    first = _mirror(idx * h, np.concatenate([up[:0:-1], up]))
+    top = -float(np.log(b[0])) if b[0] > 0 else 1.0  # the add order's largest loss, -log b0
+    tri = _one_step_triangle(remove, add, idx * h, h, top)
+    return _gcm_pld(idx, h, np.minimum(first, tri))
