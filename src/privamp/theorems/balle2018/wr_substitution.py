@@ -2,7 +2,8 @@
 for every pair of neighbouring datasets, turned into a dominating grid pair and composed.
 
 Setting (docs/findings.md, "Sampling with replacement"): m draws with replacement from n
-records, Gaussian sum, shift s = Delta / sigma (Delta = |v - v'| <= 2C), J ~ Bin(m, 1/n)
+records, Gaussian sum, shift s = Delta / sigma (Delta = 2C bounds the distance between any
+two records, so |v - v'|, |v - D_k|, |v' - D_k| <= Delta), J ~ Bin(m, 1/n)
 copies of the differing record in a batch, b_j = P(J = j), eta = 1 - b_0.
 
 Given the other draws D (joint convexity), both outputs put mass 1 - eta on the same N(0):
@@ -28,8 +29,11 @@ Second bound, for every a > 0 (one step of the removal-then-addition triangle,
 (remove, add) the exact add/remove pairs; the smaller of the two is kept at each loss.
 The resulting function bounds the profile of every neighbouring pair of one step; the
 greatest convex minorant of its values on a loss grid is the profile of a grid pair that
-dominates them all (Zhu, Dong, Wang 2022, arXiv:2106.08567, Def. 7 and Thm 10), which is
-composed with the PLD engine.
+dominates them all in both orders and for every eps (Zhu, Dong, Wang 2022, arXiv:2106.08567,
+Def. 7; profile >= pointwise means tradeoff function <=, i.e. Blackwell dominance), so the
+adaptive T-step run is dominated by its T-fold product (Dong, Roth, Su 2022, Thm 3.2; Zhu,
+Dong, Wang 2022, Thm 10), composed with the PLD engine.  The full proof, step by step:
+docs/findings.md, "Substitution: a one-step profile bound".
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ SRC_WR_SUBSTITUTION = (
     "with replacement, substitution: one-step profile bound given the other draws "
     "(Balle, Barthe, Gaboardi 2018 Thm 2 advanced joint convexity, arXiv:1807.01647; the "
     "add/remove collinear worst case, Schuchardt et al. 2024 App. H.2, arXiv:2403.04867; "
-    "slot coupling for the substitution part; privamp, docs/findings.md), dominating grid "
+    "slot coupling for the substitution part; the smaller of it and the one-step "
+    "removal-then-addition triangle; privamp, docs/findings.md), dominating grid "
     "pair of its convex minorant (Zhu, Dong, Wang 2022, arXiv:2106.08567), FFT composition"
 )
 
