@@ -148,3 +148,14 @@ def test_headline_interval_brackets_the_realised_run():
     g = run.epsilon(1e-5, accountant="pld")
     assert 0.78476 - 1e-4 <= g.lower.value <= 0.78476 + 1e-5 < g.upper.value
     assert g.upper.value < 1.18955 * 0.75
+
+
+def test_one_draw_from_a_large_dataset_answers():
+    """m = 1, n = 1e5 (a tiny loss range, so a fine grid): the one-step triangle once made
+    ~(top + below) / h passes over the grid and did not finish (adversarial review); now it
+    answers (the suite's per-test timeout fails a hang), with the one-sided realised pair
+    (Balle et al. Thm 9, privamp's lower side) below the upper bound."""
+    run = pa.Training(pa.Gaussian(1.0), pa.WithReplacement(1, 100_000), steps=1000,
+                      relation=pa.Substitution())
+    g = run.epsilon(1e-5, accountant="pld")
+    assert 0.0 < g.lower.value <= g.upper.value < 2.0 * g.lower.value
