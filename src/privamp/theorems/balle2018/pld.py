@@ -69,6 +69,7 @@ from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .profiles import PAPER, covers_fixed_batch, profile_terms
 from .triangle import TriangleUpper
+from .wr_substitution import SRC_WR_SUBSTITUTION, profile_pld
 
 __all__ = [
     "fixed_batch_pairs",
@@ -108,6 +109,18 @@ SRC_TRIANGLE = (
 )
 
 
+def _count_weights(mechanism: Gaussian, scheme, relation, trunc: float
+                   ) -> tuple[np.ndarray, float, float]:
+    """(b_j = P(J = j) for j = 0..J, rho = P(J > J), shift u of one copy): J the first count
+    whose tail is <= ``trunc`` (see :func:`_gaussian_count_pair`)."""
+    unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
+    dist, jmax = _count_law(scheme, relation)
+    sf = dist.sf(np.arange(0, jmax + 1))
+    big = np.nonzero(sf > trunc)[0]
+    J = min(int(big[-1]) + 1 if big.size else 1, jmax)
+    return dist.pmf(np.arange(0, J + 1)), float(dist.sf(J)), unit
+
+
 def _gaussian_count_pair(mechanism: Gaussian, scheme, relation, trunc: float
                          ) -> tuple[LossPair, float]:
     """(sum_{j<=J} b_j N(j u), N(0, 1)) with b the law of the number of copies / members of
@@ -117,13 +130,8 @@ def _gaussian_count_pair(mechanism: Gaussian, scheme, relation, trunc: float
     u = Delta / sigma under substitution (others equal to v', the differing record at
     distance Delta) and 2 C / sigma under add/remove (a drawn copy of the added record
     replaces a draw of another record: distance 2C)."""
-    unit = mechanism.shift(1) * (2 if type(relation) is AddRemove else 1)
-    dist, jmax = _count_law(scheme, relation)
-    sf = dist.sf(np.arange(0, jmax + 1))
-    big = np.nonzero(sf > trunc)[0]
-    J = min(int(big[-1]) + 1 if big.size else 1, jmax)
-    b = dist.pmf(np.arange(0, J + 1))
-    rho = float(dist.sf(J))
+    b, rho, unit = _count_weights(mechanism, scheme, relation, trunc)
+    J = len(b) - 1
     b = b / b.sum()
     if J == 1 and 0 < b[1] < 1:
         return MixturePair(GaussianPair(unit), float(b[1])), rho
@@ -212,6 +220,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                                                                         relation)
         self.upper_pairs, self.lower_pairs, self.rho, self.triangle_pairs = up, lo, rho, tri
         self._triangle: TriangleUpper | None = None
+        self._profile = None  # with replacement, substitution: composed one-step profile
         self.h = h
         self._plds: tuple[list, list] | None = None
 
@@ -241,6 +250,10 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                 rem, add = (discretise(p, h, tail, optimistic=False)[0].self_compose(T)
                             for p in self.triangle_pairs)
                 self._triangle = TriangleUpper(rem, add)
+                b, rho, unit = _count_weights(self.mechanism, self.scheme, self.relation,
+                                              _UPPER_TRUNC)
+                self._profile = profile_pld(*self.triangle_pairs, b, rho, unit, h,
+                                            tail).self_compose(T)
             self._plds = (ups, los)
         return self._plds
 
@@ -248,20 +261,25 @@ class FixedBatchPLDAnalysis(RunAnalysis):
         up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
         if self._triangle is None:
             return up, self.up_src
-        tri = self._triangle.delta(e)
-        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+        return self._smallest(up, self._triangle.delta(e), self._profile.delta(e))
 
     def _upper_epsilon(self, d: np.ndarray) -> tuple[np.ndarray, str]:
         up = np.max([p.epsilon(d) for p in self.plds[0]], axis=0)
         if self._triangle is None:
             return up, self.up_src
-        tri = self._triangle.epsilon(d, up)
-        return np.minimum(up, tri), self._both_src(bool(np.any(tri < up)))
+        return self._smallest(up, self._triangle.epsilon(d, up), self._profile.epsilon(d))
 
-    def _both_src(self, triangle_won: bool) -> str:
-        if not triangle_won:
-            return self.up_src
-        return (f"{SRC_TRIANGLE}; {PESSIMISTIC_SOURCE} (and {self.up_src}, the smaller kept)")
+    def _smallest(self, up: np.ndarray, tri: np.ndarray, prof: np.ndarray
+                  ) -> tuple[np.ndarray, str]:
+        """The smallest of three upper bounds (each valid) and the sources of the winners."""
+        best = np.minimum(np.minimum(up, tri), prof)
+        won = [prof <= best, (tri <= best) & (tri < prof), (up <= best) & (up < tri) & (up < prof)]
+        srcs = [f"{SRC_WR_SUBSTITUTION}; {PESSIMISTIC_SOURCE}",
+                f"{SRC_TRIANGLE}; {PESSIMISTIC_SOURCE}", self.up_src]
+        names = [s for s, w in zip(srcs, won, strict=True) if np.any(w)]
+        if len(names) == 1:
+            return best, names[0]
+        return best, "the smallest of: " + " | ".join(names)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
