@@ -161,6 +161,14 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     c = -log_tau
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
+    # Newton from the best of a geometric scan of lambda (from the moment guess alone it
+    # can stall far from the optimum for heavy-tailed p, e.g. PLDs at tiny sampling rates)
+    for lams in (np.geomspace(1e-12, 50.0, 48), None):
+        if lams is None:
+            lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+        xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
+        if np.isfinite(xs).any():
+            lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
     best = math.inf
     for it in range(8):
         a = logp + lam * (idx - top)
@@ -196,8 +204,11 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
     M(lam) = sum p_i e^{lam i} for lam > 0 (down: for the reversed positions), so a Chernoff
-    bound for the blocked measure holds for p (:func:`_chernoff_upper`); the blocks cost at
-    most one block length in the bound."""
+    bound for the blocked measure holds for p (:func:`_chernoff_upper`).  A block of mass m
+    moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
+    ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
+    concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
+    blocked bulk would cost T block lengths."""
     n = len(p)
     if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
@@ -208,8 +219,18 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     buf[:n] = p
     sums = buf.reshape(nb, b).sum(axis=1) * (1.0 + (b + 2) * UNIT_ROUNDOFF)
     pos = np.minimum(np.arange(nb) * b + (b - 1), n - 1) if end == "max" else np.arange(nb) * b
-    keep = sums > 0
-    return np.log(sums[keep]), pos[keep].astype(float)
+    k = min(max(1, (2 * points) // b), nb)
+    exact = np.zeros(nb, dtype=bool)
+    exact[np.argpartition(-sums, k - 1)[:k]] = True
+    keep = (sums > 0) & ~exact
+    ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
+    ent = ent[ent < n]
+    ent = ent[p[ent] > 0]
+    allpos = np.concatenate((pos[keep], ent))
+    order = np.argsort(allpos, kind="stable")
+    with np.errstate(divide="ignore"):
+        logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
+    return logs[order], allpos[order].astype(float)
 
 
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
@@ -352,16 +373,17 @@ _LAMBDAS = np.geomspace(1e-7, 50.0, 64)
 _PRODUCT_CHERNOFF_POINTS = 1024
 
 
-def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``_LAMBDAS``
+def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
+                    lambdas: np.ndarray = _LAMBDAS) -> np.ndarray:
+    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``lambdas``
     (inflated by the float-error bound of :func:`_chernoff_upper`)."""
     top = float(idx[-1])
-    lam = _LAMBDAS[:, None]
+    lam = lambdas[:, None]
     a = logp[None, :] + lam * (idx[None, :] - top)
     mx = a.max(axis=1)
-    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + _LAMBDAS * top
+    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + lambdas * top
     err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
-                                               + _LAMBDAS * top + np.abs(k))
+                                               + lambdas * top + np.abs(k))
     return k + err
 
 
