@@ -11,12 +11,14 @@ import numpy as np
 
 from .._validation import check_positive
 from ..errors import NotApplicable
+from ..pairs.combinators import MixturePair
 from ..pairs.loss_pair import LossPair
 from .grid import (
     _REL_SAFETY,
     PLD,
     _bin_split,
     _optimistic_masses,
+    _split_tail_errors,
     _strip,
     _tail_errors,
     _with_float_allowance,
@@ -85,11 +87,16 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
                 PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic")
                 if optimistic else None)
     i_lo, l = _grid(pair, h, tail)
-    pm_all, qm_all = pair.bin_masses(l)
-    pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
     a = np.exp(l)
+    split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
+    if split is not None:  # float error scaling with the mixture weight
+        pm_all, qm_all, base_p = split
+        errs = _split_tail_errors(pm_all, qm_all, base_p, l, pair.w)
+    else:
+        pm_all, qm_all = pair.bin_masses(l)
+        errs = _tail_errors(pm_all, qm_all, a)
+    pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
     dlt, e = _bin_split(pb, qb, a, h)
-    errs = _tail_errors(pm_all, qm_all, a)
 
     # --- pessimistic ---
     up = a[1:] * e

@@ -561,16 +561,38 @@ def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.
     ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
     known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
     """
-    def side(m: np.ndarray) -> np.ndarray:
-        inner = m[1:-1]
-        above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
-        tot = float(m.sum())
-        below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
-        # switch: first k whose mass above is below the mass at or below
-        err = np.where(above <= below, above, tot + above)
-        return err
+    return 6.0 * ulps * _U * (_tail_side(pm) + a * _tail_side(qm)) + 1e-300
 
-    return 6.0 * ulps * _U * (side(pm) + a * side(qm)) + 1e-300
+
+def _tail_side(m: np.ndarray) -> np.ndarray:
+    """Per grid point l_k, the stored mass above l_k if that is the smaller tail there, else
+    the total plus it: what the 12 u error of the telescoped tails of :func:`_tail_errors` is
+    relative to."""
+    inner = m[1:-1]
+    above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+    tot = float(m.sum())
+    below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
+    # switch: first k whose mass above is below the mass at or below
+    return np.where(above <= below, above, tot + above)
+
+
+def _split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
+                       w: float) -> np.ndarray:
+    """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
+    mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
+    cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
+    (:meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`).
+
+    The telescoped tails of qm and pb err by eta^Q_k, eta^P_k, each within 12 u of
+    :func:`_tail_side` of its masses (as in :func:`_tail_errors`); the combination rounds each
+    P-mass by a relative 3.01 u.  So the profile errs by at most
+    ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass above l_k)``:
+    ``E_k = 24 u (c_k side(qm) + w side(pb)) + 8 u above_k`` (safety factor 2 throughout;
+    c_k >= |a_k - 1 + w| with expm1's error)."""
+    em = np.expm1(l)
+    c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
+    above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
+    return 24.0 * _U * (c * _tail_side(qm) + w * _tail_side(pb)) + 8.0 * _U * above + 1e-300
 
 
 def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
