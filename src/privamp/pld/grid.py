@@ -618,23 +618,26 @@ def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
     return rho, s * (1.0 + 1e-6)
 
 
-def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float
+def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float | np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """(Delta_i = a_{i+1} - a_i, e_i = the Q-mass of bin i sent to its upper end) for bins
-    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h: the
-    connect-the-dots split keeping each bin's P- and Q-mass."""
-    em1 = math.expm1(h)
+    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h (or of
+    steps h_i = l_{i+1} - l_i): the connect-the-dots split keeping each bin's P- and
+    Q-mass."""
+    em1 = np.expm1(h)
     return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
 
 
 def _with_float_allowance(h: float, offset: int, masses: np.ndarray, inf_mass: float,
                           kind: str, errs: np.ndarray, rho_max: float = 1e-10,
-                          slack: float = 0.0) -> PLD:
+                          slack: float = 0.0, at: np.ndarray | None = None) -> PLD:
     """The grid PLD of ``kind`` with its masses (and inf_mass) scaled by 1 +- (relative
     safety + rho) and ``s`` added to ``slack``, (rho, s) covering the float errors ``errs``
-    at the grid points (:func:`_relative_split` of its own profile there)."""
+    at the grid points (:func:`_relative_split` of its own profile there).  ``at``: the
+    indices of the grid points ``errs`` belong to, if not all (the masses vanish between
+    them, so the profile and its error are linear there)."""
     vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
-    rho, s = _relative_split(vertex, errs, rho_max)
+    rho, s = _relative_split(vertex if at is None else vertex[at], errs, rho_max)
     fac = 1.0 + (_REL_SAFETY + rho) * (1.0 if kind == "pessimistic" else -1.0)
     return PLD(h, offset, masses * fac, inf_mass * fac, kind, slack + s)
 
