@@ -103,8 +103,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     a = np.exp(l)
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
     if split is not None:  # float error scaling with the mixture weight
-        pm_all, qm_all, base_p = split
-        errs = _split_tail_errors(pm_all, qm_all, base_p, l, pair.w)
+        pm_all, qm_all, base_p, acc = split
+        errs = _split_tail_errors(pm_all, qm_all, base_p, l, pair.w, acc)
     else:
         pm_all, qm_all = pair.bin_masses(l)
         errs = _tail_errors(pm_all, qm_all, a)

@@ -577,22 +577,27 @@ def _tail_side(m: np.ndarray) -> np.ndarray:
 
 
 def _split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
-                       w: float) -> np.ndarray:
+                       w: float, acc: np.ndarray) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
     mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
     cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
     (:meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`).
 
-    The telescoped tails of qm and pb err by eta^Q_k, eta^P_k, each within 12 u of
-    :func:`_tail_side` of its masses (as in :func:`_tail_errors`); the combination rounds each
-    P-mass by a relative 3.01 u.  So the profile errs by at most
-    ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass above l_k)``:
-    ``E_k = 24 u (c_k side(qm) + w side(pb)) + 8 u above_k`` (safety factor 2 throughout;
-    c_k >= |a_k - 1 + w| with expm1's error)."""
+    ``acc``: per edge, the relative accuracy of the base tails there.  Telescoped from the
+    stored masses (each the rounded difference of the smaller tails), the tails of qm and
+    pb above l_k err by eta^Q_k, eta^P_k <= (2 acc_k + u) :func:`_tail_side` at l_k plus
+    acc_K times the top cell's mass (the other end of the telescope; below the switch the
+    lower tails' ends, within the total); with ``acc = 4 u`` this is the 12 u of
+    :func:`_tail_errors`.  The combination rounds each P-mass by a relative 3.01 u.  So the
+    profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
+    above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
     em = np.expm1(l)
     c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
     above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
-    return 24.0 * _U * (c * _tail_side(qm) + w * _tail_side(pb)) + 8.0 * _U * above + 1e-300
+    r = 3.0 * np.maximum(acc, 4.0 * _U) + _U  # >= 2 acc + u, and 12 u at acc = 4 u
+    top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
+    eta = r * (c * _tail_side(qm) + w * _tail_side(pb)) + c * top_q + w * top_p
+    return 2.0 * eta + 8.0 * _U * above + 1e-300
 
 
 def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
