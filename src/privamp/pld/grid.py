@@ -641,10 +641,41 @@ def _with_float_allowance(h: float, offset: int, masses: np.ndarray, inf_mass: f
     at the grid points (:func:`_relative_split` of its own profile there).  ``at``: the
     indices of the grid points ``errs`` belong to, if not all (the masses vanish between
     them, so the profile and its error are linear there)."""
-    vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
-    rho, s = _relative_split(vertex if at is None else vertex[at], errs, rho_max)
+    if at is None:
+        vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
+    else:
+        vertex = _profile_at(masses[at], at * h) + inf_mass
+    rho, s = _relative_split(vertex, errs, rho_max)
     fac = 1.0 + (_REL_SAFETY + rho) * (1.0 if kind == "pessimistic" else -1.0)
     return PLD(h, offset, masses * fac, inf_mass * fac, kind, slack + s)
+
+
+def _profile_at(m: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """G_j = sum_{i > j} m_i (1 - e^{-(l_i - l_j)}) for masses m >= 0 at increasing losses l
+    (any spacing): the raw profile at eps = l_j, as in :meth:`PLD._get_tables`, from sums of
+    nonnegative terms only: r_k = sum_{i >= k} m_i e^{-(l_i - l_k)} in blocks spanning at
+    most 30 in loss (one reversed cumsum each, chained), then
+    G_j = sum_{k > j} (1 - e^{-(l_k - l_{k-1})}) r_k.  (Underflowing terms are dropped:
+    the result may be low by ~1e-300, covered with the rest by :func:`_relative_split`.)"""
+    n = len(m)
+    r = np.empty(n)
+    carry, end = 0.0, n  # r at index `end` (0 beyond the top)
+    starts = np.searchsorted(l, np.arange(float(l[0]), float(l[-1]) + 30.0, 30.0))
+    for b in starts[::-1]:
+        b = int(b)
+        if b >= end:
+            continue
+        seg = slice(b, end)
+        d = l[seg] - l[b]  # in [0, 30]
+        inner = np.cumsum((m[seg] * np.exp(-d))[::-1])[::-1] * np.exp(d)
+        if end < n:
+            inner += carry * np.exp(-(l[end] - l[seg]))
+        r[seg] = inner
+        carry, end = float(r[b]), b
+    inc = -np.expm1(-np.diff(l)) * r[1:]
+    g = np.zeros(n)
+    g[:-1] = np.cumsum(inc[::-1])[::-1]
+    return g
 
 
 def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,

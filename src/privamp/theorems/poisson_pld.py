@@ -136,7 +136,7 @@ def _auto_grid(pair: LossPair, T: int, points: float = 1.5e6
 
 #: one-level pessimistic composition (tiny rates): about this many points over one step's
 #: loss range (the T-fold window is about twice that)
-_ONE_LEVEL_POINTS = 6e5
+_ONE_LEVEL_POINTS = 4e5
 
 
 #: one-level regime: above the bulk, one grid point in this many carries mass
