@@ -154,3 +154,62 @@ def test_profile_at_scattered_points_matches_mpmath() -> None:
         ref = mp.fsum(mp.mpf(float(m[i])) * (1 - mp.exp(ml[j] - ml[i]))
                       for i in range(j + 1, len(at)))
         assert abs(g[j] - ref) <= 1e-13 * ref + 1e-300, (j, g[j], float(ref))
+
+
+def _tiny_rate_like(n: int) -> np.ndarray:
+    """A PLD-like array: nearly all mass in a few entries near the start, a long light tail
+    on every 32nd entry (as discretise(sparse_tail=32) leaves at tiny rates)."""
+    p = np.zeros(n)
+    p[[37, 38, 40, 43]] = [0.9, 0.07, 0.02, 0.0098]
+    idx = np.arange(65, n, 32)
+    p[idx] = np.exp(-idx / 6000.0)
+    p[idx] *= 2e-4 / p[idx].sum()
+    return p
+
+
+def test_low_spectrum_within_its_bound_of_mpmath_dft() -> None:
+    # The kept low frequencies in long double from block moments, and the float64 bound b
+    # on every |X_k|, against the DFT summed in mpmath (40 digits) at sampled k: within d
+    # (about the long-double FFT's own bound) and below b.
+    fft_mod = importlib.import_module("privamp.numerics.fft")
+    p = _tiny_rate_like(200_000)
+    T, l1 = 100_000, float(p.sum()) * (1 + 1e-10)
+    low = fft_mod._low_spectrum(p, T, l1, 600_000)
+    assert low is not None
+    N, xk, b, d64, d = low
+    K = len(xk)
+    assert 16 < K < N // 100
+    d_ld = 4.0 * 8.0 * math.log2(N) * fft_mod._U_LD * l1
+    assert d <= 1.5 * d_ld, (d, d_ld)
+    mp.mp.dps = 40
+    nz = np.nonzero(p)[0]
+    pm = [mp.mpf(float(x)) for x in p[nz]]
+    for k in (0, 1, 7, K // 3, K - 1, K, 3 * K, N // 2):
+        ang = -2 * mp.pi * k / N
+        ref = mp.fsum(v * mp.expj(ang * int(j)) for v, j in zip(pm, nz, strict=True))
+        assert abs(ref) <= b[k], (k, float(abs(ref)), b[k])
+        if k < K:
+            got = mp.mpc(float(xk[k].real), float(xk[k].imag)) + mp.mpc(
+                float(xk[k].real - np.longdouble(float(xk[k].real))),
+                float(xk[k].imag - np.longdouble(float(xk[k].imag))))
+            assert abs(got - ref) <= d, (k, float(abs(got - ref)), d)
+
+
+def test_self_convolve_power_low_path_matches_long_double_path() -> None:
+    # The same T-fold window by the low-frequency path and by the full long-double
+    # transform: the two differ by at most the sum of their certified l1 errors.
+    fft_mod = importlib.import_module("privamp.numerics.fft")
+    p = _tiny_rate_like(600_000)
+    T, tau = 100_000, 1e-14
+    low = self_convolve_power(p, T, tau)
+    old_min = fft_mod._LOW_MIN_LEN
+    try:
+        fft_mod._LOW_MIN_LEN = 1 << 40
+        full = self_convolve_power(p, T, tau)
+    finally:
+        fft_mod._LOW_MIN_LEN = old_min
+    assert low is not None and full is not None
+    assert low[0] == full[0] and len(low[1]) == len(full[1])
+    diff = float(np.abs(low[1] - full[1]).sum())
+    assert diff <= low[2] + full[2], (diff, low[2], full[2])
+    assert low[2] <= 1.2 * full[2]

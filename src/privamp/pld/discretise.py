@@ -151,5 +151,6 @@ def _sparse_points(pair: LossPair, l: np.ndarray, k: int) -> np.ndarray:
     if not len(below) or tv <= 0:
         return np.arange(len(l))
     j = int(coarse[below[0]])
-    return np.unique(np.concatenate((np.arange(j), np.arange(j, len(l), k), [len(l) - 1])))
+    idx = np.concatenate((np.arange(j), np.arange(j, len(l), k)))  # increasing, distinct
+    return idx if idx[-1] == len(l) - 1 else np.append(idx, len(l) - 1)
 
