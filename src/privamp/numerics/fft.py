@@ -163,10 +163,13 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     lam = min(max(lam, 1e-12), 50.0)
     # Newton from the best of a geometric scan of lambda (from the moment guess alone it
     # can stall far from the optimum for heavy-tailed p, e.g. PLDs at tiny sampling rates)
-    for lams in (np.geomspace(1e-12, 50.0, 48), None):
+    # (the wide scan on the masses merged into <= _SCAN_POINTS groups, each at its top
+    # position: it only picks lambda)
+    for lams, lp, ix in ((np.geomspace(1e-12, 50.0, 48), *_merged(logp, idx)),
+                         (None, logp, idx)):
         if lams is None:
             lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
-        xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
+        xs = (T * _log_mgf_bounds(lp, ix, lams) + c) / lams
         if np.isfinite(xs).any():
             lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
     best = math.inf
@@ -196,6 +199,27 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
 
 
 _CHERNOFF_POINTS = 4096
+
+
+#: the wide lambda scan of :func:`_chernoff_upper` runs on at most this many merged masses
+_SCAN_POINTS = 1024
+
+
+def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log masses, positions) merged in consecutive groups (log-sum-exp, at the group's
+    last position) down to <= ``_SCAN_POINTS`` entries."""
+    n = len(logp)
+    g = -(-n // _SCAN_POINTS)
+    if g <= 1:
+        return logp, idx
+    nb = -(-n // g)
+    buf = np.full(nb * g, -np.inf)
+    buf[:n] = logp
+    buf = buf.reshape(nb, g)
+    mx = buf.max(axis=1)
+    with np.errstate(divide="ignore"):
+        lse = mx + np.log(np.exp(buf - mx[:, None]).sum(axis=1))
+    return lse, idx[np.minimum(np.arange(1, nb + 1) * g, n) - 1]
 
 
 def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
