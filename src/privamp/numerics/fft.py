@@ -373,7 +373,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     """For :func:`self_convolve_power`: the spectrum of nonnegative ``p`` (``||p||_1 <= l1``)
     on a length N >= m (a multiple of ``_LOW_BLOCK``) where its T-th power is kept, in long
     double, without a long-double transform of length N.  Returns ``(N, Xk, b, d64, d)``
-    or None (the kept frequencies are not few and low).
+    or None (the kept frequencies are not few and low, or d would exceed the full
+    long-double transform's bound).
 
     * ``b >= |X_k|`` for every k: from a float64 real FFT, ``|Xt_k| (1 + 4u) + d64`` with
       ``d64 = 4 C log2(N) u l1`` (the error model of :func:`self_convolve_power`);
@@ -446,6 +447,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     units += (S + 3) * comb + (4.0 * theta + 5.0) * l1
     tail = theta**S / math.factorial(S) / (1.0 - theta / (S + 1)) * l1
     d = 1.1 * (units * _U_LD + tail)
+    if d > 4.0 * _FFT_C * math.log2(N) * _U_LD * l1:  # the full transform's bound is smaller
+        return None
     b[:K] = np.abs(acc.astype(complex)) * (1.0 + 4.0 * u) + (d + 1e-300)
     return N, acc, b, d64, d
 
