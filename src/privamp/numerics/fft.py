@@ -161,6 +161,17 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     c = -log_tau
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
+    # Newton from the best of a geometric scan of lambda (from the moment guess alone it
+    # can stall far from the optimum for heavy-tailed p, e.g. PLDs at tiny sampling rates)
+    # (the wide scan on the masses merged into <= _SCAN_POINTS groups, each at its top
+    # position: it only picks lambda)
+    for lams, lp, ix in ((np.geomspace(1e-12, 50.0, 48), *_merged(logp, idx)),
+                         (None, logp, idx)):
+        if lams is None:
+            lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+        xs = (T * _log_mgf_bounds(lp, ix, lams) + c) / lams
+        if np.isfinite(xs).any():
+            lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
     best = math.inf
     for it in range(8):
         a = logp + lam * (idx - top)
@@ -190,14 +201,38 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
 _CHERNOFF_POINTS = 4096
 
 
+#: the wide lambda scan of :func:`_chernoff_upper` runs on at most this many merged masses
+_SCAN_POINTS = 1024
+
+
+def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log masses, positions) merged in consecutive groups (log-sum-exp, at the group's
+    last position) down to <= ``_SCAN_POINTS`` entries."""
+    n = len(logp)
+    g = -(-n // _SCAN_POINTS)
+    if g <= 1:
+        return logp, idx
+    nb = -(-n // g)
+    buf = np.full(nb * g, -np.inf)
+    buf[:n] = logp
+    buf = buf.reshape(nb, g)
+    mx = buf.max(axis=1)
+    with np.errstate(divide="ignore"):
+        lse = mx + np.log(np.exp(buf - mx[:, None]).sum(axis=1))
+    return lse, idx[np.minimum(np.arange(1, nb + 1) * g, n) - 1]
+
+
 def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
                         ) -> tuple[np.ndarray, np.ndarray]:
     """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
     M(lam) = sum p_i e^{lam i} for lam > 0 (down: for the reversed positions), so a Chernoff
-    bound for the blocked measure holds for p (:func:`_chernoff_upper`); the blocks cost at
-    most one block length in the bound."""
+    bound for the blocked measure holds for p (:func:`_chernoff_upper`).  A block of mass m
+    moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
+    ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
+    concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
+    blocked bulk would cost T block lengths."""
     n = len(p)
     if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
@@ -208,8 +243,18 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     buf[:n] = p
     sums = buf.reshape(nb, b).sum(axis=1) * (1.0 + (b + 2) * UNIT_ROUNDOFF)
     pos = np.minimum(np.arange(nb) * b + (b - 1), n - 1) if end == "max" else np.arange(nb) * b
-    keep = sums > 0
-    return np.log(sums[keep]), pos[keep].astype(float)
+    k = min(max(1, (2 * points) // b), nb)
+    exact = np.zeros(nb, dtype=bool)
+    exact[np.argpartition(-sums, k - 1)[:k]] = True
+    keep = (sums > 0) & ~exact
+    ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
+    ent = ent[ent < n]
+    ent = ent[p[ent] > 0]
+    allpos = np.concatenate((pos[keep], ent))
+    order = np.argsort(allpos, kind="stable")
+    with np.errstate(divide="ignore"):
+        logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
+    return logs[order], allpos[order].astype(float)
 
 
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
@@ -239,6 +284,10 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     ``(1/N) [sum over the full Hermitian spectrum of those errors + C log2(N) u sum |Y|]``,
     times a safety factor 2; the l1 bound is the window length times that, or (if smaller)
     ``sqrt(W / N)`` times the l2 norms of the same error terms (Parseval), times 2.
+    Transforms of length >= ``_LOW_MIN_LEN`` whose kept frequencies are few and low (tiny
+    sampling rates) take X from :func:`_low_spectrum` instead: a float64 transform bounds
+    every |X|, and only the kept coefficients are computed in long double (error d of about
+    the same size, from a few short transforms).
     """
     p = np.asarray(p, dtype=float)
     n = len(p)
@@ -264,41 +313,144 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     W = x_hi - x_lo + 1
     if max(W, n) > max_len:
         return None
-    N = sfft.next_fast_len(max(W, n), real=True)
-    buf = np.zeros(N, dtype=np.longdouble)
-    buf[:n] = p
-    X = sfft.rfft(buf)
     # sum of n nonnegative terms: relative error <= (n - 1) u (Higham 2002, eq. (4.4))
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
-    k = max(math.log2(N), 1.0)
-    d = 4.0 * _FFT_C * k * _U_LD * l1
-    # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
-    # <= u), rounded up
-    b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+    low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
+    if low is not None:  # long double only where the power is kept
+        N, Xk, b, d_all, d = low
+    else:
+        N = sfft.next_fast_len(max(W, n), real=True)
+        buf = np.zeros(N, dtype=np.longdouble)
+        buf[:n] = p
+        X = sfft.rfft(buf)
+        d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
+        # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
+        # <= u), rounded up
+        b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+        Xk = X
     lb = np.log(b)
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
-    if len(keep) > max(1024.0, max_kept_fraction * len(X)):
+    if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
+            low is not None and len(keep) and keep[-1] >= len(Xk)):
         return None
-    Yk = np.exp(T * np.log(X[keep])).astype(complex)  # power in long double, then cast
+    Yk = np.exp(T * np.log(Xk[keep])).astype(complex)  # power in long double, then cast
     absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
     with np.errstate(over="ignore", under="ignore"):
         pw = np.exp((T - 1) * lb)  # b^(T-1)
     # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
-    coef = pw * (T * d + b)
+    coef = pw * (T * d_all + b)
     # |log|Xhat|| <= |log b| + d / (b - d)
     lx = np.abs(lb[keep]) + d / np.maximum(b[keep] - d, 1e-300)
     rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
     coef[keep] = pw[keep] * (T * d) + rel * absYk * (1.0 + 1e-6)
     wts = _hermitian_weights(N)
-    absy = np.zeros(len(X))
+    absy = np.zeros(len(b))
     absy[keep] = absYk
     err = _inverse_error(wts, coef, absy, N, W)
     if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
         return None
-    Yd = np.zeros(len(X), dtype=complex)
+    Yd = np.zeros(len(b), dtype=complex)
     Yd[keep] = Yk
     out = sfft.irfft(Yd, N)
     return int(x_lo), _circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
+
+
+#: :func:`self_convolve_power` tries the low-frequency spectrum (:func:`_low_spectrum`) for
+#: transforms of at least this length
+_LOW_MIN_LEN = 1 << 19
+
+
+#: ... with blocks of B <= _LOW_BLOCK entries (aligned at p's largest entry) whose phases
+#: vary by <= _LOW_THETA radians at the kept frequencies, and the phase's Taylor series to
+#: its smallest term below _LOW_TAIL (relative)
+_LOW_BLOCK = 64
+_LOW_THETA = 2.0
+_LOW_TAIL = 1e-24
+
+
+def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
+                  ) -> tuple[int, np.ndarray, np.ndarray, float, float] | None:
+    """For :func:`self_convolve_power`: the spectrum of nonnegative ``p`` (``||p||_1 <= l1``)
+    on a length N >= m (a multiple of ``_LOW_BLOCK``) where its T-th power is kept, in long
+    double, without a long-double transform of length N.  Returns ``(N, Xk, b, d64, d)``
+    or None (the kept frequencies are not few and low, or d would exceed the full
+    long-double transform's bound).
+
+    * ``b >= |X_k|`` for every k: from a float64 real FFT, ``|Xt_k| (1 + 4u) + d64`` with
+      ``d64 = 4 C log2(N) u l1`` (the error model of :func:`self_convolve_power`);
+      K = 1 + the last k whose power that bound keeps.
+    * ``Xk`` (k < K) within ``d`` of X_k, and ``b[:K] = |Xk| (1 + 4u) + d``.  p is
+      shifted by r in [0, B) so that a block of B entries starts where the mass around its
+      largest entry does (B a power of 2, ``theta = 2 pi K B / N <= _LOW_THETA``):
+      ``X_k = e^{i phi_k} X'_k`` with ``phi_k = 2 pi r k / N``, and by the Taylor series
+      of the phase inside a block ``X'_k = sum_s (-i theta_k)^s / s! F_s(k)``
+      (``theta_k = 2 pi k B / N``), F_s the length-N/B DFT of the block moments
+      ``mu_s[J] = sum_t p'_{JB+t} (t / B)^s``.  The concentrated mass sits at t = 0, so
+      ``||mu_s||_1`` falls fast with s.  Errors, in units of u_ld: per term s, weight
+      ``c_s = theta^s / s!`` times ``M_s = ||mu_s||_1`` (computed, rounded up) times
+      ``4 C log2(N / B)`` (its transform) + ``s + B`` (s products, sums of <= B
+      nonnegative terms) + ``6 s`` (c_s: theta_k to 4 u_ld, s products and quotients);
+      combining the S terms ``(S + 3) sum c_s M_s``; the phase factor
+      ``(4 theta + 5) l1``; and the series' tail ``theta^S / S! / (1 - theta / (S + 1))
+      l1`` (absolute); all first order, times 1.1.
+    """
+    u = UNIT_ROUNDOFF
+    B = _LOW_BLOCK
+    n = len(p)
+    N = B * sfft.next_fast_len(-(-(max(m, n + B)) // B), real=True)
+    d64 = 4.0 * _FFT_C * max(math.log2(N), 1.0) * u * l1
+    b = np.abs(sfft.rfft(p, N)) * (1.0 + 4.0 * u) + (d64 + 1e-300)
+    kept = np.nonzero(T * (np.log(b) - math.log(l1)) > -80.0)[0]
+    if not len(kept):
+        return N, np.zeros(0, dtype=np.clongdouble), b, d64, d64
+    K = int(kept[-1]) + 1
+    while B > 1 and 2.0 * math.pi * K * B > _LOW_THETA * N:
+        B //= 2
+    Nc = N // B
+    if B < 8 or K > Nc // 2:
+        return None
+    theta = 2.0 * math.pi * K * B / N
+    S = 1
+    while theta**S / math.factorial(S) > _LOW_TAIL:
+        S += 1
+    # blocks start where the mass around p's largest entry does (at most B / 2 below it)
+    top = int(np.argmax(p))
+    lo = max(top - B // 2, 0)
+    a0 = lo + int(np.argmax(p[lo : top + 1] > 1e-4 * p[top]))
+    r = -a0 % B  # p[a0] moves to a multiple of B
+    nz = np.nonzero(p)[0]
+    J = (nz + r) // B
+    tau = ((nz + r) % B).astype(np.longdouble) / B  # exact
+    term = p[nz].astype(np.longdouble)
+    starts = np.concatenate(([0], np.nonzero(np.diff(J))[0] + 1))
+    jb = J[starts]
+    two_pi = 8.0 * np.arctan(np.longdouble(1.0))
+    th = np.arange(K, dtype=np.longdouble) * (two_pi * B / N)
+    c = np.ones(K, dtype=np.longdouble)
+    acc = np.zeros(K, dtype=np.clongdouble)
+    mu = np.zeros(Nc, dtype=np.longdouble)
+    units = comb = 0.0
+    phase = 1.0 + 0.0j
+    for s in range(S):
+        mu[:] = 0.0
+        mu[jb] = np.add.reduceat(term, starts)
+        m_s = float(np.sum(mu)) * (1.0 + 2.0 * Nc * _U_LD)
+        acc += (c * phase) * sfft.rfft(mu)[:K]
+        w_s = theta**s / math.factorial(s) * m_s
+        units += w_s * (4.0 * _FFT_C * math.log2(Nc) + s + B + 6 * s)
+        comb += w_s
+        term *= tau
+        c = c * th / (s + 1)
+        phase *= -1j
+    phi = np.arange(K, dtype=np.longdouble) * (two_pi * r / N)
+    acc *= np.cos(phi) + 1j * np.sin(phi)
+    units += (S + 3) * comb + (4.0 * theta + 5.0) * l1
+    tail = theta**S / math.factorial(S) / (1.0 - theta / (S + 1)) * l1
+    d = 1.1 * (units * _U_LD + tail)
+    if d > 4.0 * _FFT_C * math.log2(N) * _U_LD * l1:  # the full transform's bound is smaller
+        return None
+    b[:K] = np.abs(acc.astype(complex)) * (1.0 + 4.0 * u) + (d + 1e-300)
+    return N, acc, b, d64, d
 
 
 def _hermitian_weights(N: int) -> np.ndarray:
@@ -352,16 +504,17 @@ _LAMBDAS = np.geomspace(1e-7, 50.0, 64)
 _PRODUCT_CHERNOFF_POINTS = 1024
 
 
-def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``_LAMBDAS``
+def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
+                    lambdas: np.ndarray = _LAMBDAS) -> np.ndarray:
+    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``lambdas``
     (inflated by the float-error bound of :func:`_chernoff_upper`)."""
     top = float(idx[-1])
-    lam = _LAMBDAS[:, None]
+    lam = lambdas[:, None]
     a = logp[None, :] + lam * (idx[None, :] - top)
     mx = a.max(axis=1)
-    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + _LAMBDAS * top
+    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + lambdas * top
     err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
-                                               + _LAMBDAS * top + np.abs(k))
+                                               + lambdas * top + np.abs(k))
     return k + err
 
 

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .loss_pair import LossPair, _as_array
+from .mechanism_pairs import GaussianPair
 
 __all__ = [
     "SwappedPair",
@@ -65,10 +66,36 @@ class MixturePair(LossPair):
         for dist in ("P", "Q"):
             up = self._tail_from(edges, l0, dist, True, True, memo)
             lo = self._tail_from(edges, l0, dist, False, False, memo)
-            use_up = up[:-1] < lo[1:]
-            inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
-            out.append(np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]])))
+            out.append(_cell_masses(up, lo))
         return out[0], out[1]
+
+    def split_bin_masses(self, edges: np.ndarray
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(P-masses, Q-masses, base P-masses) of the cells of :meth:`LossPair.bin_masses`,
+        the P-masses formed per cell as ``(1 - w) Q_cell + w P_base_cell`` from the base
+        pair's masses on the preimage cells (each a difference of the smaller base tails).
+
+        The profile of the grid pair, ``P(L > l_k) - a_k Q(L > l_k)``, then errs by
+        ``(a_k - 1 + w) eta^Q_k + w eta^P_k`` (eta: the base tails' errors) plus the
+        rounding of the combination -- a bound that scales with w like the profile itself
+        (``w H_{alpha'}(P || Q)``, alpha' = 1 + (a_k - 1) / w), where tails computed for
+        the mixture err by ~u against a profile of size ~w
+        (:func:`privamp.pld.grid._split_tail_errors`).  Fourth array: per edge, a bound on
+        the relative error of the base tails there (:func:`_tail_accuracy`).  None when the
+        base has an atom at loss -inf (the cells at the mixture's floor need
+        :meth:`bin_masses`)."""
+        if self.base.q_minf != 0.0:
+            return None
+        edges = np.asarray(edges, dtype=float)
+        l0 = self._preimage(np.maximum(edges, self.floor))
+        out = []
+        for dist in ("P", "Q"):
+            up = self.base.tail(l0, dist, True, True)
+            lo = self.base.tail(l0, dist, False, False)
+            out.append(_cell_masses(up, lo))
+        pb, qm = out
+        pm = (1.0 - self.w) * qm + self.w * pb
+        return pm, qm, pb, _tail_accuracy(self.base, l0)
 
     def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
                    strict: bool, memo: dict) -> np.ndarray:
@@ -94,6 +121,35 @@ class MixturePair(LossPair):
             below_val = 0.0
         val = np.where(l == self.floor, at, val)
         return np.where(l < self.floor, below_val, val)
+
+
+#: relative accuracy assumed of a pair's tail evaluations (scipy's ndtr: a few ulp)
+_TAIL_ULPS = 4.0
+
+
+def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
+    """Per loss x, a bound on the relative error of ``base.tail`` at x.  For a Gaussian pair
+    the standardised argument z = x / s -+ s / 2 is rounded (|dz| <= u (2 |x| / s + |z| +
+    s)), and a tail Phi(-z) moves by at most (|z| + 1) |dz| relatively (Mills ratio
+    phi(z) / Phi(-z) <= z + 1 for z >= 0; below 1 otherwise): at z ~ 7 that is ~200 u, far
+    above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp."""
+    u = float(np.finfo(float).eps) / 2.0
+    out = np.full(np.shape(x), _TAIL_ULPS * u)
+    if isinstance(base, GaussianPair):
+        s = base.s
+        fin = np.isfinite(x)
+        xs = np.abs(np.where(fin, x, 0.0)) / s
+        z = xs + s / 2.0  # >= |x / s -+ s / 2|
+        out = np.where(fin, out + (z + 1.0) * u * (2.0 * xs + z + s) * (1.0 + 1e-6), out)
+    return out
+
+
+def _cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
+    and ``lo = dist(L <= e)``: each interior mass the difference of the smaller tails."""
+    use_up = up[:-1] < lo[1:]
+    inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
+    return np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
 
 
 def mixture_pair(base: LossPair, w: float) -> LossPair:

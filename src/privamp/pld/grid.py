@@ -561,16 +561,43 @@ def _tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.
     ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
     known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
     """
-    def side(m: np.ndarray) -> np.ndarray:
-        inner = m[1:-1]
-        above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
-        tot = float(m.sum())
-        below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
-        # switch: first k whose mass above is below the mass at or below
-        err = np.where(above <= below, above, tot + above)
-        return err
+    return 6.0 * ulps * _U * (_tail_side(pm) + a * _tail_side(qm)) + 1e-300
 
-    return 6.0 * ulps * _U * (side(pm) + a * side(qm)) + 1e-300
+
+def _tail_side(m: np.ndarray) -> np.ndarray:
+    """Per grid point l_k, the stored mass above l_k if that is the smaller tail there, else
+    the total plus it: what the 12 u error of the telescoped tails of :func:`_tail_errors` is
+    relative to."""
+    inner = m[1:-1]
+    above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+    tot = float(m.sum())
+    below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
+    # switch: first k whose mass above is below the mass at or below
+    return np.where(above <= below, above, tot + above)
+
+
+def _split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
+                       w: float, acc: np.ndarray) -> np.ndarray:
+    """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
+    mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
+    cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
+    (:meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`).
+
+    ``acc``: per edge, the relative accuracy of the base tails there.  Telescoped from the
+    stored masses (each the rounded difference of the smaller tails), the tails of qm and
+    pb above l_k err by eta^Q_k, eta^P_k <= (2 acc_k + u) :func:`_tail_side` at l_k plus
+    acc_K times the top cell's mass (the other end of the telescope; below the switch the
+    lower tails' ends, within the total); with ``acc = 4 u`` this is the 12 u of
+    :func:`_tail_errors`.  The combination rounds each P-mass by a relative 3.01 u.  So the
+    profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
+    above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
+    em = np.expm1(l)
+    c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
+    above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
+    r = 3.0 * np.maximum(acc, 4.0 * _U) + _U  # >= 2 acc + u, and 12 u at acc = 4 u
+    top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
+    eta = r * (c * _tail_side(qm) + w * _tail_side(pb)) + c * top_q + w * top_p
+    return 2.0 * eta + 8.0 * _U * above + 1e-300
 
 
 def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
@@ -596,25 +623,59 @@ def _relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
     return rho, s * (1.0 + 1e-6)
 
 
-def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float
+def _bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float | np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """(Delta_i = a_{i+1} - a_i, e_i = the Q-mass of bin i sent to its upper end) for bins
-    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h: the
-    connect-the-dots split keeping each bin's P- and Q-mass."""
-    em1 = math.expm1(h)
+    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h (or of
+    steps h_i = l_{i+1} - l_i): the connect-the-dots split keeping each bin's P- and
+    Q-mass."""
+    em1 = np.expm1(h)
     return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
 
 
 def _with_float_allowance(h: float, offset: int, masses: np.ndarray, inf_mass: float,
                           kind: str, errs: np.ndarray, rho_max: float = 1e-10,
-                          slack: float = 0.0) -> PLD:
+                          slack: float = 0.0, at: np.ndarray | None = None) -> PLD:
     """The grid PLD of ``kind`` with its masses (and inf_mass) scaled by 1 +- (relative
     safety + rho) and ``s`` added to ``slack``, (rho, s) covering the float errors ``errs``
-    at the grid points (:func:`_relative_split` of its own profile there)."""
-    vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
+    at the grid points (:func:`_relative_split` of its own profile there).  ``at``: the
+    indices of the grid points ``errs`` belong to, if not all (the masses vanish between
+    them, so the profile and its error are linear there)."""
+    if at is None:
+        vertex = PLD(h, offset, masses, inf_mass, kind)._get_tables()[2] + inf_mass
+    else:
+        vertex = _profile_at(masses[at], at * h) + inf_mass
     rho, s = _relative_split(vertex, errs, rho_max)
     fac = 1.0 + (_REL_SAFETY + rho) * (1.0 if kind == "pessimistic" else -1.0)
     return PLD(h, offset, masses * fac, inf_mass * fac, kind, slack + s)
+
+
+def _profile_at(m: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """G_j = sum_{i > j} m_i (1 - e^{-(l_i - l_j)}) for masses m >= 0 at increasing losses l
+    (any spacing): the raw profile at eps = l_j, as in :meth:`PLD._get_tables`, from sums of
+    nonnegative terms only: r_k = sum_{i >= k} m_i e^{-(l_i - l_k)} in blocks spanning at
+    most 30 in loss (one reversed cumsum each, chained), then
+    G_j = sum_{k > j} (1 - e^{-(l_k - l_{k-1})}) r_k.  (Underflowing terms are dropped:
+    the result may be low by ~1e-300, covered with the rest by :func:`_relative_split`.)"""
+    n = len(m)
+    r = np.empty(n)
+    carry, end = 0.0, n  # r at index `end` (0 beyond the top)
+    starts = np.searchsorted(l, np.arange(float(l[0]), float(l[-1]) + 30.0, 30.0))
+    for b in starts[::-1]:
+        b = int(b)
+        if b >= end:
+            continue
+        seg = slice(b, end)
+        d = l[seg] - l[b]  # in [0, 30]
+        inner = np.cumsum((m[seg] * np.exp(-d))[::-1])[::-1] * np.exp(d)
+        if end < n:
+            inner += carry * np.exp(-(l[end] - l[seg]))
+        r[seg] = inner
+        carry, end = float(r[b]), b
+    inc = -np.expm1(-np.diff(l)) * r[1:]
+    g = np.zeros(n)
+    g[:-1] = np.cumsum(inc[::-1])[::-1]
+    return g
 
 
 def _optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
