@@ -194,10 +194,13 @@ def delta_from_rdp(
 # adaptive order search
 # ------------------------------------------------------------------------------------------
 class _CurveCache:
-    """Evaluates a curve at orders on demand, remembering every value."""
+    """The orders one search has evaluated, and their values.  ``memo`` (order -> value,
+    shareable between searches of one curve) saves re-evaluating an order; every search
+    starts from no orders, so its result never depends on earlier searches."""
 
-    def __init__(self, fn: CurveFn) -> None:
+    def __init__(self, fn: CurveFn, memo: dict[float, float] | None = None) -> None:
         self.fn = fn
+        self.memo: dict[float, float] = {} if memo is None else memo
         self.alpha = np.empty(0)
         self.rdp = np.empty(0)
 
@@ -205,11 +208,15 @@ class _CurveCache:
         new = np.setdiff1d(np.unique(alpha), self.alpha)
         new = new[(new > 1.0) & np.isfinite(new)]
         if new.size:
-            vals = np.asarray(self.fn(new), dtype=float).reshape(new.shape)
-            if np.isnan(vals).any():
-                raise RuntimeError("internal error: an RDP curve returned NaN; please report")
+            keys = new.tolist()
+            miss = [x for x in keys if x not in self.memo]
+            if miss:
+                vals = np.asarray(self.fn(np.array(miss)), dtype=float).reshape(len(miss))
+                if np.isnan(vals).any():
+                    raise RuntimeError("internal error: an RDP curve returned NaN; please report")
+                self.memo.update(zip(miss, vals.tolist(), strict=True))
             a = np.concatenate([self.alpha, new])
-            r = np.concatenate([self.rdp, vals])
+            r = np.concatenate([self.rdp, [self.memo[x] for x in keys]])
             order = np.argsort(a)
             self.alpha, self.rdp = a[order], r[order]
 
@@ -350,36 +357,47 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
 
 
 def optimal_epsilon(
-    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER, integers_first: bool = False,
+    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *,
+    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
     refined per delta (see module docstring); orders at most ``max_order``.
-    ``integers_first``: the search of :func:`_search_integers_first`."""
+    ``integers_first``: the search of :func:`_search_integers_first`.  Each delta is
+    searched on its own (its answer is that of a scalar query, whatever else is asked);
+    ``_memo`` (order -> value of ``curve``) saves re-evaluations across searches."""
     d = check_delta(delta)
-    cache = _CurveCache(curve) if _cache is None else _cache
+    memo: dict[float, float] = {} if _memo is None else _memo
     search = _search_integers_first if integers_first else _search
+    eps, order = np.empty(d.shape), np.empty(d.shape)
     for dv in np.unique(d.ravel()):
+        cache = _CurveCache(curve, memo)
         search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
                max_order)
-    return eps_from_rdp(cache.alpha, cache.rdp, d, conversion)
+        e, o = eps_from_rdp(cache.alpha, cache.rdp, dv, conversion)
+        eps[d == dv], order[d == dv] = e, o
+    return eps, order
 
 
 def optimal_delta(
-    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER, integers_first: bool = False,
+    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *,
+    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon;
-    orders at most ``max_order``."""
+    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon (each
+    on its own, as :func:`optimal_epsilon`); orders at most ``max_order``."""
     e = check_epsilon(epsilon)
-    cache = _CurveCache(curve) if _cache is None else _cache
+    memo: dict[float, float] = {} if _memo is None else _memo
     search = _search_integers_first if integers_first else _search
+    delta, order = np.empty(e.shape), np.empty(e.shape)
     for ev in np.unique(e.ravel()):
+        cache = _CurveCache(curve, memo)
         search(cache,
                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
                max_order)
-    return delta_from_rdp(cache.alpha, cache.rdp, e, conversion)
-
+        dl, o = delta_from_rdp(cache.alpha, cache.rdp, ev, conversion)
+        delta[e == ev], order[e == ev] = dl, o
+    return delta, order
 
 
 # ------------------------------------------------------------------------------------------
