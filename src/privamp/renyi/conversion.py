@@ -302,9 +302,19 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     dp-accounting's on the same curve.  About 100 integer and <= 40 real orders per delta,
     against ~100-500 real ones for :func:`_search`.
     """
-    cache.add(_INTEGER_ORDERS[_INTEGER_ORDERS <= max_order])
+    ints = _INTEGER_ORDERS[_INTEGER_ORDERS <= max_order]
+    # 2..64 and the next order up, then the higher ones only where they can win: the best
+    # order and its neighbours are those of evaluating them all (a skipped order cannot be
+    # the best, and the best's upper neighbour above 64 is evaluated or itself skipped only
+    # when a lower one wins), while a large order costs ~O(order) time
+    cut = min(int(np.searchsorted(ints, 64.0, side="right")) + 1, ints.size)
+    cache.add(ints[:cut])
     if not np.isfinite(objective(cache.alpha, cache.rdp)).any():
-        return
+        cache.add(ints[cut:])
+        if not np.isfinite(objective(cache.alpha, cache.rdp)).any():
+            return
+    else:
+        _add_higher_if_can_win(cache, objective, ints[cut:])
     lo, best, hi = _bracket(cache, objective)
     if lo < 2.0:
         _add_if_can_win(cache, objective, _LOW_ORDERS)
@@ -318,6 +328,27 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
         grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
     new = np.append(grid, best)
     _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
+def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
+                           ) -> None:
+    """Add those of the increasing ``orders`` (all above the cached ones) that can win (as
+    :func:`_add_if_can_win`, one by one), then the best order's neighbours among cached and
+    ``orders`` until both are cached: the best order and its neighbours are then those of
+    evaluating every order (a skipped order cannot beat the best), so the search goes on
+    exactly as it would have."""
+    orders = np.asarray(orders, dtype=float)
+    for x in orders:
+        _add_if_can_win(cache, objective, np.array([x]))
+    full = np.union1d(cache.alpha, orders)
+    while True:
+        b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]
+        j = int(np.searchsorted(full, b))
+        near = full[max(j - 1, 0) : j + 2]
+        missing = np.setdiff1d(near, cache.alpha)
+        if not missing.size:
+            return
+        cache.add(missing)
 
 
 def _add_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray) -> None:
