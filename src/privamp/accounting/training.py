@@ -192,10 +192,13 @@ class Training:
         at = np.searchsorted(order, ts)
         ups, los, srcs_u, srcs_l = [], [], [], []
         for ps in pairs:
-            g = _combine(ps, ())
-            ups.append(float(g.upper.value))
-            srcs_u.append(g.upper.source)
-            lo = g.lower
+            if len(ps) == 1 and ps[0][0] is not None and ps[0][0].kind == "upper":
+                up, lo = ps[0]  # one accountant answered: its pair as it is (as _combine)
+            else:
+                g = _combine(ps, ())
+                up, lo = g.upper, g.lower
+            ups.append(float(up.value))
+            srcs_u.append(up.source)
             los.append(0.0 if lo is None else float(lo.value))
             srcs_l.append("trivial bound 0" if lo is None else lo.source)
         upper = Bound(np.asarray(ups)[at], "upper", "; ".join(dict.fromkeys(srcs_u)))
