@@ -332,14 +332,13 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
                            ) -> None:
-    """Add those of the increasing ``orders`` (all above the cached ones) that can win (as
-    :func:`_add_if_can_win`, one by one), then the best order's neighbours among cached and
-    ``orders`` until both are cached: the best order and its neighbours are then those of
-    evaluating every order (a skipped order cannot beat the best), so the search goes on
-    exactly as it would have."""
+    """Add those of the increasing ``orders`` (all above the cached ones) that can win
+    (:func:`_add_if_can_win`), then the best order's neighbours among cached and ``orders``
+    until both are cached: the best order and its neighbours are then those of evaluating
+    every order (a skipped order cannot beat the best), so the search goes on exactly as it
+    would have."""
     orders = np.asarray(orders, dtype=float)
-    for x in orders:
-        _add_if_can_win(cache, objective, np.array([x]))
+    _add_if_can_win(cache, objective, orders)
     full = np.union1d(cache.alpha, orders)
     while True:
         b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]
