@@ -46,6 +46,7 @@ def calibrate(
     knob: str = "noise",
     start: float | None = None,
     callback: Probe | None = None,
+    epsilon_tolerance: float | None = None,
 ) -> Bound:
     """The knob value (noise multiplier by default) for which ``make_run(value)`` has an
     epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``, within ``rtol``.
@@ -62,7 +63,9 @@ def calibrate(
     geometric middle of the range), walks outward by growing factors until the target is
     bracketed, then closes the bracket by regula falsi (Illinois) on log epsilon against
     log value.  ``callback(value, guarantee)`` is called after every probe (``guarantee`` is
-    ``None`` where the accountant declined the run).
+    ``None`` where the accountant declined the run).  ``epsilon_tolerance`` (Opacus's
+    ``get_noise_multiplier`` rule, there 0.01 by default): also stop at the first probe whose
+    epsilon upper bound lies in [target - epsilon_tolerance, target].
 
     Raises:
         ValueError: a parameter out of range, an unknown knob, or no value in [lo, hi] meets
@@ -79,6 +82,27 @@ def calibrate(
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
     rtol = check_positive("rtol", rtol)
     probes = _Probes(make_run, d, accountant, callback, integer)
+    if epsilon_tolerance is not None:
+        probes.close = (target - check_positive("epsilon_tolerance", epsilon_tolerance), target)
+    try:
+        return _search(probes, target, lo, hi, rtol, knob, start, make_run, d)
+    except _Close as done:
+        return probes.bound(done.x, increasing, knob,
+                            f"epsilon within {epsilon_tolerance:g} of the target")
+
+
+class _Close(Exception):  # noqa: N818 - control flow, never leaves calibrate
+    """A probe met the target within ``epsilon_tolerance``: the search stops there."""
+
+    def __init__(self, x: float) -> None:
+        super().__init__(x)
+        self.x = x
+
+
+def _search(probes: _Probes, target: float, lo: float, hi: float, rtol: float, knob: str,
+            start: float | None, make_run, d: float) -> Bound:
+    """The search of :func:`calibrate` (its docstring)."""
+    _, _, integer, increasing = KNOBS[knob]
 
     def meets(x: float) -> bool:
         return probes.eps(x) <= target
@@ -89,8 +113,14 @@ def calibrate(
     else:
         x0, slope = _estimate(make_run, target, d, knob, lo, hi)
     x0 = float(min(max(x0, lo), hi))
-    first = None if slope is None or integer else _predicted_step(probes, x0, target, slope,
-                                                                   rtol)
+    # with an epsilon window (epsilon_tolerance) the search aims at its middle and stops
+    # there (rtol does not apply); else at the target, to rtol
+    window = probes.close
+    aim = target if window is None else 0.5 * (window[0] + window[1])
+    if window is not None:
+        rtol = 1e-12
+    over = 0.0 if window is not None else 0.4 * math.log1p(rtol)
+    first = None if slope is None or integer else _predicted_step(probes, x0, aim, slope, over)
     bad, good = _bracket(meets, x0, lo, hi, increasing, integer, first)
     if good is None:
         end = "lo" if increasing else "hi"
@@ -100,9 +130,11 @@ def calibrate(
             f"move {end}")
     if bad is None:
         return probes.bound(good, increasing, knob, "target met already at the search limit")
-    if first is not None:
+    if first is not None and window is None:
         bad, good = _near_side(probes, target, x0, bad, good, rtol)
-    good = _illinois(probes, target, bad, good, rtol, integer)
+    # aiming inside a window, a chord step may land next to an end (no 5% margin)
+    good = _illinois(probes, target, bad, good, rtol, integer, aim,
+                     0.05 if window is None else 1e-3)
     return probes.bound(good, increasing, knob, "")
 
 
@@ -113,6 +145,8 @@ class _Probes:
         self.make_run, self.delta, self.accountant = make_run, delta, accountant
         self.callback, self.integer = callback, integer
         self.seen: dict[float, tuple[float, str]] = {}
+        #: (lowest, highest) epsilon at which a probe ends the search (None: never)
+        self.close: tuple[float, float] | None = None
 
     def eps(self, x: float) -> float:
         x = float(round(x)) if self.integer else float(x)
@@ -132,6 +166,8 @@ class _Probes:
                 self.seen[x] = (float(g.upper.value), g.upper.source)
             if self.callback is not None:
                 self.callback(int(x) if self.integer else x, g)
+            if self.close is not None and self.close[0] <= self.seen[x][0] <= self.close[1]:
+                raise _Close(x)
         return self.seen[x][0]
 
     def bound(self, x: float, increasing: bool, knob: str, note: str) -> Bound:
@@ -141,21 +177,22 @@ class _Probes:
         return Bound(float(x), kind, text)
 
 
-def _predicted_step(probes: _Probes, x0: float, target: float, slope: float, rtol: float
+def _predicted_step(probes: _Probes, x0: float, aim: float, slope: float, over: float
                     ) -> float | None:
     """The first step factor of the bracket walk from x0: one Newton step on log epsilon
-    against log value with the estimated ``slope`` (d log eps / d log value), overshooting the
-    predicted root by 0.4 rtol, so that the root lies between x0 and the step and, when the
-    prediction is that close, within rtol of the step (:func:`_near_side`).  None (the plain
-    walk) when the first probe gives no usable log epsilon or shows the estimate off by more
-    than 5% in epsilon (then its slope is not trusted either)."""
+    against log value towards epsilon = ``aim`` with the estimated ``slope`` (d log eps /
+    d log value), overshooting the predicted root by ``over`` in log value (0.4 rtol: the root
+    then lies between x0 and the step and, when the prediction is that close, within rtol of
+    the step, :func:`_near_side`).  None (the plain walk) when the first probe gives no usable
+    log epsilon or shows the estimate off by more than 5% in epsilon (then its slope is not
+    trusted either)."""
     e0 = probes.eps(x0)
     if not (math.isfinite(e0) and e0 > 0.0 and slope != 0.0 and math.isfinite(slope)):
         return None
-    if abs(math.log(e0 / target)) > 0.05:
+    if abs(math.log(e0 / aim)) > 0.05:
         return None
-    move = (math.log(target) - math.log(e0)) / slope  # predicted log(root / x0)
-    factor = math.exp(abs(move) + 0.4 * math.log1p(rtol))
+    move = (math.log(aim) - math.log(e0)) / slope  # predicted log(root / x0)
+    factor = math.exp(abs(move) + over)
     return min(factor, 1.1)
 
 
@@ -207,12 +244,14 @@ def _bracket(meets, x0: float, lo: float, hi: float, increasing: bool, integer: 
 
 
 def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: float,
-              integer: bool) -> float:
+              integer: bool, aim: float | None = None, margin: float = 0.05) -> float:
     """Close [bad, good] (in either order) to relative width rtol (or adjacent integers) by
-    the Illinois variant of regula falsi on log epsilon - log target against log value;
+    the Illinois variant of regula falsi on log epsilon - log aim (default: the target)
+    against log value, each step kept ``margin`` (a fraction of the bracket) from its ends;
     returns the value meeting the target."""
-    fb = math.log(probes.eps(bad)) - math.log(target) if math.isfinite(probes.eps(bad)) else None
-    fg = math.log(max(probes.eps(good), 1e-300)) - math.log(target)
+    aim = target if aim is None else aim
+    fb = math.log(probes.eps(bad)) - math.log(aim) if math.isfinite(probes.eps(bad)) else None
+    fg = math.log(max(probes.eps(good), 1e-300)) - math.log(aim)
     side = 0
     for _ in range(100):
         lb, lg = math.log(bad), math.log(good)
@@ -223,7 +262,7 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
         else:
             m = lg - fg * (lg - lb) / (fg - fb)
             # keep the step strictly inside, away from the ends
-            w = 0.05 * (lg - lb)
+            w = margin * (lg - lb)
             m = min(max(m, min(lb, lg) + abs(w)), max(lb, lg) - abs(w))
         x = math.exp(m)
         if integer:
@@ -233,7 +272,7 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
                 if x in (bad, good):
                     return good
         e = probes.eps(x)
-        f = math.log(max(e, 1e-300)) - math.log(target) if math.isfinite(e) else None
+        f = math.log(max(e, 1e-300)) - math.log(aim) if math.isfinite(e) else None
         if e <= target:
             good, fg = x, f
             if side == 1 and fb is not None:
