@@ -382,12 +382,14 @@ def _chernoff_tops(terms: list[np.ndarray], log_tau: float) -> np.ndarray | None
     return np.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF)).astype(np.int64) + 1
 
 
-def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN):
+def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN,
+                    want: list[bool] | None = None):
     """Windows of the running linear convolutions x_k = a_{plan[0]} * ... * a_{plan[k-1]}
     of nonnegative arrays (``arrays[key]``), k = 1 .. len(plan), from one forward FFT per
     array and one inverse FFT per k; None if the common FFT length would exceed ``max_len``
     or a check fails.  Returns a generator of ``(start, z, err, tau_lo, tau_hi)`` per k, with
-    the meaning of :func:`self_convolve_power` (positions of x_k from 0).
+    the meaning of :func:`self_convolve_power` (positions of x_k from 0); with ``want``, None
+    at each k where ``want[k]`` is false (no inverse FFT there).
 
     Windows.  Chernoff bounds on both sides (:func:`_chernoff_tops`, blocked masses as in
     :func:`self_convolve_power`); one length N >= every window and array.
@@ -429,7 +431,7 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     if longest > max_len:
         return None
     N = sfft.next_fast_len(longest, real=True)
-    return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi)
+    return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi, want)
 
 
 #: a coefficient of a running product whose modulus bound falls below this is set to 0
@@ -438,7 +440,7 @@ _DROP = 1e-28
 
 
 def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.ndarray,
-                      tau_lo: np.ndarray, tau_hi: np.ndarray):
+                      tau_lo: np.ndarray, tau_hi: np.ndarray, want: list[bool] | None = None):
     """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
     below ``_DROP`` are set to 0 from then on: the error there is <= Gamma, which later
     factors multiply by at most max beta (rounded up); their weighted sums (plain and of
@@ -473,6 +475,9 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
             s2 += float(np.sum(wd * gd * gd)) * (1.0 + 4.0 * u * len(gd))
             keep = ~drop
             idx, C, E, G = idx[keep], C[keep], E[keep], G[keep]
+        if want is not None and not want[k]:
+            yield None
+            continue
         wts = wts_all[idx]
         err = _inverse_error(wts, E, np.abs(C) * (1.0 + 4.0 * u), N, int(W[k]), (s1, s2))
         if not math.isfinite(err):

@@ -246,31 +246,33 @@ class PLD:
                            grow, self.kind)
 
     @staticmethod
-    def running_products(blocks: dict, plan: list, tau: float):
+    def running_products(blocks: dict, plan: list, tau: float, want: list[bool] | None = None):
         """The PLDs of the running products ``blocks[plan[0]] x ... x blocks[plan[k-1]]``,
         k = 1 .. len(plan), as a generator (one inverse FFT each:
         :func:`privamp.numerics.fft.product_windows`), or None where that cannot be used
         (then compose one by one).  The blocks share kind and grid; each product is
         certified like :meth:`_power_self_compose` (mass at +inf and slack growth by
         :func:`_product_allowances`, window by :func:`_window_pld`); the first is the first
-        block itself."""
+        block itself.  ``want``: None (no inverse FFT) at each k > 0 where ``want[k]`` is
+        false."""
         first = next(iter(blocks.values()))
         for b in blocks.values():
             first._check_compatible(b)
-        wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau)
+        wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau,
+                               want=want)
         if wins is None:
             return None
 
         def gen():
             offset = 0
             counts = dict.fromkeys(blocks, 0)
-            for k, (g, (start, z, err, tau_lo, tau_hi)) in enumerate(
-                    zip(plan, wins, strict=False)):
+            for k, (g, win) in enumerate(zip(plan, wins, strict=False)):
                 offset += blocks[g].offset
                 counts[g] += 1
-                if k == 0:
-                    yield blocks[g]
+                if k == 0 or win is None:
+                    yield blocks[g] if k == 0 else None
                     continue
+                start, z, err, tau_lo, tau_hi = win
                 inf_t, grow = _product_allowances(
                     [(blocks[x], c) for x, c in counts.items() if c])
                 out = _window_pld(first.h, offset + start, z, err, tau_lo, tau_hi, inf_t,
