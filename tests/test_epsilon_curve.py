@@ -223,3 +223,20 @@ def test_settled_checkpoint_takes_a_larger_direction():
     want = 3.0 + np.log1p(-delta / 0.5)
     assert want <= out[1][0].value <= want * (1 + 1e-9)
     assert out[2][0].value == 2.0 and out[1][1].value == 1.9
+
+
+def test_shared_spectra_change_no_result_and_are_released():
+    """Blocks of nearby lengths share one long-double transform inside shared_spectra: the
+    powers equal those computed alone, and nothing is kept after the block."""
+    from privamp.numerics import fft
+
+    rng = np.random.default_rng(3)
+    p = rng.random(3000)
+    p /= p.sum()
+    alone = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
+    with fft.shared_spectra():
+        shared = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
+        assert len(fft._SPECTRA) == 1
+    assert fft._SPECTRA is None
+    for a, b in zip(alone, shared, strict=True):
+        assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])

@@ -28,6 +28,7 @@ error only) and the others by FFT, whose bounds carry the small norms of t.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import fft as sfft
@@ -212,6 +213,40 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     return np.log(sums[keep]), pos[keep].astype(float)
 
 
+#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`
+_SPECTRA: dict[tuple[int, bytes], np.ndarray] | None = None
+
+
+@contextmanager
+def shared_spectra():
+    """Within this block :func:`self_convolve_power` memoises its long-double transforms by
+    (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths,
+    often with the same FFT length (the same transform, so the same results).  Released on
+    exit, so separate queries never share work."""
+    global _SPECTRA
+    outer = _SPECTRA
+    _SPECTRA = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _SPECTRA = outer
+
+
+def _long_double_spectrum(p: np.ndarray, N: int) -> np.ndarray:
+    """Real FFT of p zero-padded to length N, in long double (memoised inside
+    :func:`shared_spectra`; read-only to callers)."""
+    cache = _SPECTRA
+    key = (N, p.tobytes()) if cache is not None else None
+    if cache is not None and key in cache:
+        return cache[key]
+    buf = np.zeros(N, dtype=np.longdouble)
+    buf[: len(p)] = p
+    X = sfft.rfft(buf)
+    if cache is not None:
+        cache[key] = X
+    return X
+
+
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
                         max_len: int = _MAX_POWER_LEN, max_kept_fraction: float = 1.0
                         ) -> tuple[int, np.ndarray, float, float, float] | None:
@@ -265,9 +300,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     if max(W, n) > max_len:
         return None
     N = sfft.next_fast_len(max(W, n), real=True)
-    buf = np.zeros(N, dtype=np.longdouble)
-    buf[:n] = p
-    X = sfft.rfft(buf)
+    X = _long_double_spectrum(p, N)
     # sum of n nonnegative terms: relative error <= (n - 1) u (Higham 2002, eq. (4.4))
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     k = max(math.log2(N), 1.0)

@@ -17,6 +17,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.arrays import shaped
+from ..numerics.fft import shared_spectra
 from ..pairs.combinators import MixturePair, SwappedPair
 from ..pairs.discrete import DiscretePair
 from ..pairs.loss_pair import LossPair
@@ -295,8 +296,10 @@ class PLDAnalysis(RunAnalysis):
         # bound exceeds the others': for epsilon it is evaluated at a few checkpoints
         # (_sparse), then settled at the others (_settle_partial)
         sparse = _sparse(ts) if which == "epsilon" else None
-        streams = [(stream(i, 0, sparse if o is None else None),
-                    None if o is None else stream(i, 1)) for i, (_, o, _) in enumerate(singles)]
+        with shared_spectra():  # the gaps' blocks of one direction share its transform
+            streams = [(stream(i, 0, sparse if o is None else None),
+                        None if o is None else stream(i, 1))
+                       for i, (_, o, _) in enumerate(singles)]
         x = np.asarray(x, dtype=float)
         out, extra, partial = _curve_points(ts, streams, which, x, hook)
         if sparse is not None:
