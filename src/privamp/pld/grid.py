@@ -39,6 +39,7 @@ number of compositions, and one below (``optimistic``) stays below; additive err
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -506,24 +507,32 @@ def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
     n = len(m)
     B = int(max(1, min(1024, math.floor(30.0 / h))))
     nb = -(-n // B)
+    wrev, tailrev, decay = _suffix_weights(B, h)
     mm = np.zeros(nb * B)
     mm[:n] = m
-    mm = mm.reshape(nb, B)
-    k = np.arange(B, dtype=float)
-    w = np.exp(-k * h)
-    inner = np.cumsum((mm * w)[:, ::-1], axis=1)[:, ::-1] / w
-    starts = inner[:, 0]
-    decay = math.exp(-B * h)
+    # the blocks from the top down, each read backwards (contiguous rows): the same products
+    # and the same chains of additions as summing each block backwards in place
+    inner = np.cumsum(mm[::-1].reshape(nb, B) * wrev, axis=1)
+    inner /= wrev
+    starts = inner[:, -1]
     carry = np.zeros(nb)
     acc = 0.0
-    for b in range(nb - 1, -1, -1):  # r at the start of block b + 1, chained
+    for b in range(nb):  # r at the start of the block above, chained
         carry[b] = acc
         acc = float(starts[b]) + decay * acc
-    r = inner + carry[:, None] * np.exp(-(B - k) * h)[None, :]
-    r = r.ravel()[:n]
-    if up:
-        r += n * 5e-324 * math.exp(30.0)
-    return r
+    inner += carry[:, None] * tailrev
+    r = inner.ravel()[::-1][:n]
+    return r + n * 5e-324 * math.exp(30.0) if up else r.copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _suffix_weights(B: int, h: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """For :func:`_discounted_suffix`: e^{-k h} and e^{-(B - k) h} for k = B - 1 .. 0 (read-only),
+    and e^{-B h}."""
+    k = np.arange(B, dtype=float)
+    wrev, tailrev = np.exp(-k * h)[::-1].copy(), np.exp(-(B - k) * h)[::-1].copy()
+    wrev.flags.writeable = tailrev.flags.writeable = False
+    return wrev, tailrev, math.exp(-B * h)
 
 
 def _truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
