@@ -267,6 +267,7 @@ class PLD:
         def gen():
             offset = 0
             counts = dict.fromkeys(blocks, 0)
+            sums = {g: float(np.sum(b.masses)) for g, b in blocks.items()}
             for k, (g, win) in enumerate(zip(plan, wins, strict=False)):
                 offset += blocks[g].offset
                 counts[g] += 1
@@ -275,7 +276,8 @@ class PLD:
                     continue
                 start, z, err, tau_lo, tau_hi = win
                 inf_t, grow = _product_allowances(
-                    [(blocks[x], c) for x, c in counts.items() if c])
+                    [(blocks[x], c) for x, c in counts.items() if c],
+                    [sums[x] for x, c in counts.items() if c])
                 out = _window_pld(first.h, offset + start, z, err, tau_lo, tau_hi, inf_t,
                                   grow, first.kind)
                 if out is None:
@@ -430,7 +432,8 @@ class PLD:
         return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
 
 
-def _product_allowances(factors: list[tuple[PLD, int]]) -> tuple[float, float]:
+def _product_allowances(factors: list[tuple[PLD, int]], mass_sums: list[float] | None = None
+                        ) -> tuple[float, float]:
     """(mass at +inf, slack growth) of the product of the grid pairs ``factors`` (pairs
     (PLD, how many times), all of one kind), each rounded the safe way.
 
@@ -440,13 +443,14 @@ def _product_allowances(factors: list[tuple[PLD, int]]) -> tuple[float, float]:
     does (the composition formula in the module docstring), so composing the true pairs
     (mass 1) and the grid pairs (mass M_i) gives slack ``<= prod (M'_i + s_i) - prod M'_i``
     with ``M'_i = max(M_i, 1)``.  The exponents carry about n u (n factors in all): the
-    relative allowance 16 (n + 8) u + 1e-15 covers them."""
+    relative allowance 16 (n + 8) u + 1e-15 covers them.  ``mass_sums``: the factors'
+    ``float(np.sum(masses))`` if already known."""
     pess = factors[0][0].kind == "pessimistic"
     log_m = log_mp = log_mm = ratio = ratio_s = 0.0
     total = 0
-    for f, c in factors:
+    for i, (f, c) in enumerate(factors):
         n = len(f.masses)
-        m_sum = float(np.sum(f.masses))
+        m_sum = float(np.sum(f.masses)) if mass_sums is None else mass_sums[i]
         m_hi = m_sum * (1.0 + (n + 2) * _U)
         m = m_hi if pess else m_sum * (1.0 - (n + 2) * _U)
         mm = max(m_hi * (1.0 + 2 * _U) + f.inf_mass, 1.0)
