@@ -108,3 +108,49 @@ def test_calibrate_unknown_knob():
     with pytest.raises(ValueError, match="knob"):
         pa.calibrate(1.0, 1e-5, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.1), steps=1),
                      knob="temperature")
+
+
+def test_calibrate_default_three_probes_meets_target_by_dp_accounting():
+    """Issue 14 setting (epsilon 3, delta 1e-5, q 0.01, T 1e4): the CLT estimate's slope
+    predicts the root, so three probes bracket it to rtol; the answer meets the target by
+    dp-accounting's PLD (connect-the-dots, h = 1e-4) and a noise 0.5% smaller does not."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    q, T, eps, delta = 0.01, 10_000, 3.0, 1e-5
+    probes = []
+    got = pa.calibrate(eps, delta, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(q),
+                                                         steps=T),
+                       callback=lambda v, g: probes.append(v))
+    assert len(probes) <= 3
+
+    def dpa(sig):
+        d = pld.from_gaussian_mechanism(sig, sampling_prob=q, value_discretization_interval=1e-4,
+                                        use_connect_dots=True)
+        return d.self_compose(T).get_epsilon_for_delta(delta)
+
+    assert dpa(got.value) <= eps * (1 + 1e-5)
+    assert dpa(got.value * (1 - 5e-3)) > eps
+
+
+def test_calibrate_epsilon_tolerance_stops_like_opacus():
+    """epsilon_tolerance (Opacus's rule): the search stops at the first probe meeting the
+    target within the tolerance; that probe's epsilon by dp-accounting's PLD (h = 1e-4) lies in
+    [target - tolerance - 1e-4, target + 1e-4], with fewer probes than the rtol search."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    q, T, eps, delta = 0.01, 10_000, 3.0, 1e-5
+
+    def make(s):
+        return pa.Training(pa.Gaussian(s), pa.Poisson(q), steps=T)
+
+    probes, probes_rtol = [], []
+    got = pa.calibrate(eps, delta, make, epsilon_tolerance=0.01,
+                       callback=lambda v, g: probes.append(v))
+    pa.calibrate(eps, delta, make, callback=lambda v, g: probes_rtol.append(v))
+    assert len(probes) < len(probes_rtol) and got.value == probes[-1]
+    ref = pld.from_gaussian_mechanism(got.value, sampling_prob=q,
+                                      value_discretization_interval=1e-4,
+                                      use_connect_dots=True).self_compose(T)
+    assert eps - 0.01 - 1e-4 <= ref.get_epsilon_for_delta(delta) <= eps + 1e-4
+    with pytest.raises(ValueError, match="epsilon_tolerance"):
+        pa.calibrate(eps, delta, make, epsilon_tolerance=0.0)

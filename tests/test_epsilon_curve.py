@@ -180,3 +180,63 @@ def test_checkpoint_the_shared_composition_declines_is_asked_alone(accountant):
         ref = _dpa_pld(q, sigma, t, 1e-12)
         assert g.lower.value[i] <= ref * (1 + 1e-3) and ref <= g.upper.value[i] * (1 + 1e-3)
         assert g.lower.value[i] > 0.98 * g.upper.value[i]
+
+
+@pytest.mark.parametrize("ratio", [1.0, 1e9])
+def test_pessimistic_only_direction_settled_from_later_checkpoints(monkeypatch, ratio):
+    """The add direction (pessimistic side only) evaluated at every checkpoint (ratio 1) or
+    only at the last (1e9: every other checkpoint settled by evaluating it there): both
+    bracket dp-accounting (connect-the-dots, h = 1e-4), as the default schedule does."""
+    from privamp.theorems import poisson_pld
+
+    q, sigma = 0.05, 1.0
+    steps = list(range(20, 401, 20))
+    default = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=400).epsilon_curve(1e-5, steps)
+    monkeypatch.setattr(poisson_pld, "_SPARSE_RATIO", ratio)
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=400).epsilon_curve(1e-5, steps)
+    for i in (0, 4, 19):
+        ref = _dpa_pld(q, sigma, steps[i], 1e-5)
+        for c in (g, default):
+            assert c.lower.value[i] <= ref <= c.upper.value[i] * (1 + 1e-4)
+    assert np.all(np.abs(g.upper.value - default.upper.value) <= 1e-12 * default.upper.value)
+
+
+def test_settled_checkpoint_takes_a_larger_direction():
+    """_settle_partial: where the later evaluation does not settle a checkpoint, the
+    direction is evaluated there and its bound kept if larger: one atom of P-mass p at loss
+    l has epsilon l + log(1 - delta / p) (closed form)."""
+    from privamp.pld.grid import PLD
+    from privamp.results import Bound
+    from privamp.theorems.poisson_pld import _settle_partial
+
+    h, delta = 1e-3, 1e-5
+    atoms = [(1000, 0.5), (3000, 0.5), (3500, 0.5)]  # loss 1, 3, 3.5
+    plds = [PLD(h, off, np.array([p]), 0.0, "pessimistic") for off, p in atoms]
+    out = [(Bound(2.0, "upper", "a"), Bound(1.9, "lower", "a")) for _ in atoms]
+    partial = {1: {2: np.asarray(3.5 + np.log1p(-delta / 0.5))}}
+
+    def stream(i, want):
+        return iter([p if w else None for p, w in zip(plds, want, strict=True)])
+
+    _settle_partial(out, partial, [False, False, True], stream, np.asarray(delta))
+    assert out[0][0].value == 2.0  # loss 1: the bound 2 stands
+    want = 3.0 + np.log1p(-delta / 0.5)
+    assert want <= out[1][0].value <= want * (1 + 1e-9)
+    assert out[2][0].value == 2.0 and out[1][1].value == 1.9
+
+
+def test_shared_spectra_change_no_result_and_are_released():
+    """Blocks of nearby lengths share one long-double transform inside shared_spectra: the
+    powers equal those computed alone, and nothing is kept after the block."""
+    from privamp.numerics import fft
+
+    rng = np.random.default_rng(3)
+    p = rng.random(3000)
+    p /= p.sum()
+    alone = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
+    with fft.shared_spectra():
+        shared = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
+        assert len(fft._SPECTRA) == 1
+    assert fft._SPECTRA is None
+    for a, b in zip(alone, shared, strict=True):
+        assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])

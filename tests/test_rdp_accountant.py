@@ -309,3 +309,27 @@ def test_bad_inputs_raise_naming_parameter():
         RdpAccountant(conversion="nope")
     with pytest.raises(ValueError):
         RdpAccountant().compose((pa.Gaussian(1.0), pa.Deterministic(10, 100)), 1)
+
+
+def test_rdp_answers_do_not_depend_on_call_history():
+    """Issue 14: each query searches its orders afresh (evaluations are only memoised), so a
+    query after others on one run equals the same query on a fresh run, an array query equals
+    its scalar queries, and both stay at most dp-accounting's RDP epsilon (same orders grid
+    searched) up to the 1e-11 upward rounding."""
+    import dp_accounting as dpa
+
+    q, sigma, T = 0.01, 0.8, 100_000
+    fresh = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(
+        1e-5, accountant="rdp").upper.value
+    run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T)
+    for d in (1e-10, 1e-2, 3e-5):
+        run.epsilon(d, accountant="rdp")
+    run.delta(np.array([1.0, 40.0]), accountant="rdp")
+    assert run.epsilon(1e-5, accountant="rdp").upper.value == fresh
+    arr = run.epsilon(np.array([1e-2, 1e-5, 1e-10]), accountant="rdp").upper.value
+    assert arr[1] == fresh
+    assert arr[2] == pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(
+        1e-10, accountant="rdp").upper.value
+    acc = dpa.rdp.RdpAccountant()
+    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
+    assert fresh <= acc.get_epsilon(1e-5) * (1 + 1e-11)

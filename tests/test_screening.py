@@ -117,3 +117,26 @@ def test_best_delta_at_large_epsilon_not_looser_than_rdp(eps):
     best = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=1000).delta(eps)
     assert float(best.upper.value) <= _all_upper(pa.Gaussian(1.0), 0.01, 1000, "delta", eps) * (
         1 + 1e-12)
+
+
+@pytest.mark.parametrize("delta", [1e-5, 1e-10, 1e-14])
+def test_scaled_screening_never_rules_out_a_winning_rdp(delta):
+    """rdp_ruled_out_scaled (the epsilon curve's batched rule, one floor base scaled to every
+    checkpoint) against the RDP accountant run on its own (fresh runs): targets above its
+    answers (RDP wins) are never ruled out; targets 20% below are, at every checkpoint (the
+    floors are close to the RDP curve)."""
+    from privamp.accounting.screening import rdp_ruled_out_scaled
+
+    q, sigma, t0 = 0.01, 1.0, 50
+    base = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=t0)
+    floor = base.analysis("pld")[0][1].renyi_floor
+    ts = [50, 100, 400, 1000, 2000]
+    runs = [pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=t) for t in ts]
+    rdp = np.array([float(r.epsilon(delta, accountant="rdp").upper.value) for r in runs])
+    for f in (0.8, 0.99, 1.01, 1.25):
+        out = rdp_ruled_out_scaled(runs, floor, np.array(ts) / t0 * (1 - 4e-16), delta,
+                                   rdp * f)
+        if f > 1:
+            assert not out.any()
+        if f == 0.8:
+            assert out.all()

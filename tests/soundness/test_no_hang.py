@@ -110,8 +110,8 @@ def test_rdp_accountant_pure_epsilon_matches_closed_form_and_caps_epsilon():
     # delta just below E: positive (the atoms at +-L make the max loss attained), bounded
     d = acc.get_delta(E * 0.999)
     assert 0.0 < d < 1.0
-    # the order search stays below the cap for privamp's curves
-    assert acc._cache.alpha.max() <= 1e5
+    # the order search stays below the cap for privamp's curves (every order it evaluated)
+    assert acc._values and max(acc._values) <= 1e5
 
 
 def test_user_curve_order_search_is_bounded():

@@ -46,6 +46,7 @@ def calibrate(
     knob: str = "noise",
     start: float | None = None,
     callback: Probe | None = None,
+    epsilon_tolerance: float | None = None,
 ) -> Bound:
     """The knob value (noise multiplier by default) for which ``make_run(value)`` has an
     epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``, within ``rtol``.
@@ -62,7 +63,9 @@ def calibrate(
     geometric middle of the range), walks outward by growing factors until the target is
     bracketed, then closes the bracket by regula falsi (Illinois) on log epsilon against
     log value.  ``callback(value, guarantee)`` is called after every probe (``guarantee`` is
-    ``None`` where the accountant declined the run).
+    ``None`` where the accountant declined the run).  ``epsilon_tolerance`` (Opacus's
+    ``get_noise_multiplier`` rule, there 0.01 by default): also stop at the first probe whose
+    epsilon upper bound lies in [target - epsilon_tolerance, target].
 
     Raises:
         ValueError: a parameter out of range, an unknown knob, or no value in [lo, hi] meets
@@ -79,13 +82,46 @@ def calibrate(
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
     rtol = check_positive("rtol", rtol)
     probes = _Probes(make_run, d, accountant, callback, integer)
+    if epsilon_tolerance is not None:
+        probes.close = (target - check_positive("epsilon_tolerance", epsilon_tolerance), target)
+    try:
+        return _search(probes, target, lo, hi, rtol, knob, start, make_run, d)
+    except _Close as done:
+        return probes.bound(done.x, increasing, knob,
+                            f"epsilon within {epsilon_tolerance:g} of the target")
+
+
+class _Close(Exception):  # noqa: N818 - control flow, never leaves calibrate
+    """A probe met the target within ``epsilon_tolerance``: the search stops there."""
+
+    def __init__(self, x: float) -> None:
+        super().__init__(x)
+        self.x = x
+
+
+def _search(probes: _Probes, target: float, lo: float, hi: float, rtol: float, knob: str,
+            start: float | None, make_run, d: float) -> Bound:
+    """The search of :func:`calibrate` (its docstring)."""
+    _, _, integer, increasing = KNOBS[knob]
 
     def meets(x: float) -> bool:
         return probes.eps(x) <= target
 
-    x0 = start if start is not None else _estimate(make_run, target, d, knob, lo, hi)
+    slope = None
+    if start is not None:
+        x0 = start
+    else:
+        x0, slope = _estimate(make_run, target, d, knob, lo, hi)
     x0 = float(min(max(x0, lo), hi))
-    bad, good = _bracket(meets, x0, lo, hi, increasing, integer)
+    # with an epsilon window (epsilon_tolerance) the search aims at its middle and stops
+    # there (rtol does not apply); else at the target, to rtol
+    window = probes.close
+    aim = target if window is None else 0.5 * (window[0] + window[1])
+    if window is not None:
+        rtol = 1e-12
+    over = 0.0 if window is not None else 0.4 * math.log1p(rtol)
+    first = None if slope is None or integer else _predicted_step(probes, x0, aim, slope, over)
+    bad, good = _bracket(meets, x0, lo, hi, increasing, integer, first)
     if good is None:
         end = "lo" if increasing else "hi"
         raise ValueError(
@@ -94,7 +130,11 @@ def calibrate(
             f"move {end}")
     if bad is None:
         return probes.bound(good, increasing, knob, "target met already at the search limit")
-    good = _illinois(probes, target, bad, good, rtol, integer)
+    if first is not None and window is None:
+        bad, good = _near_side(probes, target, x0, bad, good, rtol)
+    # aiming inside a window, a chord step may land next to an end (no 5% margin)
+    good = _illinois(probes, target, bad, good, rtol, integer, aim,
+                     0.05 if window is None else 1e-3)
     return probes.bound(good, increasing, knob, "")
 
 
@@ -105,6 +145,8 @@ class _Probes:
         self.make_run, self.delta, self.accountant = make_run, delta, accountant
         self.callback, self.integer = callback, integer
         self.seen: dict[float, tuple[float, str]] = {}
+        #: (lowest, highest) epsilon at which a probe ends the search (None: never)
+        self.close: tuple[float, float] | None = None
 
     def eps(self, x: float) -> float:
         x = float(round(x)) if self.integer else float(x)
@@ -124,6 +166,8 @@ class _Probes:
                 self.seen[x] = (float(g.upper.value), g.upper.source)
             if self.callback is not None:
                 self.callback(int(x) if self.integer else x, g)
+            if self.close is not None and self.close[0] <= self.seen[x][0] <= self.close[1]:
+                raise _Close(x)
         return self.seen[x][0]
 
     def bound(self, x: float, increasing: bool, knob: str, note: str) -> Bound:
@@ -133,15 +177,57 @@ class _Probes:
         return Bound(float(x), kind, text)
 
 
-def _bracket(meets, x0: float, lo: float, hi: float, increasing: bool, integer: bool
-             ) -> tuple[float | None, float | None]:
+def _predicted_step(probes: _Probes, x0: float, aim: float, slope: float, over: float
+                    ) -> float | None:
+    """The first step factor of the bracket walk from x0: one Newton step on log epsilon
+    against log value towards epsilon = ``aim`` with the estimated ``slope`` (d log eps /
+    d log value), overshooting the predicted root by ``over`` in log value (0.4 rtol: the root
+    then lies between x0 and the step and, when the prediction is that close, within rtol of
+    the step, :func:`_near_side`).  None (the plain walk) when the first probe gives no usable
+    log epsilon or shows the estimate off by more than 5% in epsilon (then its slope is not
+    trusted either)."""
+    e0 = probes.eps(x0)
+    if not (math.isfinite(e0) and e0 > 0.0 and slope != 0.0 and math.isfinite(slope)):
+        return None
+    if abs(math.log(e0 / aim)) > 0.05:
+        return None
+    move = (math.log(aim) - math.log(e0)) / slope  # predicted log(root / x0)
+    factor = math.exp(abs(move) + over)
+    return min(factor, 1.1)
+
+
+def _near_side(probes: _Probes, target: float, x0: float, bad: float, good: float,
+               rtol: float) -> tuple[float, float]:
+    """After a predicted first step (:func:`_predicted_step`) bracketed the root between x0
+    and the step x1: if the chord through both probes (log epsilon against log value) puts
+    the root within rtol of x1, probe the point just under rtol from x1 towards x0, which then
+    closes the bracket to rtol with no regula falsi; else leave the bracket to it."""
+    if x0 not in (bad, good):
+        return bad, good
+    x1 = good if bad == x0 else bad
+    e0, e1 = probes.eps(x0), probes.eps(x1)
+    gap = math.log(x0) - math.log(x1)
+    if abs(gap) <= math.log1p(rtol) or not (math.isfinite(e0) and e0 > 0 and e1 > 0):
+        return bad, good
+    f0, f1 = math.log(e0 / target), math.log(e1 / target)
+    if f0 == f1 or abs(f1 * gap / (f0 - f1)) > 0.9 * math.log1p(rtol):
+        return bad, good
+    x2 = x1 * math.exp(math.copysign(0.999 * math.log1p(rtol), gap))
+    if probes.eps(x2) <= target:
+        return bad, x2
+    return x2, good
+
+
+def _bracket(meets, x0: float, lo: float, hi: float, increasing: bool, integer: bool,
+             first: float | None = None) -> tuple[float | None, float | None]:
     """(bad, good): neighbouring probed values, one failing and one meeting the target, found
     by walking from x0 by factors 1.1, 1.21, 1.46, ... (squared each time) within [lo, hi];
-    None for a side not found."""
+    None for a side not found.  ``first``: the first factor instead of 1.1 (a predicted step,
+    then 1.1, 1.21, ...)."""
     ok0 = meets(x0)
     # meeting the target: move towards failing (smaller sigma, larger rate), and vice versa
     up = ok0 == increasing
-    factor = 1.1
+    factor = 1.1 if first is None else first
     x = x0
     while True:
         nxt = min(x * factor, hi) if up else max(x / factor, lo)
@@ -153,16 +239,19 @@ def _bracket(meets, x0: float, lo: float, hi: float, increasing: bool, integer: 
             return (None, x) if ok0 else (x, None)
         if meets(nxt) != ok0:
             return (x, nxt) if not ok0 else (nxt, x)
-        x, factor = nxt, factor * factor
+        x = nxt
+        factor, first = (1.1, None) if first is not None else (factor * factor, None)
 
 
 def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: float,
-              integer: bool) -> float:
+              integer: bool, aim: float | None = None, margin: float = 0.05) -> float:
     """Close [bad, good] (in either order) to relative width rtol (or adjacent integers) by
-    the Illinois variant of regula falsi on log epsilon - log target against log value;
+    the Illinois variant of regula falsi on log epsilon - log aim (default: the target)
+    against log value, each step kept ``margin`` (a fraction of the bracket) from its ends;
     returns the value meeting the target."""
-    fb = math.log(probes.eps(bad)) - math.log(target) if math.isfinite(probes.eps(bad)) else None
-    fg = math.log(max(probes.eps(good), 1e-300)) - math.log(target)
+    aim = target if aim is None else aim
+    fb = math.log(probes.eps(bad)) - math.log(aim) if math.isfinite(probes.eps(bad)) else None
+    fg = math.log(max(probes.eps(good), 1e-300)) - math.log(aim)
     side = 0
     for _ in range(100):
         lb, lg = math.log(bad), math.log(good)
@@ -173,7 +262,7 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
         else:
             m = lg - fg * (lg - lb) / (fg - fb)
             # keep the step strictly inside, away from the ends
-            w = 0.05 * (lg - lb)
+            w = margin * (lg - lb)
             m = min(max(m, min(lb, lg) + abs(w)), max(lb, lg) - abs(w))
         x = math.exp(m)
         if integer:
@@ -183,7 +272,7 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
                 if x in (bad, good):
                     return good
         e = probes.eps(x)
-        f = math.log(max(e, 1e-300)) - math.log(target) if math.isfinite(e) else None
+        f = math.log(max(e, 1e-300)) - math.log(aim) if math.isfinite(e) else None
         if e <= target:
             good, fg = x, f
             if side == 1 and fb is not None:
@@ -198,24 +287,26 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
 
 
 def _estimate(make_run, target: float, delta: float, knob: str, lo: float, hi: float
-              ) -> float:
-    """A starting value: for the noise of Poisson-subsampled Gaussian runs, the sigma whose
-    CLT approximation (mu-GDP with mu = q sqrt(T (e^{1/sigma^2} - 1)), Bu et al. 2020,
-    arXiv:1911.11607, Thm 6) meets the target; else the geometric middle of [lo, hi]."""
+              ) -> tuple[float, float | None]:
+    """A starting value and the slope d log epsilon / d log value there (None: unknown): for
+    the noise of Poisson-subsampled Gaussian runs, the sigma whose CLT approximation (mu-GDP
+    with mu = q sqrt(T (e^{1/sigma^2} - 1)), Bu et al. 2020, arXiv:1911.11607, Thm 6) meets
+    the target, and that approximation's slope; else the geometric middle of [lo, hi].  Only
+    estimates: every answer is checked by the accountant."""
     middle = math.sqrt(lo * hi)
     if knob != "noise":
-        return middle
+        return middle, None
     try:
         run = make_run(1.0)
     except (ValueError, TypeError):
-        return middle
+        return middle, None
     rate = getattr(run.scheme, "rate", None)
     if rate is None or run.mechanism.__class__.__name__ != "Gaussian":
-        return middle
+        return middle, None
     sens = float(getattr(run.mechanism, "sensitivity", 1.0))
     mu_target = _gdp_mu(target, delta)
     if mu_target is None:
-        return middle
+        return middle, None
     # mu(sigma) decreasing: solve mu(sigma) = mu_target in log sigma by bisection
     a, b = math.log(lo), math.log(hi)
     for _ in range(60):
@@ -227,15 +318,27 @@ def _estimate(make_run, target: float, delta: float, knob: str, lo: float, hi: f
             a = m
         else:
             b = m
-    return math.exp(b)
+    x0 = math.exp(b)
+    # slope: (d log mu / d log sigma) / (d log mu / d log eps), the latter at the target
+    s = x0 / sens
+    if rate >= 1:
+        dmu = -1.0
+    elif 1.0 / (s * s) < 700.0:
+        dmu = -(1.0 / (s * s)) / -math.expm1(-1.0 / (s * s))
+    else:
+        return x0, None
+    mu_up = _gdp_mu(target * (1.0 + 1e-4), delta)
+    if mu_up is None or mu_up <= mu_target:
+        return x0, None
+    return x0, dmu * math.log1p(1e-4) / math.log(mu_up / mu_target)
 
 
 def _gdp_mu(eps: float, delta: float) -> float | None:
     """The mu of mu-GDP whose epsilon at delta is eps (Dong, Roth, Su 2019, Cor. 2.13)."""
-    from scipy.stats import norm
+    from scipy.special import ndtr
 
     def dlt(mu: float) -> float:
-        return float(norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2))
+        return float(ndtr(-eps / mu + mu / 2) - math.exp(eps) * ndtr(-eps / mu - mu / 2))
 
     a, b = 1e-3, 100.0
     if dlt(b) < delta or dlt(a) > delta:

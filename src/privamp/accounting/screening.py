@@ -37,6 +37,7 @@ from ..theorems.rdp_composition import compositions, pure_dp_epsilon
 __all__ = [
     "rdp_cannot_win",
     "rdp_ruled_out",
+    "rdp_ruled_out_scaled",
 ]
 
 
@@ -117,3 +118,46 @@ def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np
         return np.max([f(alpha) for f in floors], axis=0)
 
     return rdp_cannot_win(floor, which, x, best_upper)
+
+
+def rdp_ruled_out_scaled(runs: list, floor: Callable[[np.ndarray], np.ndarray],
+                         scales: np.ndarray, delta: float, best_upper: np.ndarray
+                         ) -> np.ndarray:
+    """The rule for several runs at once (the checkpoints of an epsilon curve): per k, True
+    if the "rdp" accountant cannot beat ``best_upper[k]`` at ``delta`` for ``runs[k]``, whose
+    Rényi DP is at least ``scales[k] * floor`` at every order.  The intervals of orders are
+    split where any undecided run's floor is below its target (shared: a finer split only
+    raises every floor), within the budget of :func:`rdp_cannot_win`; the pure-DP and
+    nonfinite cases are decided as in :func:`rdp_ruled_out`."""
+    scales = np.asarray(scales, dtype=float)
+    targets = np.asarray(best_upper, dtype=float)
+    done = targets <= 0.0  # nothing is below 0
+    open_ = ~done & np.isfinite(targets)
+    for k in np.flatnonzero(open_):
+        total = _pure_total([runs[k]])
+        if total is not None and total < targets[k]:
+            open_[k] = False
+    d = np.atleast_1d(np.asarray(delta, dtype=float))
+    edges = np.geomspace(_T_LO, _T_HI, _START_INTERVALS + 1)
+    lo, hi = edges[:-1], edges[1:]
+    vals = np.asarray(floor(1.0 + lo), dtype=float)
+    for _ in range(_ROUNDS):
+        if not open_.any():
+            break
+        ks = np.flatnonzero(open_)
+        n = lo.size
+        fl = eps_floor(np.tile(1.0 + lo, ks.size), np.tile(1.0 + hi, ks.size),
+                       (scales[ks, None] * vals[None, :]).ravel(), d).reshape(ks.size, n)
+        bad = fl < targets[ks, None]
+        won = ~bad.any(axis=1)
+        done[ks[won]] = True
+        open_[ks[won]] = False
+        split = bad[~won].any(axis=0)
+        if not split.any() or n + split.sum() > _MAX_INTERVALS:
+            break
+        mid = np.sqrt(lo[split] * hi[split])
+        new_vals = np.maximum(np.asarray(floor(1.0 + mid), dtype=float), vals[split])
+        lo = np.concatenate([lo[~split], lo[split], mid])
+        hi = np.concatenate([hi[~split], mid, hi[split]])
+        vals = np.concatenate([vals[~split], vals[split], new_vals])
+    return done

@@ -23,7 +23,7 @@ from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import Scheme
 from ..theorems.rdp_composition import _RdpRun
 from ..theorems.registry import BoundPair, RunAnalysis, applicable
-from .screening import rdp_ruled_out
+from .screening import rdp_ruled_out, rdp_ruled_out_scaled
 
 __all__ = [
     "Training",
@@ -192,10 +192,13 @@ class Training:
         at = np.searchsorted(order, ts)
         ups, los, srcs_u, srcs_l = [], [], [], []
         for ps in pairs:
-            g = _combine(ps, ())
-            ups.append(float(g.upper.value))
-            srcs_u.append(g.upper.source)
-            lo = g.lower
+            if len(ps) == 1 and ps[0][0] is not None and ps[0][0].kind == "upper":
+                up, lo = ps[0]  # one accountant answered: its pair as it is (as _combine)
+            else:
+                g = _combine(ps, ())
+                up, lo = g.upper, g.lower
+            ups.append(float(up.value))
+            srcs_u.append(up.source)
             los.append(0.0 if lo is None else float(lo.value))
             srcs_l.append("trivial bound 0" if lo is None else lo.source)
         upper = Bound(np.asarray(ups)[at], "upper", "; ".join(dict.fromkeys(srcs_u)))
@@ -273,39 +276,35 @@ class Training:
     def _screen(self, order: np.ndarray, results: list, floors: list, d: np.ndarray
                 ) -> list[bool]:
         """Per checkpoint, whether the RDP accountant might beat the PLD's upper bound there
-        (:mod:`privamp.accounting.screening`), screened in runs of consecutive checkpoints
-        sharing a floor base t0.  Over a run t_a <= t <= t_b the scaled floor
-        ``(t / t0) floor_t0`` grows with t (floors are >= 0), and the conversion of a floor
-        is monotone in it, so if the floor at t_a rules RDP out against the largest PLD upper
-        bound of the run, it is ruled out at every checkpoint of it; a run that fails is
-        halved, down to single checkpoints."""
-        need = [isinstance(r, NotApplicable) for r in results]
+        (:mod:`privamp.accounting.screening`).  Every checkpoint is screened from the first
+        floor base t0 in one batch (:func:`~privamp.accounting.screening.rdp_ruled_out_scaled`),
+        those left undecided from their own base (the latest kept at or before them), each
+        with its own floor ``(t / t0) floor_t0`` against its own PLD upper bound: the run's
+        pair after t steps is the t-fold product of one step's, and Rényi divergences add up
+        over products (van Erven and Harremoës 2014, Thm 28), so D_alpha after t steps is
+        exactly (t / t0) times D_alpha after t0 steps, and so is any floor on it (the scale is
+        rounded down by 4e-16 relative, more than its three roundings)."""
+        need = [isinstance(r, NotApplicable) or f is None for r, f in zip(results, floors,
+                                                                          strict=True)]
 
-        def check(group: list[int]) -> None:
-            t_a = int(order[group[0]])
-            target = np.max([np.asarray(results[i][0].value, dtype=float) for i in group],
-                            axis=0)
-            floor = _ScaledFloor(floors[group[0]], t_a)
-            if rdp_ruled_out(self._at(t_a), [floor], "epsilon", d, target):
-                return
-            if len(group) == 1:
-                need[group[0]] = True
-                return
-            half = len(group) // 2
-            check(group[:half])
-            check(group[half:])
+        def screen(base: _Floor, idx: list[int]) -> None:
+            ts = [int(order[i]) for i in idx]
+            scales = np.array([t / base.steps for t in ts]) * (1.0 - 4e-16)  # rounded down
+            targets = np.array([float(np.max(results[i][0].value)) for i in idx])
+            out = rdp_ruled_out_scaled([self._at(t) for t in ts], base.renyi_floor, scales,
+                                       float(d), targets)
+            for i, ruled_out in zip(idx, out, strict=True):
+                need[i] = not ruled_out
 
-        run: list[int] = []
-        for i in range(len(order) + 1):
-            if run and (i == len(order) or need[i] or floors[i] is not floors[run[0]]
-                        or order[i] > _SCREEN_SPAN * order[run[0]]):
-                check(run)
-                run = []
-            if i < len(order) and not need[i]:
-                if floors[i] is None:  # no floor kept: screened as it comes (RDP asked)
-                    need[i] = True
-                else:
-                    run.append(i)
+        todo = [i for i in range(len(order)) if not need[i]]
+        if todo:  # first every checkpoint from the first base, then the rest from their own
+            screen(floors[todo[0]], todo)
+        groups: dict[int, list[int]] = {}
+        for i in todo:
+            if need[i] and floors[i] is not floors[todo[0]]:
+                groups.setdefault(id(floors[i]), []).append(i)
+        for idx in groups.values():
+            screen(floors[idx[0]], idx)
         return need
 
     def _rdp_curve(self, order: np.ndarray, d: np.ndarray, strict: bool = False
@@ -342,11 +341,6 @@ class Training:
         )
 
 
-#: epsilon_curve screens checkpoints in runs t_a <= t <= _SCREEN_SPAN t_a (a run whose
-#: bounds grow too much fails the screen and is halved, which costs more than it saves)
-_SCREEN_SPAN = 1.15
-
-
 class _Floor:
     """The Rényi floor of the PLD after ``steps`` steps, for the screening rule, memoised by
     the orders asked (the screening asks the same orders at many checkpoints)."""
@@ -361,20 +355,6 @@ class _Floor:
         if key not in self._memo:
             self._memo[key] = two_sided_renyi_floor(self.pld, a)
         return self._memo[key]
-
-
-class _ScaledFloor:
-    """A floor on the Rényi DP after ``steps`` steps from one after ``base.steps`` steps: the
-    run's pair after t steps is the t-fold product of one step's, and Rényi divergences add
-    up over products (van Erven and Harremoës 2014, Thm 28), so D_alpha after t steps is
-    exactly (t / t0) times D_alpha after t0 steps, and so is any floor on it."""
-
-    def __init__(self, base: _Floor, steps: int) -> None:
-        self.base, self.ratio = base, steps / base.steps
-
-    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        # rounded down: a floor must stay below the true divergence
-        return self.base.renyi_floor(alpha) * (self.ratio * (1.0 - 4e-16))
 
 
 def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:

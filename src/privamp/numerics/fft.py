@@ -28,6 +28,7 @@ error only) and the others by FFT, whose bounds carry the small norms of t.
 from __future__ import annotations
 
 import math
+from contextlib import contextmanager
 
 import numpy as np
 from scipy import fft as sfft
@@ -257,6 +258,40 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     return logs[order], allpos[order].astype(float)
 
 
+#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`
+_SPECTRA: dict[tuple[int, bytes], np.ndarray] | None = None
+
+
+@contextmanager
+def shared_spectra():
+    """Within this block :func:`self_convolve_power` memoises its long-double transforms by
+    (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths,
+    often with the same FFT length (the same transform, so the same results).  Released on
+    exit, so separate queries never share work."""
+    global _SPECTRA
+    outer = _SPECTRA
+    _SPECTRA = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _SPECTRA = outer
+
+
+def _long_double_spectrum(p: np.ndarray, N: int) -> np.ndarray:
+    """Real FFT of p zero-padded to length N, in long double (memoised inside
+    :func:`shared_spectra`; read-only to callers)."""
+    cache = _SPECTRA
+    key = (N, p.tobytes()) if cache is not None else None
+    if cache is not None and key in cache:
+        return cache[key]
+    buf = np.zeros(N, dtype=np.longdouble)
+    buf[: len(p)] = p
+    X = sfft.rfft(buf)
+    if cache is not None:
+        cache[key] = X
+    return X
+
+
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
                         max_len: int = _MAX_POWER_LEN, max_kept_fraction: float = 1.0
                         ) -> tuple[int, np.ndarray, float, float, float] | None:
@@ -320,9 +355,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         N, Xk, b, d_all, d = low
     else:
         N = sfft.next_fast_len(max(W, n), real=True)
-        buf = np.zeros(N, dtype=np.longdouble)
-        buf[:n] = p
-        X = sfft.rfft(buf)
+        X = _long_double_spectrum(p, N)
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
         # <= u), rounded up
@@ -535,12 +568,14 @@ def _chernoff_tops(terms: list[np.ndarray], log_tau: float) -> np.ndarray | None
     return np.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF)).astype(np.int64) + 1
 
 
-def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN):
+def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN,
+                    want: list[bool] | None = None):
     """Windows of the running linear convolutions x_k = a_{plan[0]} * ... * a_{plan[k-1]}
     of nonnegative arrays (``arrays[key]``), k = 1 .. len(plan), from one forward FFT per
     array and one inverse FFT per k; None if the common FFT length would exceed ``max_len``
     or a check fails.  Returns a generator of ``(start, z, err, tau_lo, tau_hi)`` per k, with
-    the meaning of :func:`self_convolve_power` (positions of x_k from 0).
+    the meaning of :func:`self_convolve_power` (positions of x_k from 0); with ``want``, None
+    at each k where ``want[k]`` is false (no inverse FFT there).
 
     Windows.  Chernoff bounds on both sides (:func:`_chernoff_tops`, blocked masses as in
     :func:`self_convolve_power`); one length N >= every window and array.
@@ -582,7 +617,7 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     if longest > max_len:
         return None
     N = sfft.next_fast_len(longest, real=True)
-    return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi)
+    return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi, want)
 
 
 #: a coefficient of a running product whose modulus bound falls below this is set to 0
@@ -591,7 +626,7 @@ _DROP = 1e-28
 
 
 def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.ndarray,
-                      tau_lo: np.ndarray, tau_hi: np.ndarray):
+                      tau_lo: np.ndarray, tau_hi: np.ndarray, want: list[bool] | None = None):
     """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
     below ``_DROP`` are set to 0 from then on: the error there is <= Gamma, which later
     factors multiply by at most max beta (rounded up); their weighted sums (plain and of
@@ -626,6 +661,9 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
             s2 += float(np.sum(wd * gd * gd)) * (1.0 + 4.0 * u * len(gd))
             keep = ~drop
             idx, C, E, G = idx[keep], C[keep], E[keep], G[keep]
+        if want is not None and not want[k]:
+            yield None
+            continue
         wts = wts_all[idx]
         err = _inverse_error(wts, E, np.abs(C) * (1.0 + 4.0 * u), N, int(W[k]), (s1, s2))
         if not math.isfinite(err):

@@ -39,6 +39,7 @@ number of compositions, and one below (``optimistic``) stays below; additive err
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -246,33 +247,37 @@ class PLD:
                            grow, self.kind)
 
     @staticmethod
-    def running_products(blocks: dict, plan: list, tau: float):
+    def running_products(blocks: dict, plan: list, tau: float, want: list[bool] | None = None):
         """The PLDs of the running products ``blocks[plan[0]] x ... x blocks[plan[k-1]]``,
         k = 1 .. len(plan), as a generator (one inverse FFT each:
         :func:`privamp.numerics.fft.product_windows`), or None where that cannot be used
         (then compose one by one).  The blocks share kind and grid; each product is
         certified like :meth:`_power_self_compose` (mass at +inf and slack growth by
         :func:`_product_allowances`, window by :func:`_window_pld`); the first is the first
-        block itself."""
+        block itself.  ``want``: None (no inverse FFT) at each k > 0 where ``want[k]`` is
+        false."""
         first = next(iter(blocks.values()))
         for b in blocks.values():
             first._check_compatible(b)
-        wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau)
+        wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau,
+                               want=want)
         if wins is None:
             return None
 
         def gen():
             offset = 0
             counts = dict.fromkeys(blocks, 0)
-            for k, (g, (start, z, err, tau_lo, tau_hi)) in enumerate(
-                    zip(plan, wins, strict=False)):
+            sums = {g: float(np.sum(b.masses)) for g, b in blocks.items()}
+            for k, (g, win) in enumerate(zip(plan, wins, strict=False)):
                 offset += blocks[g].offset
                 counts[g] += 1
-                if k == 0:
-                    yield blocks[g]
+                if k == 0 or win is None:
+                    yield blocks[g] if k == 0 else None
                     continue
+                start, z, err, tau_lo, tau_hi = win
                 inf_t, grow = _product_allowances(
-                    [(blocks[x], c) for x, c in counts.items() if c])
+                    [(blocks[x], c) for x, c in counts.items() if c],
+                    [sums[x] for x, c in counts.items() if c])
                 out = _window_pld(first.h, offset + start, z, err, tau_lo, tau_hi, inf_t,
                                   grow, first.kind)
                 if out is None:
@@ -427,7 +432,8 @@ class PLD:
         return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
 
 
-def _product_allowances(factors: list[tuple[PLD, int]]) -> tuple[float, float]:
+def _product_allowances(factors: list[tuple[PLD, int]], mass_sums: list[float] | None = None
+                        ) -> tuple[float, float]:
     """(mass at +inf, slack growth) of the product of the grid pairs ``factors`` (pairs
     (PLD, how many times), all of one kind), each rounded the safe way.
 
@@ -437,13 +443,14 @@ def _product_allowances(factors: list[tuple[PLD, int]]) -> tuple[float, float]:
     does (the composition formula in the module docstring), so composing the true pairs
     (mass 1) and the grid pairs (mass M_i) gives slack ``<= prod (M'_i + s_i) - prod M'_i``
     with ``M'_i = max(M_i, 1)``.  The exponents carry about n u (n factors in all): the
-    relative allowance 16 (n + 8) u + 1e-15 covers them."""
+    relative allowance 16 (n + 8) u + 1e-15 covers them.  ``mass_sums``: the factors'
+    ``float(np.sum(masses))`` if already known."""
     pess = factors[0][0].kind == "pessimistic"
     log_m = log_mp = log_mm = ratio = ratio_s = 0.0
     total = 0
-    for f, c in factors:
+    for i, (f, c) in enumerate(factors):
         n = len(f.masses)
-        m_sum = float(np.sum(f.masses))
+        m_sum = float(np.sum(f.masses)) if mass_sums is None else mass_sums[i]
         m_hi = m_sum * (1.0 + (n + 2) * _U)
         m = m_hi if pess else m_sum * (1.0 - (n + 2) * _U)
         mm = max(m_hi * (1.0 + 2 * _U) + f.inf_mass, 1.0)
@@ -504,24 +511,32 @@ def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
     n = len(m)
     B = int(max(1, min(1024, math.floor(30.0 / h))))
     nb = -(-n // B)
+    wrev, tailrev, decay = _suffix_weights(B, h)
     mm = np.zeros(nb * B)
     mm[:n] = m
-    mm = mm.reshape(nb, B)
-    k = np.arange(B, dtype=float)
-    w = np.exp(-k * h)
-    inner = np.cumsum((mm * w)[:, ::-1], axis=1)[:, ::-1] / w
-    starts = inner[:, 0]
-    decay = math.exp(-B * h)
+    # the blocks from the top down, each read backwards (contiguous rows): the same products
+    # and the same chains of additions as summing each block backwards in place
+    inner = np.cumsum(mm[::-1].reshape(nb, B) * wrev, axis=1)
+    inner /= wrev
+    starts = inner[:, -1]
     carry = np.zeros(nb)
     acc = 0.0
-    for b in range(nb - 1, -1, -1):  # r at the start of block b + 1, chained
+    for b in range(nb):  # r at the start of the block above, chained
         carry[b] = acc
         acc = float(starts[b]) + decay * acc
-    r = inner + carry[:, None] * np.exp(-(B - k) * h)[None, :]
-    r = r.ravel()[:n]
-    if up:
-        r += n * 5e-324 * math.exp(30.0)
-    return r
+    inner += carry[:, None] * tailrev
+    r = inner.ravel()[::-1][:n]
+    return r + n * 5e-324 * math.exp(30.0) if up else r.copy()
+
+
+@functools.lru_cache(maxsize=16)
+def _suffix_weights(B: int, h: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """For :func:`_discounted_suffix`: e^{-k h} and e^{-(B - k) h} for k = B - 1 .. 0 (read-only),
+    and e^{-B h}."""
+    k = np.arange(B, dtype=float)
+    wrev, tailrev = np.exp(-k * h)[::-1].copy(), np.exp(-(B - k) * h)[::-1].copy()
+    wrev.flags.writeable = tailrev.flags.writeable = False
+    return wrev, tailrev, math.exp(-B * h)
 
 
 def _truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,

@@ -67,8 +67,17 @@ class TwoSidedPLD:
         out = []
         for i, (p, o) in enumerate(self.directions):
             hp, ho = (None, None) if hints is None else (_low(hints[i][0]), _low(hints[i][1]))
-            out.append((p.epsilon(delta, hp), o.epsilon(delta, ho)))
+            out.append((p.epsilon(delta, hp), np.zeros(np.shape(np.asarray(delta, dtype=float)))
+                        if _is_zero(o) else o.epsilon(delta, ho)))
         return out
+
+
+def _is_zero(p: PLD) -> bool:
+    """An optimistic PLD of profile 0 (no mass, no slack), e.g. the trivial lower bound of a
+    direction composed on its pessimistic side only: its epsilon is 0 at every delta in (0, 1)
+    (what :meth:`PLD.epsilon` returns for it, without building its tables)."""
+    return p.kind == "optimistic" and p.inf_mass == 0.0 and p.slack == 0.0 and \
+        not np.any(p.masses)
 
 
 def _low(values: np.ndarray) -> float | None:

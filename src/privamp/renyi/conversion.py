@@ -194,10 +194,13 @@ def delta_from_rdp(
 # adaptive order search
 # ------------------------------------------------------------------------------------------
 class _CurveCache:
-    """Evaluates a curve at orders on demand, remembering every value."""
+    """The orders one search has evaluated, and their values.  ``memo`` (order -> value,
+    shareable between searches of one curve) saves re-evaluating an order; every search
+    starts from no orders, so its result never depends on earlier searches."""
 
-    def __init__(self, fn: CurveFn) -> None:
+    def __init__(self, fn: CurveFn, memo: dict[float, float] | None = None) -> None:
         self.fn = fn
+        self.memo: dict[float, float] = {} if memo is None else memo
         self.alpha = np.empty(0)
         self.rdp = np.empty(0)
 
@@ -205,11 +208,15 @@ class _CurveCache:
         new = np.setdiff1d(np.unique(alpha), self.alpha)
         new = new[(new > 1.0) & np.isfinite(new)]
         if new.size:
-            vals = np.asarray(self.fn(new), dtype=float).reshape(new.shape)
-            if np.isnan(vals).any():
-                raise RuntimeError("internal error: an RDP curve returned NaN; please report")
+            keys = new.tolist()
+            miss = [x for x in keys if x not in self.memo]
+            if miss:
+                vals = np.asarray(self.fn(np.array(miss)), dtype=float).reshape(len(miss))
+                if np.isnan(vals).any():
+                    raise RuntimeError("internal error: an RDP curve returned NaN; please report")
+                self.memo.update(zip(miss, vals.tolist(), strict=True))
             a = np.concatenate([self.alpha, new])
-            r = np.concatenate([self.rdp, vals])
+            r = np.concatenate([self.rdp, [self.memo[x] for x in keys]])
             order = np.argsort(a)
             self.alpha, self.rdp = a[order], r[order]
 
@@ -295,9 +302,19 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     dp-accounting's on the same curve.  About 100 integer and <= 40 real orders per delta,
     against ~100-500 real ones for :func:`_search`.
     """
-    cache.add(_INTEGER_ORDERS[_INTEGER_ORDERS <= max_order])
+    ints = _INTEGER_ORDERS[_INTEGER_ORDERS <= max_order]
+    # 2..64 and the next order up, then the higher ones only where they can win: the best
+    # order and its neighbours are those of evaluating them all (a skipped order cannot be
+    # the best, and the best's upper neighbour above 64 is evaluated or itself skipped only
+    # when a lower one wins), while a large order costs ~O(order) time
+    cut = min(int(np.searchsorted(ints, 64.0, side="right")) + 1, ints.size)
+    cache.add(ints[:cut])
     if not np.isfinite(objective(cache.alpha, cache.rdp)).any():
-        return
+        cache.add(ints[cut:])
+        if not np.isfinite(objective(cache.alpha, cache.rdp)).any():
+            return
+    else:
+        _add_higher_if_can_win(cache, objective, ints[cut:])
     lo, best, hi = _bracket(cache, objective)
     if lo < 2.0:
         _add_if_can_win(cache, objective, _LOW_ORDERS)
@@ -311,6 +328,26 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
         grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
     new = np.append(grid, best)
     _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
+def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
+                           ) -> None:
+    """Add those of the increasing ``orders`` (all above the cached ones) that can win
+    (:func:`_add_if_can_win`), then the best order's neighbours among cached and ``orders``
+    until both are cached: the best order and its neighbours are then those of evaluating
+    every order (a skipped order cannot beat the best), so the search goes on exactly as it
+    would have."""
+    orders = np.asarray(orders, dtype=float)
+    _add_if_can_win(cache, objective, orders)
+    full = np.union1d(cache.alpha, orders)
+    while True:
+        b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]
+        j = int(np.searchsorted(full, b))
+        near = full[max(j - 1, 0) : j + 2]
+        missing = np.setdiff1d(near, cache.alpha)
+        if not missing.size:
+            return
+        cache.add(missing)
 
 
 def _add_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray) -> None:
@@ -350,36 +387,47 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
 
 
 def optimal_epsilon(
-    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER, integers_first: bool = False,
+    curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *,
+    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
     refined per delta (see module docstring); orders at most ``max_order``.
-    ``integers_first``: the search of :func:`_search_integers_first`."""
+    ``integers_first``: the search of :func:`_search_integers_first`.  Each delta is
+    searched on its own (its answer is that of a scalar query, whatever else is asked);
+    ``_memo`` (order -> value of ``curve``) saves re-evaluations across searches."""
     d = check_delta(delta)
-    cache = _CurveCache(curve) if _cache is None else _cache
+    memo: dict[float, float] = {} if _memo is None else _memo
     search = _search_integers_first if integers_first else _search
+    eps, order = np.empty(d.shape), np.empty(d.shape)
     for dv in np.unique(d.ravel()):
+        cache = _CurveCache(curve, memo)
         search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
                max_order)
-    return eps_from_rdp(cache.alpha, cache.rdp, d, conversion)
+        e, o = eps_from_rdp(cache.alpha, cache.rdp, dv, conversion)
+        eps[d == dv], order[d == dv] = e, o
+    return eps, order
 
 
 def optimal_delta(
-    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *, _cache=None,
-    max_order: float = _MAX_ORDER, integers_first: bool = False,
+    curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *,
+    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon;
-    orders at most ``max_order``."""
+    """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon (each
+    on its own, as :func:`optimal_epsilon`); orders at most ``max_order``."""
     e = check_epsilon(epsilon)
-    cache = _CurveCache(curve) if _cache is None else _cache
+    memo: dict[float, float] = {} if _memo is None else _memo
     search = _search_integers_first if integers_first else _search
+    delta, order = np.empty(e.shape), np.empty(e.shape)
     for ev in np.unique(e.ravel()):
+        cache = _CurveCache(curve, memo)
         search(cache,
                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
                max_order)
-    return delta_from_rdp(cache.alpha, cache.rdp, e, conversion)
-
+        dl, o = delta_from_rdp(cache.alpha, cache.rdp, ev, conversion)
+        delta[e == ev], order[e == ev] = dl, o
+    return delta, order
 
 
 # ------------------------------------------------------------------------------------------

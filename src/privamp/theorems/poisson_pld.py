@@ -17,6 +17,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.arrays import shaped
+from ..numerics.fft import shared_spectra
 from ..pairs.combinators import MixturePair, SwappedPair
 from ..pairs.discrete import DiscretePair
 from ..pairs.loss_pair import LossPair
@@ -334,31 +335,22 @@ class PLDAnalysis(RunAnalysis):
 
         ts = np.asarray(steps, dtype=int)
         gaps = np.diff(np.concatenate(([0], ts))).tolist()
-        streams = [[_checkpoints({g: block(i, side, g) for g in set(gaps)}, gaps)
-                    if side == 0 or o is not None else None for side in (0, 1)]
-                   for i, (_, o, _) in enumerate(singles)]
-        out: list[BoundPair | NotApplicable] = []
-        extra: list[object] = []
-        hints = None  # the previous checkpoint's answers: its epsilons lie below these
+
+        def stream(i: int, side: int, want: list[bool] | None = None):
+            return _checkpoints({g: block(i, side, g) for g in set(gaps)}, gaps, want)
+
+        # a pessimistic-only direction (optimistic side 0) matters only where its upper
+        # bound exceeds the others': for epsilon it is evaluated at a few checkpoints
+        # (_sparse), then settled at the others (_settle_partial)
+        sparse = _sparse(ts) if which == "epsilon" else None
+        with shared_spectra():  # the gaps' blocks of one direction share its transform
+            streams = [(stream(i, 0, sparse if o is None else None),
+                        None if o is None else stream(i, 1))
+                       for i, (_, o, _) in enumerate(singles)]
         x = np.asarray(x, dtype=float)
-        for t in ts:
-            dirs = []
-            for pess_side, opt_side in streams:
-                pess = next(pess_side)
-                dirs.append((pess, _zero_pld(pess.h) if opt_side is None else next(opt_side)))
-            pld = TwoSidedPLD(dirs)
-            try:
-                if which == "epsilon":
-                    hints = pld.epsilon_sides(x, hints)
-                    up, lo = (np.max(v, axis=0) for v in zip(*hints, strict=True))
-                else:
-                    up, lo = pld.delta(x)
-                _check_finite_upper(pld, up, lo, x, which)
-                out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
-                            Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
-            except NotApplicable as exc:
-                out.append(exc)
-            extra.append(None if hook is None else hook(int(t), pld, out[-1]))
+        out, extra, partial = _curve_points(ts, streams, which, x, hook)
+        if sparse is not None:
+            _settle_partial(out, partial, sparse, lambda i, want: stream(i, 0, want), x)
         return out, extra
 
     def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
@@ -403,14 +395,104 @@ class PLDAnalysis(RunAnalysis):
         return self._query(epsilon, "delta")
 
 
-def _checkpoints(blocks: dict[int, PLD], gaps: list[int]):
+#: epsilon_curve evaluates a pessimistic-only direction at checkpoints about this factor
+#: apart in steps (a heuristic: the others are settled, :func:`_settle_partial`)
+_SPARSE_RATIO = 1.1
+
+
+def _sparse(ts: np.ndarray) -> list[bool]:
+    """The checkpoints (increasing steps ``ts``) where a pessimistic-only direction is
+    evaluated: the last, and going down, each whose next evaluated one has more than
+    _SPARSE_RATIO times its steps."""
+    out = [False] * len(ts)
+    nxt = math.inf
+    for k in range(len(ts) - 1, -1, -1):
+        if nxt > _SPARSE_RATIO * ts[k]:
+            out[k], nxt = True, ts[k]
+    return out
+
+
+def _curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
+                  ) -> tuple[list, list, dict[int, dict[int, np.ndarray]]]:
+    """The checkpoints' bounds from the directions' PLD streams (a stream yields None where
+    its direction is not evaluated: those bounds cover the other directions only); also,
+    per pessimistic-only direction, its upper bounds at the checkpoints where it was."""
+    out: list[BoundPair | NotApplicable] = []
+    extra: list[object] = []
+    partial: dict[int, dict[int, np.ndarray]] = {}
+    hints: dict[int, tuple] = {}  # the last answers: later epsilons lie above these
+    for k, t in enumerate(ts):
+        dirs, present = [], []
+        for i, (pess_side, opt_side) in enumerate(streams):
+            pess = next(pess_side)
+            if opt_side is None:
+                partial.setdefault(i, {})
+            if pess is None:
+                continue
+            dirs.append((pess, _zero_pld(pess.h) if opt_side is None else next(opt_side)))
+            present.append(i)
+        pld = TwoSidedPLD(dirs)
+        try:
+            if which == "epsilon":
+                sides = pld.epsilon_sides(x, [hints.get(i, (np.nan, np.nan)) for i in present])
+                for i, side in zip(present, sides, strict=True):
+                    hints[i] = side
+                    if i in partial:
+                        partial[i][k] = side[0]
+                up, lo = (np.max(v, axis=0) for v in zip(*sides, strict=True))
+            else:
+                up, lo = pld.delta(x)
+            _check_finite_upper(pld, up, lo, x, which)
+            out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
+                        Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
+        except NotApplicable as exc:
+            out.append(exc)
+        extra.append(None if hook is None else hook(int(t), pld, out[-1]))
+    return out, extra, partial
+
+
+def _settle_partial(out: list, partial: dict[int, dict[int, np.ndarray]], sparse: list[bool],
+                    stream, x: np.ndarray) -> None:
+    """Complete the upper bounds of the checkpoints where a pessimistic-only direction was
+    not evaluated.  Each direction's epsilon grows with the steps (the first t steps'
+    outputs are a post-processing of the first t' > t steps'), so its certified upper bound
+    at the next evaluated checkpoint bounds it at this one: where that is <= the bound
+    already there, the bound stands (at most the old max over directions); elsewhere the
+    direction is evaluated there (``stream(i, want)``: its PLDs, None where not wanted)."""
+    n = len(out)
+    nxt, s = [0] * n, n - 1
+    for k in range(n - 1, -1, -1):
+        s = k if sparse[k] else s
+        nxt[k] = s
+    for i, vals in partial.items():
+        miss = [not sparse[k] and not isinstance(out[k], NotApplicable) and (
+            nxt[k] not in vals or bool(np.any(vals[nxt[k]] > out[k][0].value)))
+            for k in range(n)]
+        if not any(miss):
+            continue
+        hints, last = None, max(k for k in range(n) if miss[k])
+        for k, pess in zip(range(last + 1), stream(i, miss), strict=False):
+            if not miss[k]:
+                continue
+            one = TwoSidedPLD([(pess, _zero_pld(pess.h))])
+            hints = one.epsilon_sides(x, hints)
+            up = np.maximum(np.asarray(out[k][0].value, dtype=float), hints[0][0])
+            try:
+                _check_finite_upper(one, up, np.asarray(out[k][1].value), x, "epsilon")
+            except NotApplicable as exc:
+                out[k] = exc
+                continue
+            out[k] = (Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), out[k][1])
+
+
+def _checkpoints(blocks: dict[int, PLD], gaps: list[int], want: list[bool] | None = None):
     """The PLDs after each checkpoint: running products of the gaps' blocks, by one inverse
     FFT each (:meth:`PLD.running_products`, tails of mass _TRUNC_CURVE / 2 cut on each side
     once), else -- or from the first checkpoint where its allowance is not certified -- by
     composing checkpoint after checkpoint (each product truncating _TRUNC_CURVE / k at the
-    k-th)."""
+    k-th).  With ``want``: None at the k-th checkpoint where ``want[k]`` is false."""
     done = 0
-    spectral = PLD.running_products(blocks, gaps, _TRUNC_CURVE / 2.0)
+    spectral = PLD.running_products(blocks, gaps, _TRUNC_CURVE / 2.0, want)
     if spectral is not None:
         try:
             for pld in spectral:
@@ -418,13 +500,15 @@ def _checkpoints(blocks: dict[int, PLD], gaps: list[int]):
                 yield pld
         except ArithmeticError:
             pass
+        if done == len(gaps):
+            return
     current = None
     for k, g in enumerate(gaps):
         b = blocks[g]
         current = b if current is None else current.compose(
             b, _TRUNC_CURVE / (k + 1), direct_budget=_CURVE_DIRECT)
         if k >= done:
-            yield current
+            yield current if want is None or want[k] else None
 
 
 def _check_slack(p: PLD, T: int) -> None:

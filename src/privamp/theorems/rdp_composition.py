@@ -20,7 +20,6 @@ from ..renyi.conversion import (
     SOURCE_BALLE,
     SOURCE_PURE,
     CurveFn,
-    _CurveCache,
     optimal_delta,
     optimal_epsilon,
 )
@@ -102,7 +101,10 @@ class RdpAccountant:
             raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
         self.conversion = conversion
         self._terms: list[tuple[CurveFn, int, tuple | None]] = []
-        self._cache = _CurveCache(self._curve)  # total curve values, reset by compose
+        #: total curve values by order (reset by compose); each query searches its orders
+        #: afresh (:func:`~privamp.renyi.conversion.optimal_epsilon`), so answers never
+        #: depend on earlier queries, which only save evaluations
+        self._values: dict[float, float] = {}
         #: pure-DP epsilon of everything composed (None: unknown), see pure_dp_epsilon
         self.pure_epsilon: float | None = 0.0
         self._max_order = _MAX_ORDER
@@ -141,7 +143,7 @@ class RdpAccountant:
             self.pure_epsilon = (self.pure_epsilon + n * pure) * (1.0 + _PURE_ROUND)
         else:
             self.pure_epsilon = None
-        self._cache = _CurveCache(self._curve)
+        self._values = {}
         return self
 
     def with_steps(self, steps: int) -> RdpAccountant:
@@ -164,7 +166,6 @@ class RdpAccountant:
 
         out = RdpAccountant(self.conversion)
         out._terms = [(shared, n, spec)]
-        out._cache = _CurveCache(out._curve)
         pure = None if spec is None else pure_dp_epsilon(*spec)
         out.pure_epsilon = None if pure is None else n * pure * (1.0 + _PURE_ROUND)
         out._max_order, out._integers_first = self._max_order, self._integers_first
@@ -189,7 +190,7 @@ class RdpAccountant:
         if not self._terms:
             d = check_delta(delta)
             return np.zeros(d.shape), np.full(d.shape, np.nan)
-        eps, order = optimal_epsilon(self._curve, delta, self.conversion, _cache=self._cache,
+        eps, order = optimal_epsilon(self._curve, delta, self.conversion, _memo=self._values,
                                      max_order=self._max_order,
                                      integers_first=self._integers_first)
         if self.pure_epsilon is not None:
@@ -222,7 +223,7 @@ class RdpAccountant:
         delta = np.zeros(e.shape)
         order = np.full(e.shape, np.inf)
         if not pure.all():
-            d, o = optimal_delta(self._curve, e[~pure], self.conversion, _cache=self._cache,
+            d, o = optimal_delta(self._curve, e[~pure], self.conversion, _memo=self._values,
                                  max_order=self._max_order,
                                  integers_first=self._integers_first)
             delta[~pure], order[~pure] = d, o
