@@ -52,7 +52,7 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
 from ..registry import BoundPair, RunAnalysis, run_accountant
-from .rdp import _block_counts, forward_divergence, reverse_divergence
+from .rdp import _block_counts, reverse_divergence
 
 __all__ = [
     "bis_epoch_plds",
@@ -557,125 +557,69 @@ def _suffix(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _suffix_weighted(c: np.ndarray, weight) -> np.ndarray:
-    """:func:`_suffix` of ``weight(c[i:j], k)`` (k = the float indices i..j-1), computed in
-    chunks from the end with the same sequential additions (so the same numbers) and no
-    full-length temporary (memory)."""
-    n = len(c)
-    out = np.empty(n + 1)
-    out[n] = 0.0
-    step = 1 << 16
-    for j in range(n, 0, -step):
-        i = max(j - step, 0)
-        w = weight(c[i:j], np.arange(i, j, dtype=float))[::-1].copy()
-        w[0] += out[j]
-        np.cumsum(w, out=out[j - 1::-1] if i == 0 else out[j - 1:i - 1:-1])
-    return out
+_CHORD_GROUPS = 128  # groups of lattice cells across the straddling window of a chord bound
 
 
-def _q_sums(cq: np.ndarray) -> tuple[np.ndarray]:
-    """(suffix sums of k c_k,) for :class:`_Expectations`."""
-    return (_suffix_weighted(cq, lambda c, k: k * c),)
+def _block_sum(sums: np.ndarray, bounds: np.ndarray, w: np.ndarray, suffix: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """sum_t w_t (mass of the cells [bounds_t, bounds_{t+1})) per row, from the suffix
+    (``suffix``) or prefix sums ``sums`` of the cells, in the Abel form
+    +- sum_t (w_t - w_{t-1}) sums[bounds_t] (w_{-1} = w_G = 0, G blocks, bounds clipped to
+    the circle).  Returns (value, sum_t |w_t - w_{t-1}| sums[bounds_t], sum_t |w_t - w_{t-1}|):
+    the second bounds the effect of relative errors of the sums, the third (the total
+    variation of w) that of range-sum errors of the cells (Abel summation)."""
+    n = len(sums) - 1
+    zero = np.zeros(w.shape[:-1] + (1,))
+    dw = np.diff(np.concatenate([zero, w, zero], axis=-1), axis=-1)
+    f = sums[np.clip(bounds, 0, n)]
+    val = (dw * f).sum(axis=-1)
+    return (val if suffix else -val), (np.abs(dw) * f).sum(axis=-1), np.abs(dw).sum(axis=-1)
 
 
-def _p_sums(cp: np.ndarray, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """(suffix sums of c_k / k (0 at k = 0: the cell k = 0 carries weight 0), of
-    c_k / (k + T)) for :class:`_Expectations`."""
-    def inv_k(c: np.ndarray, k: np.ndarray) -> np.ndarray:
-        w = c / np.maximum(k, 1.0)
-        w[k == 0] = 0.0
-        return w
-
-    return (_suffix_weighted(cp, inv_k),
-            _suffix_weighted(cp, lambda c, k: c / (k + float(T))))
-
-
-def _add_cuts(T: int) -> np.ndarray:
-    """Candidate cuts y0 of :class:`_Expectations` (add direction)."""
-    return T * np.geomspace(0.02, 0.98, 40)
-
-
-class _Expectations:
-    """Certified bounds on the profiles through expectations (change of measure):
-    remove: D(a) = E_Q[(S/T - a)_+], add: D(a) = E_P[(T/S - a)_+].  Both integrands are
-    monotone in S, so d K <= S < d K + T d bounds them; the terms with S > y1 (remove) and
-    S < y0 (add) are bounded by E_Q[S/T; S > y1] = P(S > y1) and E_P[T/S; S < y0] = Q(S < y0).
-    Unlike differences of tail bounds, the lattice shift T d costs only d Q(L > l - d)."""
-
-    def __init__(self, law_q: _SumLaw, law_p: _SumLaw, p_above, q_below,
-                 sums: tuple[np.ndarray, ...] | None = None) -> None:
-        """``sums``: (:func:`_q_sums` of law_q.c, then :func:`_p_sums` of law_p.c), computed
-        by the caller so that it can drop the laws early (else from ``c``)."""
-        self.q, self.p = law_q, law_p
-        T, d, n = law_q.T, law_q.d, law_q.n
-        self.T, self.d, self.n = T, d, n
-        self._bound = n + 2 * T + 4
-        self.gam = 4.0 * (n + 2) * _U
-        # remove: cut y1 minimising the error terms
-        ys = T * np.geomspace(1.05, max((n - 1) * d / T, 1.1), 40)
-        ys = ys[ys <= (n - 1) * d]
-        cost = (law_q.err + law_q.drop) * (ys / T + d) + p_above(ys)
-        self.y1 = float(ys[int(np.argmin(cost))]) if len(ys) else (n - 1) * d
-        self.tail1 = float(p_above(np.array([self.y1]))[0])
-        # add: cut y0
-        ys = _add_cuts(T)
-        cost = (law_p.err + law_p.wrap + law_p.drop) * T / ys + q_below(ys)
-        self.y0 = float(ys[int(np.argmin(cost))])
-        self.tail0 = float(q_below(np.array([self.y0]))[0])
-        if sums is None:
-            assert law_q.c is not None and law_p.c is not None
-            sums = _q_sums(law_q.c) + _p_sums(law_p.c, T)
-        self.qA, self.pA = law_q._suffix, law_p._suffix  # the same sums (no copies)
-        self.qB, self.pK, self.pKT = sums
-
-    def _rng(self, arr: np.ndarray, lo: np.ndarray, hi: int | np.ndarray) -> np.ndarray:
-        lo = np.clip(lo, 0, self.n)
-        hi = np.clip(hi, 0, self.n)
-        return np.where(hi > lo, arr[lo] - arr[np.maximum(hi, lo)], 0.0)
-
-    def remove(self, a: np.ndarray, upper: bool) -> np.ndarray:
-        T, d = self.T, self.d
-        k1 = int(math.floor(self.y1 / d))  # S <= y1 on E => K <= k1
-        if upper:  # f_k = ((k + T) d / T - a)_+ , k <= k1
-            j = _index(np.floor(a * T / d - T), self._bound) + 1
-            sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
-            v = (d / T) * sb + (d - a) * sa
-            fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
-                             + (a + d) * self.qA[np.clip(j, 0, self.n)])
-            lim = self.y1 / T + d
-            v = v + fl + self.q.err * lim + self.q.drop * lim + self.tail1
-            return np.minimum(np.maximum(v, 0.0), 1.0)
-        j = _index(np.floor(a * T / d), self._bound) + 1  # f_k = (k d / T - a)_+, k <= k1
-        sa, sb = self._rng(self.qA, j, k1 + 1), self._rng(self.qB, j, k1 + 1)
-        v = (d / T) * sb - a * sa
-        fl = self.gam * ((d / T) * self.qB[np.clip(j, 0, self.n)]
-                         + a * self.qA[np.clip(j, 0, self.n)])
-        v = v - fl - (self.q.err + self.q.wrap) * np.maximum(k1 * d / T - a, 0.0)
-        return np.maximum(v, 0.0)
-
-    def add(self, a: np.ndarray, upper: bool) -> np.ndarray:
-        T, d, y0 = self.T, self.d, self.y0
-        if upper:
-            # S >= y0 on E => K > y0/d - T; integrand <= (T / max(d K, y0) - a)_+
-            k0 = int(math.floor(y0 / d)) - T + 1
-            ky = int(math.ceil(y0 / d))
-            flat = np.maximum(T / y0 - a, 0.0) * self._rng(self.pA, np.array(k0), ky)
-            kz = _index(np.ceil(T / (a * d)), self._bound)  # T/(k d) > a  <=>  k < T/(a d)
-            lo = np.full(np.shape(a), max(ky, 1))
-            v = flat + (T / d) * self._rng(self.pK, lo, kz) - a * self._rng(self.pA, lo, kz)
-            fl = self.gam * ((T / d) * self.pK[min(max(ky, 1), self.n)]
-                             + (a + T / y0) * self.pA[min(max(k0, 0), self.n)])
-            v = v + fl + (self.p.err + self.p.wrap + self.p.drop) * T / y0 + self.tail0
-            return np.minimum(np.maximum(v, 0.0), 1.0)
-        # integrand >= (T / ((K + T) d) - a)_+ on E; keep (K + T) d >= y0
-        k2 = max(int(math.ceil(y0 / d)) - T, 0)
-        kz = _index(np.ceil(T / (a * d) - T), self._bound)
-        lo = np.full(np.shape(a), k2)
-        v = (T / d) * self._rng(self.pKT, lo, kz) - a * self._rng(self.pA, lo, kz)
-        fl = self.gam * ((T / d) * self.pKT[min(k2, self.n)] + a * self.pA[min(k2, self.n)])
-        wmax = T / ((k2 + T) * d)  # the largest weight kept
-        v = v - fl - (self.p.err + self.p.wrap) * wmax
-        return np.maximum(v, 0.0)
+def _chord_upper(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool) -> np.ndarray:
+    """Certified upper bounds on the k = 1 profiles D(a) through the cells of the lattice
+    sum K, without the lattice shift: with r = S / T = dP/dQ, remove D(a) = E_Q[(r - a)_+],
+    add D(a) = E_Q[(1 - a r)_+], f convex; on the cells {K = j}, r lies in
+    [alpha_j, beta_j] = [d j / T, d j / T + d] and E_Q[r; K = j] = P(K = j), so
+    E_Q[f(r); K = j] <= (f(alpha)(beta Q_j - P_j) + f(beta)(P_j - alpha Q_j)) / (beta - alpha)
+    (f below its chord), exact where f is linear on the cell.  Cells are merged into blocks
+    (one interval per block): one below the window where f changes slope, ``_CHORD_GROUPS``
+    across it, one above; the error is second order in d (only cells straddling the kink
+    lose, each at most (beta - alpha) / 4 times its Q-mass).  The events K >= N and E^c add
+    at most their P-mass (remove: f(r) <= r) or Q-mass (add: f <= 1)."""
+    T, d, n = law_q.T, law_q.d, law_q.n
+    a = np.asarray(a, dtype=float)
+    kink = a if remove else 1.0 / a  # f is linear on each side of r = kink
+    J = _index(np.floor(kink * T / d), law_q._bound)  # the cell holding the kink
+    gs = -(-(T + 3) // _CHORD_GROUPS)  # cells per group
+    G = -(-(T + 3) // gs)
+    inner = J[:, None] - T - 1 + gs * np.arange(G + 1)[None, :]
+    inner = np.minimum(inner, J[:, None] + 2)
+    bounds = np.concatenate([np.zeros((len(a), 1), dtype=np.int64), inner,
+                             np.full((len(a), 1), n, dtype=np.int64)], axis=1)
+    bounds = np.clip(bounds, 0, n)
+    lo_cell = bounds[:, :-1].astype(float)
+    hi_cell = np.maximum(bounds[:, 1:] - 1, bounds[:, :-1]).astype(float)
+    al = (d * lo_cell / T) * (1.0 - 1e-12)  # the interval widened (rounding)
+    be = (d * hi_cell / T + d) * (1.0 + 1e-12)
+    if remove:
+        fa, fb = np.maximum(al - a[:, None], 0.0), np.maximum(be - a[:, None], 0.0)
+    else:
+        fa, fb = np.maximum(1.0 - a[:, None] * al, 0.0), np.maximum(1.0 - a[:, None] * be, 0.0)
+    wid = be - al
+    wp = (fb - fa) / wid  # coefficient of P_j
+    wq = (fa * be - fb * al) / wid  # coefficient of Q_j
+    out = np.zeros(len(a))
+    for law, w in ((law_p, wp), (law_q, wq)):
+        sums = law._suffix if remove else law._prefix
+        assert sums is not None
+        val, mag, tv = _block_sum(sums, bounds, w, remove)
+        gam = law._g + 2.0 * (G + 4) * _U
+        wneg = np.max(np.maximum(-w, 0.0), axis=1)  # c <= rho + wrap + e: only -w sees wrap
+        out += val + 1.01 * gam * mag + law.err * tv + law.wrap * wneg
+    beyond = law_p.wrap + law_p.drop if remove else law_q.wrap + law_q.drop
+    out += beyond + 1e-13 * (1.0 + a)  # + the weights' own rounding
+    return np.minimum(np.maximum(out, 0.0), 1.0)
 
 
 def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
@@ -694,7 +638,6 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     # unshifted coordinate is shared through the cache, which goes once both laws are built
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
     rev = reverse_divergence(s, T, 1, alphas)
-    fwd, _ = forward_divergence(s, T, 1, alphas)
     l_min = -float(np.min(rev + math.log(1 / tail) / (alphas - 1)))
     l_top = math.log(n * d / T)
     lo = min(l_min, -l_top)
@@ -706,40 +649,20 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     cache: dict = {}
     for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
         _factor(s, scale, d, n, cache)
-    # from here on only the laws' suffix sums, their prefix sums at the points read below and
-    # the weighted sums are used (memory: each full array goes as soon as it is not needed)
     law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_q.keep_prefix_at(np.concatenate([y_add, _add_cuts(T)]))
-    assert law_q.c is not None
-    sums = _q_sums(law_q.c)
-    law_q.c = None
     law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
     del cache
-    law_p.keep_prefix_at(y_add)
-    assert law_p.c is not None
-    sums += _p_sums(law_p.c, T)
-    law_p.c = None
-
-    def p_above(y: np.ndarray) -> np.ndarray:  # P(S > y) <= e^{(alpha-1)(D_alpha(P||Q) - l)}
-        lv = np.log(np.asarray(y) / T)
-        rdp = np.exp(np.min((alphas[:, None] - 1) * (fwd[:, None] - lv[None, :]), axis=0))
-        return np.minimum(law_p.above(np.asarray(y), True), np.minimum(rdp, 1.0))
-
-    def q_below(y: np.ndarray) -> np.ndarray:  # Q(S < y) <= e^{(alpha-1)(D_alpha(Q||P) + l)}
-        lv = np.log(np.asarray(y) / T)
-        rdp = np.exp(np.min((alphas[:, None] - 1) * (rev[:, None] + lv[None, :]), axis=0))
-        return np.minimum(law_q.below(np.asarray(y), True), np.minimum(rdp, 1.0))
-
-    ex = _Expectations(law_q, law_p, p_above, q_below, sums)
-    del sums
+    # upper: chords over the lattice cells (second order in d); lower: threshold tests on K
+    # (a statistic of the output, also second order); the tail differences (first order
+    # in d) where they are sharper
     u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
-                       ex.remove(a, True))
+                       _chord_upper(law_p, law_q, a, True))
     u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
-                       ex.add(a, True))
+                       _chord_upper(law_p, law_q, a, False))
     lo_rem = np.maximum(law_p.above(y_rem, False) - a * law_q.above(y_rem, True),
-                        ex.remove(a, False))
+                        _threshold_lower(law_p, law_q, a, True))
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
-                        ex.add(a, False))
+                        _threshold_lower(law_p, law_q, a, False))
     out: dict[str, PLD | None] = {"remove": _gcm_pld(l_idx, h, u_rem),
                                   "add": _gcm_pld(l_idx, h, u_add)}
     try:  # a degenerate lower profile only loses the lower bound
@@ -876,10 +799,13 @@ def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
                  for key in ("remove", "add", "remove_opt", "add_opt"))
 
 
-def _block_lattice(size: int) -> float:
-    """Lattice step of a one-participation block of ``size`` steps: short blocks (cheap
-    circles) get a finer lattice (its cost in the loss is first order in the step)."""
-    return 5e-4 if size <= 20 else 1e-3 if size <= 200 else 2e-3
+def lattice_step(sigma: float, steps: int) -> float:
+    """Lattice step d of a one-participation epoch of ``steps`` steps: a tenth of the standard
+    deviation of S / T under Q, sqrt((e^{1/sigma^2} - 1) / T), at most 0.01.  The chord and
+    threshold bounds lose second order in d / sd (only cells within d of the kink lose), so
+    this keeps the k = 1 width near 0.1-0.4% (sigma 1-2, T 1000) at about 1 s."""
+    sd = math.sqrt(math.expm1(1.0 / float(sigma) ** 2) / int(steps))
+    return min(1e-2, 0.1 * sd)
 
 
 def statistic_shape(steps: int, participations: int) -> float:
@@ -917,7 +843,7 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
             r_b = discretise(base, h, tail / (k * E))[0]
             a_b = discretise(SwappedPair(base), h, tail / (k * E))[0]
         else:
-            r_b, a_b = bis_epoch_plds(sigma, size, h=h, lattice=_block_lattice(size),
+            r_b, a_b = bis_epoch_plds(sigma, size, h=h, lattice=lattice_step(sigma, size),
                                       tail=tail / (k * E))
         r_b, a_b = r_b.self_compose(count), a_b.self_compose(count)
         rem = r_b if rem is None else rem.compose(r_b)
@@ -950,9 +876,8 @@ class BISPLDAnalysis(RunAnalysis):
         if self._plds is None:
             try:
                 if self.k == 1 and self.T > 1:
-                    # finer lattice where it stays cheap (light log-normal tails)
-                    lat = 1e-3 if self.sigma >= 1.0 and self.T <= 2000 else 2e-3
-                    out = bis_lower_plds(self.sigma, self.T, self.epochs, lattice=lat)
+                    out = bis_lower_plds(self.sigma, self.T, self.epochs,
+                                         lattice=lattice_step(self.sigma, self.T))
                     opt = [p for p in out[2:] if p is not None]
                     self._opt = opt if len(opt) == 2 else []
                     self._plds = list(out[:2])
