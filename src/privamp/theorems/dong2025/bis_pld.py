@@ -416,9 +416,12 @@ def _gcm_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
 
 
 def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
-                       q_low: np.ndarray) -> PLD:
+                       q_low: np.ndarray, lines: bool = False) -> PLD:
     """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
-    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}).
+    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}); or, with
+    ``lines``, D(a) >= d_low[i] - q_up[i] (a - a_i) for all a (the value of a test A at a_i,
+    P(A) - a Q(A) with the Q(A) bound q_up[i] = q_low[i]: a line below D), which gives the
+    same two tangents below.
 
     D is convex with right derivative -Q(L > l) and left derivative -Q(L >= l) at a = e^l,
     so on [a_i, a_{i+1}] it lies above both tangents d_low_i - q_up_i (a - a_i) and
@@ -434,7 +437,11 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
     survives composition.  Raises :class:`_DegenerateProfile` (a NotApplicable) if that pair
     would need Q-mass > 1.
     """
-    q_up = np.minimum.accumulate(np.clip(q_up, 0.0, 1.0))
+    # (clipping at 1 keeps the tangents below D, whose slopes are >= -1; the running minimum
+    # only for bounds on the nonincreasing Q(L > l), not for the slopes of given lines)
+    q_up = np.clip(q_up, 0.0, 1.0)
+    if not lines:
+        q_up = np.minimum.accumulate(q_up)
     q_low = np.clip(q_low, 0.0, 1.0)
     a = np.exp(l_idx * h)
     dl = np.minimum(d_low, 1.0)
@@ -660,9 +667,9 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
                        _chord_upper(law_p, law_q, a, False))
     lo_rem = np.maximum(law_p.above(y_rem, False) - a * law_q.above(y_rem, True),
-                        _threshold_lower(law_p, law_q, a, True))
+                        _threshold_lower(law_p, law_q, a, True)[0])
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
-                        _threshold_lower(law_p, law_q, a, False))
+                        _threshold_lower(law_p, law_q, a, False)[0])
     out: dict[str, PLD | None] = {"remove": _gcm_pld(l_idx, h, u_rem),
                                   "add": _gcm_pld(l_idx, h, u_add)}
     try:  # a degenerate lower profile only loses the lower bound
@@ -676,7 +683,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
 
 
 def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
-                     ) -> np.ndarray:
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Certified lower bounds on the profile D(a) of the pair (law of K' under P, under Q),
     K' the lattice statistic of :class:`_SumLaw` (K on the event E that no coordinate is
     dropped, an overflow symbol otherwise), from the threshold tests A_j = {K' >= j}
@@ -705,6 +712,7 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
     rmax = np.maximum.accumulate(r, out=r)
     j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
     best = np.zeros(len(a))
+    slope = np.zeros(len(a))  # the empty test: D(a) >= 0
     for off in (-1, 0, 1):
         j = np.clip(j0 + off, 0, n)
         if remove:  # A_j = {K' >= j} (overflow included)
@@ -716,8 +724,10 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
             q_low = law_q._pfx(jj, False) - law_q.err - law_q.wrap
             p_up = law_p._pfx(jj, True) + law_p.err + law_p.drop
             v = q_low - a * p_up
-        best = np.maximum(best, v)
-    return best
+        better = v > best
+        best = np.where(better, v, best)
+        slope = np.where(better, q_up if remove else p_up, slope)
+    return best, slope
 
 
 def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
@@ -766,17 +776,15 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     for law in (law_q, law_p):
         assert law.c is not None
         law._suffix = _suffix(law.c)
-    d_rem = _threshold_lower(law_p, law_q, a, True)
+    d_rem, s_rem = _threshold_lower(law_p, law_q, a, True)
     for law in (law_q, law_p):
         assert law.c is not None
         law._suffix, law._prefix = None, _prefix(law.c)
-    d_add = _threshold_lower(law_p, law_q, a, False)
+    d_add, s_add = _threshold_lower(law_p, law_q, a, False)
     del law_q, law_p
-    q_up = np.minimum(1.0, np.exp(-l_idx * h))
-    q_low = np.zeros(len(a))
-    try:
-        return (_lower_profile_pld(l_idx, h, d_rem, q_up, q_low),
-                _lower_profile_pld(l_idx, h, d_add, q_up, q_low))
+    try:  # each value is a test's line: its slope bounds the tangents (no first-order loss)
+        return (_lower_profile_pld(l_idx, h, d_rem, s_rem, s_rem, lines=True),
+                _lower_profile_pld(l_idx, h, d_add, s_add, s_add, lines=True))
     except _DegenerateProfile:
         return None
 
