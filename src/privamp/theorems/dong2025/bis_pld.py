@@ -22,16 +22,22 @@ wrapped mass <= 2e-11 (the lattice step d is
 doubled, up to 3 times, when N would exceed 2^24).
 
 *Dominating grid pair* (upper bounds).  At the loss grid l_i = i h the profile of each
-direction, D(a) = P(L > l) - a Q(L > l) (remove) and Q(-L > l) - a P(-L > l) (add), is
-bounded above by U_i from those tails.  D is convex and nonincreasing with D(0) = 1, so it
+direction, D(a) = E_Q[(r - a)_+] (remove) and E_Q[(1 - a r)_+] (add), r = S / T = dP/dQ,
+is bounded above by U_i: on each cell {K = j}, r lies in [d j / T, d j / T + d] and
+E_Q[r; K = j] = P(K = j), so the convex integrand below its chord over the cell bounds the
+cell's share by P- and Q-masses of K (:func:`_chord_upper`; exact where the integrand is
+linear, so the lattice costs second order in d), and also by tail differences
+P(L > l) - a Q(L > l) (first order in d).  D is convex and nonincreasing with D(0) = 1, so it
 lies below the piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last
 point) and, being convex, below that function's greatest convex minorant; that minorant is
 the profile of a pair on the grid (slope increments = Q-masses), which therefore dominates
 the true pair (Blackwell), and domination survives composition (:mod:`privamp.pld`).
 
-*Dominated grid pair* (lower bounds, k = 1): lower bounds on D at the grid points, lowered
-chords (gap to the end tangents, whose slopes are bounded by the Q-tails) and the greatest
-convex minorant give a grid pair whose profile lies below D (:func:`_lower_profile_pld`).
+*Dominated grid pair* (lower bounds, k = 1): lower bounds on D at the grid points (threshold
+tests {K >= j}, {K < j} on the lattice statistic K itself: post-processing, no lattice
+shift, :func:`_threshold_lower`), lowered chords (gap to the end tangents, whose slopes
+are bounded by the Q-tails) and the greatest convex minorant give a grid pair whose
+profile lies below D (:func:`_lower_profile_pld`).
 Epochs compose by FFT (Remark 3.10).
 """
 
