@@ -257,3 +257,40 @@ def test_one_of_thousand_against_monte_carlo_and_width() -> None:
             1e-5, accountant="pld")
         assert g.lower is not None
         assert (g.upper.value - g.lower.value) / g.upper.value <= target
+
+
+def test_three_epochs_of_twenty_choose_four_against_monte_carlo() -> None:
+    # sigma = 1, T = 20, k = 4, E = 3: the composed exact loss is the sum of 3 i.i.d. epoch
+    # losses log(e_4(y) / C(20, 4)); plain Monte Carlo (seed 7, 1e5 samples per side) of
+    # both directions' delta, 6 standard errors, brackets the accountant's [lower, upper]
+    # (the lower bound keeps the larger of the one-epoch and E-epoch statistic shapes)
+    s, T, k, E, n = 1.0, 20, 4, 3, 100_000
+    rng = np.random.default_rng(7)
+    lc = math.lgamma(T + 1) - math.lgamma(k + 1) - math.lgamma(T - k + 1)
+    lp, lq = np.zeros(n), np.zeros(n)
+    for _ in range(E):
+        xp = rng.standard_normal((n, T))
+        xp[:, :k] += s  # by symmetry the record's k steps are the first k
+        lp += _log_ek(s * xp - s * s / 2, k) - lc
+        lq += _log_ek(s * rng.standard_normal((n, T)) - s * s / 2, k) - lc
+    eps = np.array([0.5, 1.0, 1.5])
+    mcs, ses = [], []
+    for lv, sign in ((lp, 1.0), (lq, -1.0)):
+        v = np.maximum(1.0 - np.exp(eps[None, :] - sign * lv[:, None]), 0.0)
+        mcs.append(v.mean(axis=0))
+        ses.append(v.std(axis=0) / math.sqrt(n))
+    mc, se = np.maximum(*mcs), np.maximum(*ses)
+    assert bp.statistic_shape(T, k, E) > bp.statistic_shape(T, k)
+    up, lo = bp.BISPLDAnalysis(1.0, T, k, E).delta(eps)
+    assert lo is not None
+    assert np.all(up.value >= mc - 6 * se), (up.value, mc)
+    assert np.all(lo.value <= mc + 6 * se), (lo.value, mc)
+    assert np.all(lo.value >= 0.8 * mc)  # informative
+
+
+def test_ten_of_thousand_ten_epochs_width() -> None:
+    # issue 13: T = 1000, k = 10, E = 10, sigma = 1, delta = 1e-5: width <= 1%
+    g = pa.Training(pa.Gaussian(1.0), pa.BalancedIteration(1000, 10), epochs=10).epsilon(
+        1e-5, accountant="pld")
+    assert g.lower is not None
+    assert (g.upper.value - g.lower.value) / g.upper.value <= 0.01
