@@ -43,6 +43,7 @@ Epochs compose by FFT (Remark 3.10).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -189,11 +190,22 @@ def _wrap_bound(s: float, T: int, first_log_scale: float, top: float, shifted: i
     min_theta e^{-theta top} prod_{i <= m} E[e^{theta W_i}; W_i < top]
     prod_{i > m} E[e^{theta Z}; Z < top], with m = ``shifted`` coordinates W_i = e^{first} Z_i
     (of V_i = g_z(W_i) when z > 0)."""
-    thetas = np.geomspace(1e-6, 50.0, 300)
-    lm = _log_mgf_upper(s, 0.0, top, thetas, z)
-    lm1 = _log_mgf_upper(s, first_log_scale, top, thetas, z)
-    logb = (T - shifted) * lm + shifted * lm1 - thetas * top
+    lm = _log_mgf_on_grid(s, 0.0, top, z)
+    lm1 = _log_mgf_on_grid(s, first_log_scale, top, z)
+    logb = (T - shifted) * lm + shifted * lm1 - _THETAS * top
     return float(np.exp(min(float(np.min(logb)), 0.0)))
+
+
+_THETAS = np.geomspace(1e-6, 50.0, 300)  # the Chernoff parameters tried by _wrap_bound
+
+
+@functools.lru_cache(maxsize=64)
+def _log_mgf_on_grid(s: float, log_scale: float, top: float, z: float) -> np.ndarray:
+    """:func:`_log_mgf_upper` at ``_THETAS`` (cached, read-only: the circle-size check and
+    the laws on that circle ask for the same values)."""
+    out = _log_mgf_upper(s, log_scale, top, _THETAS, z)
+    out.flags.writeable = False
+    return out
 
 
 def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
