@@ -110,8 +110,10 @@ def main() -> int:
         f"# Random allocation k-of-T, sigma = {SIGMA:g}, delta = {DELTA:g}",
         "",
         "privamp `Training(Gaussian(1), BalancedIteration(T, k), epochs=E).epsilon(1e-5, "
-        "accountant='pld')`: certified [lower, upper] (upper: k x 1-of-T/k reduction; lower: "
-        "threshold tests on a separable lattice statistic of the exact k-of-T output). "
+        "accountant='pld')`: certified [lower, upper] (k = 1: chords over the cells of the "
+        "lattice sum (upper) and threshold tests on it (lower); k > 1: upper by the k x "
+        "1-of-T/k reduction, lower by threshold tests on the saddle-point lattice statistic "
+        "sum_i log(1 + z W_i) / z, z = 0.75 k / T, of the exact k-of-T output). "
         "Poisson: rate k/T, T E steps (`pld`). PLD_accounting: "
         "`gaussian_allocation_epsilon_range` (its lower end bounds the *reduced* mechanism, "
         "not the k-of-T scheme). Times: one run, wall clock; memory: tracemalloc peak of a "
