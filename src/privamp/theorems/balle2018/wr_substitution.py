@@ -43,6 +43,7 @@ import numpy as np
 from ...pairs.loss_pair import LossPair
 from ...pairs.mechanism_pairs import GaussianPair
 from ...pld.grid import PLD
+from ...pld.profiles import upper_profile_pld
 
 __all__ = ["SRC_WR_SUBSTITUTION", "one_step_upper", "profile_pld"]
 
@@ -154,10 +155,6 @@ def profile_pld(remove: LossPair, add: LossPair, b: np.ndarray, rho: float, s: f
     up = _upper_nonneg(remove, b, rho, s, np.arange(n + 1) * h)
     idx = np.arange(-n, n + 1)
     first = _mirror(idx * h, np.concatenate([up[:0:-1], up]))
-    # imported here, not at module level: importing dong2025 first would reorder the
-    # accountant registry (and the support matrix, docs/support.md)
-    from ..dong2025.bis_pld import _gcm_pld
-
     top = -float(np.log(b[0])) if b[0] > 0 else 1.0  # the add order's largest loss, -log b0
     tri = _one_step_triangle(remove, add, idx * h, h, top)
-    return _gcm_pld(idx, h, np.minimum(first, tri))
+    return upper_profile_pld(idx, h, np.minimum(first, tri))

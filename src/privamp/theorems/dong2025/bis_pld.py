@@ -55,6 +55,7 @@ from ...mechanisms.gaussian import Gaussian
 from ...numerics.arrays import shaped
 from ...numerics.logspace import log_diff_ndtr
 from ...pld.grid import PLD
+from ...pld.profiles import lower_hull, upper_profile_pld
 from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
@@ -428,30 +429,6 @@ class _SumLaw:
         return np.maximum(v, 0.0)
 
 
-def _gcm_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
-    """Pessimistic grid PLD whose profile is the greatest convex minorant of (0, 1),
-    (e^{l_i}, U_i) (U made nonincreasing), flat after the last point."""
-    u = np.minimum.accumulate(np.clip(upper, 0.0, 1.0))
-    a = np.exp(l_idx * h)
-    xs = np.concatenate([[0.0], a])
-    ys = np.concatenate([[1.0], u])
-    hull = _lower_hull(xs, ys)
-    hx, hy = xs[hull], ys[hull]
-    slopes = np.diff(hy) / np.diff(hx)  # nonpositive, increasing
-    after = np.concatenate([slopes[1:], [0.0]])
-    q = np.maximum(after - slopes, 0.0)  # Q-mass at each hull vertex (excluding a = 0)
-    p = q * hx[1:]
-    masses = np.zeros(len(l_idx))
-    masses[np.array(hull[1:]) - 1] = p
-    inf_mass = float(hy[-1])
-    # total P-mass must be 1: the hull passes through (0, 1); absorb float residue upward
-    total = inf_mass + float(masses.sum())
-    if total < 1.0:
-        inf_mass += 1.0 - total
-    # slack: float error of the hull arithmetic (profile values are sums of terms <= 1)
-    return PLD(h, int(l_idx[0]), masses, inf_mass, "pessimistic", 1e-14)
-
-
 def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
                        q_low: np.ndarray, lines: bool = False) -> PLD:
     """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
@@ -502,7 +479,7 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
     y0 = min(float(v[0] + q_low[0] * a[0]), 1.0, float(np.min(v + a[: len(v)]))) - 1e-12
     xs = np.concatenate([[0.0], a[: len(v)]])
     ys = np.concatenate([[y0], v])
-    hull = _lower_hull(xs, ys)
+    hull = lower_hull(xs, ys)
     hx, hy = xs[hull], ys[hull]
     slopes = np.diff(hy) / np.diff(hx)
     if -slopes[0] > 1.0 + 1e-9:
@@ -514,22 +491,6 @@ def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.
     masses *= 1.0 - 1e-12
     # slack: float error of the chord / hull arithmetic (values are sums of terms <= 1)
     return PLD(h, int(l_idx[0]), masses, 0.0, "optimistic", 1e-12)
-
-
-def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
-    """Indices of the lower convex hull of the points (xs increasing): a point is removed when
-    it lies on or above the segment joining its neighbours on the hull."""
-    hull: list[int] = []
-    for i in range(len(xs)):
-        while len(hull) >= 2:
-            i0, i1 = hull[-2], hull[-1]
-            cross = (xs[i1] - xs[i0]) * (ys[i] - ys[i0]) - (ys[i1] - ys[i0]) * (xs[i] - xs[i0])
-            if cross <= 0:
-                hull.pop()
-            else:
-                break
-        hull.append(i)
-    return hull
 
 
 def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None,
@@ -708,8 +669,8 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
                         _threshold_lower(law_p, law_q, a, True)[0])
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
                         _threshold_lower(law_p, law_q, a, False)[0])
-    out: dict[str, PLD | None] = {"remove": _gcm_pld(l_idx, h, u_rem),
-                                  "add": _gcm_pld(l_idx, h, u_add)}
+    out: dict[str, PLD | None] = {"remove": upper_profile_pld(l_idx, h, u_rem),
+                                  "add": upper_profile_pld(l_idx, h, u_add)}
     try:  # a degenerate lower profile only loses the lower bound
         out["remove_opt"] = _lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
                                                law_q.above(y_rem, False))
