@@ -5,7 +5,6 @@ replacement that Schuchardt et al. 2024 restate as Prop E.5.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import hypergeom
 
 from ..mechanisms.base import Mechanism
 from ..numerics.mixture_divergence import logsumexp
@@ -30,6 +29,7 @@ def daigavane_rdp(mech: Mechanism, scheme: WithoutReplacement, group: int, alpha
     ``Psi_a <= sum_k HyperGeom(k | N, K, q) max_{d(y,y') <= k} Psi_a(b_y || b_y')``
     (optimal transport without conditioning, Thm 3.3).  The inner maximum is the base
     mechanism's RDP at group distance k (white-box)."""
+    from scipy.stats import hypergeom  # heavy: on first use, not at import
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     q, n = scheme.batch_size, scheme.dataset_size
     if group > n:

@@ -49,7 +49,6 @@ weights' mass rho is subtracted (T rho of total variation).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
@@ -84,6 +83,7 @@ _LOWER_TRUNC = 1e-18
 
 
 def _count_law(scheme, relation):
+    from scipy import stats  # heavy: on first use, not at import
     K = relation.group
     m, n = scheme.batch_size, scheme.dataset_size
     if isinstance(scheme, WithoutReplacement):

@@ -60,7 +60,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from ..._validation import check_epsilon, check_int, check_orders
 from ...mechanisms.base import Mechanism
@@ -200,6 +200,7 @@ def profile_terms(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> P
     clipped sums: C <= 2C).  With ``dataset_size``, :func:`profile` also takes Thm 14.
 
     Raises ValueError for settings the theorems do not cover."""
+    from scipy import stats  # heavy: on first use, not at import
     K = relation.group
     if isinstance(scheme, Poisson) and type(relation) is AddRemove:
         g = scheme.rate
@@ -285,6 +286,7 @@ def _mixture_profile(mech: Mechanism, terms: ProfileTerms, eps_prime: np.ndarray
 def _poisson_substitution(mech: Mechanism, gamma: float, n: int, eps_prime: np.ndarray
                           ) -> np.ndarray:
     """Balle, Barthe, Gaboardi 2018, Thm 14."""
+    from scipy import stats  # heavy: on first use, not at import
     if gamma == 0.0:
         return np.zeros_like(eps_prime)
     if gamma == 1.0:

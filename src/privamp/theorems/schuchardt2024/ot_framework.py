@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, stats
 
 from ..._validation import check_int, check_orders, check_rate
 from ...mechanisms.base import Mechanism
@@ -117,6 +116,7 @@ class ChainEvents:
     def poisson(cls, rate: float, group: int = 1) -> ChainEvents:
         """Poisson sampling at ``rate`` of the larger dataset, conditioned on how many of the
         ``group`` inserted records it sampled (Thm 4.1's events)."""
+        from scipy import stats  # heavy: on first use, not at import
         r = check_rate("rate", rate)
         k = np.arange(check_int("group", group, minimum=1) + 1)
         return cls(tuple(stats.binom.pmf(k, group, r)), tuple(int(x) for x in k))
@@ -128,6 +128,7 @@ class ChainEvents:
         than ``quota`` sampled records keeps ``quota`` of them.  The inserted client (with
         ``records`` records) has ``min(Binomial(records, rate), quota)`` records in the batch,
         independently of the other clients' records (the coupling of Thm 4.1 applies)."""
+        from scipy import stats  # heavy: on first use, not at import
         r = check_rate("rate", rate)
         m = check_int("records", records, minimum=1)
         qu = check_int("quota", quota, minimum=1)
@@ -192,6 +193,7 @@ def _lp_coupling(p: np.ndarray, q: np.ndarray, cost: np.ndarray
     """A coupling of (p, q) close to the cheapest one for ``cost`` (finite, >= 0), returned
     as (g, rp, rq): the LP solution scaled below its marginals, and the leftover masses, to
     be coupled independently (so g + outer(rp, rq) / sum(rp) is an exactly valid coupling)."""
+    from scipy import optimize  # heavy: on first use, not at import
     n, m = cost.shape
     a_eq = np.zeros((n + m, n * m))
     for i in range(n):
