@@ -336,10 +336,9 @@ def log_excess_enclosure(beta, mix: _Mixture, lo, hi) -> tuple[np.ndarray, np.nd
     scale = np.full(R, -np.inf)
     for _ in range(80):
         b = beta[row]
-        _, hl = mix.log_h(b, xl)
-        _, hr = mix.log_h(b, xr)
         mid = 0.5 * (xl + xr)
-        _, hm = mix.log_h(b, mid)
+        _, h3 = mix.log_h(np.tile(b, 3), np.concatenate([xl, xr, mid]))  # one batch
+        hl, hr, hm = np.split(h3, 3)
         with np.errstate(divide="ignore"):
             lwid = np.log(xr - xl)
         ub = np.minimum(mix.log_base_max(xl, xr) + np.maximum(hl, hr),
@@ -375,15 +374,14 @@ def log_excess_enclosure(beta, mix: _Mixture, lo, hi) -> tuple[np.ndarray, np.nd
         lwid = np.log(xr - xl)[:, None] + log_wn[None, :]
         v_lo = logsumexp(flo + lb + lwid, axis=1)
         v_hi = logsumexp(fhi + lb + lwid, axis=1)
-        errs = []
-        for rho in _RHOS:
-            B = 0.5 * (rho - 1.0 / rho)
-            ok = a_max * r * B <= _THETA
-            with np.errstate(invalid="ignore"):
-                e = (np.log(r) + math.log(64.0 / 15.0) - 2.0 * _GL_N * math.log(rho)
-                     - math.log(rho * rho - 1.0) + mix.log_bernstein(b, m, r, rho))
-            errs.append(np.where(ok, e, np.inf))
-        err = np.min(np.stack(errs), axis=0)
+        # all radii rho at once: rows of (rho, panel) arrays
+        rho = _RHOS[:, None]
+        ok = a_max * r[None, :] * (0.5 * (rho - 1.0 / rho)) <= _THETA
+        with np.errstate(invalid="ignore"):
+            e = (np.log(r)[None, :] + math.log(64.0 / 15.0) - 2.0 * _GL_N * np.log(rho)
+                 - np.log(rho * rho - 1.0) + mix.log_bernstein(b[None, :], m[None, :],
+                                                               r[None, :], rho))
+        err = np.min(np.where(ok, e, np.inf), axis=0)
         # per-row budget
         tot = _segment_sum(v_hi, row, R)
         if done_hi:
