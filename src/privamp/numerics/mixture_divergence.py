@@ -100,7 +100,7 @@ def log_mixture_ratio(z: np.ndarray, log_w: np.ndarray, s: float) -> np.ndarray:
 
 _EPS = 2.0**-52
 _THETA = 1.0  # strip half-angle for the analyticity argument: a_k |Im z| <= 1 < pi/2
-_GL_N = 16
+_GL_N = 24
 _RHOS = np.array([2.0, 3.0, 5.0, 9.0, 17.0])
 _SCREEN_DROP = 60.0  # cells with bound below scale * e^-60 are dropped (bound kept)
 _REL_TOL = 1e-11  # target relative size of the quadrature error bound
@@ -326,7 +326,8 @@ def log_excess_enclosure(beta, mix: _Mixture, lo, hi) -> tuple[np.ndarray, np.nd
     r_max = _THETA / (a_max * 0.5 * (_RHOS[0] - 1.0 / _RHOS[0]))  # strip limit at smallest rho
     r_max = min(r_max, 1.0)
     # ---- screening: cells [xl, xr] with rigorous sup bounds ------------------------------
-    n0 = 32
+    # cells no wider than the panels: usually a single screening round
+    n0 = min(max(32, int(np.ceil(float(np.max(hi - lo)) / (2.0 * r_max)))), 512)
     t = np.linspace(0.0, 1.0, n0 + 1)
     xl = (lo[:, None] + (hi - lo)[:, None] * t[:-1]).ravel()
     xr = (lo[:, None] + (hi - lo)[:, None] * t[1:]).ravel()
