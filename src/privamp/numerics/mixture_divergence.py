@@ -52,6 +52,8 @@ _REL_PAD = 4e-15  # relative padding for float rounding in sums of positive term
 def logsumexp(x, axis=None):
     """Plain-numpy log-sum-exp (positive terms; -inf allowed), lighter than scipy's."""
     x = np.asarray(x, dtype=float)
+    if axis is not None and x.shape[axis] == 1:  # one term (a two-component mixture): itself
+        return np.take(x, 0, axis=axis)
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore"):
