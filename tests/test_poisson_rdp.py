@@ -83,6 +83,9 @@ FRACTIONAL_CASES = [
     (100.5, 0.8, 0.1),
     (2763.3, 10.0, 1e-6),  # both modes of the integrand matter
     (9999.5, 10.0, 1e-5),
+    (13.5, 1.0, 1e-3),  # between two integers where the curve steepens 20-fold
+    (1.725, 0.8, 0.01),  # orders the RDP accountant picks on the issue-14 grid
+    (8.55, 0.8, 1e-3),
 ]
 
 

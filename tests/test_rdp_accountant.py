@@ -80,6 +80,60 @@ def test_dpsgd_grid_against_dp_accounting(q, sigma, steps, delta):
     assert eps >= ref * 0.95
 
 
+@pytest.mark.parametrize("q", [1e-3, 1e-2])
+@pytest.mark.parametrize("sigma", [0.8, 1.0])
+def test_benchmark_grid_never_looser_than_dp_accounting(q, sigma):
+    """Issue 14's grid: the run accountant "rdp" is at most dp-accounting's RdpAccountant
+    (default orders) with no tolerance at all -- privamp's certified upward rounding (~1e-11)
+    must be paid for by a better order, never by a tie on dp-accounting's grid."""
+    for steps in (10**3, 10**4, 10**5, 10**6):
+        ref = _dp_eps(q, sigma, steps, 1e-5)
+        run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps)
+        eps = float(run.epsilon(1e-5, accountant="rdp").upper)
+        assert eps < ref, (steps, eps, ref)
+        assert eps > ref * 0.85
+
+
+def test_fractional_order_between_steep_integers_against_mpmath():
+    """q = 1e-3, sigma = 1, T = 1000: the curve steepens 20-fold between orders 13 and 14,
+    dp-accounting's best order is 13 (0.67783); the order search finds a fractional order in
+    between whose conversion, recomputed from a 50-digit mpmath RDP, is below it by > 2%,
+    and privamp's value is an upper bound on that recomputation."""
+    q, sigma, steps, delta = 1e-3, 1.0, 1000, 1e-5
+    acc = RdpAccountant().compose((pa.Gaussian(sigma), pa.Poisson(q)), steps)
+    eps, order = acc.get_epsilon_and_order(delta)
+    a = float(order)
+    assert 13.0 < a < 14.0
+    rdp = mp.mpf(steps) * _mp_sgm_quad_order(a, sigma, q)
+    a_ = mp.mpf(a)
+    ref = rdp + mp.log1p(-1 / a_) - (mp.log(delta) + mp.log(a_)) / (a_ - 1)
+    assert float(eps) >= float(ref) * (1 - 1e-12)
+    assert float(eps) == pytest.approx(float(ref), rel=1e-9)
+    assert float(eps) < 0.98 * _dp_eps(q, sigma, steps, delta)
+
+
+def _mp_sgm_quad_order(a: float, sigma: float, q: float) -> mp.mpf:
+    """RDP of the sampled Gaussian at real order a by mpmath quadrature (50 digits) of
+    E_{z~N(0,1)}[(1 - q + q e^{z/sigma - 1/(2 sigma^2)})^a] - 1 - 0 (the excess form)."""
+    a, s, q = mp.mpf(a), 1 / mp.mpf(sigma), mp.mpf(q)
+
+    def f(z):
+        u = q * mp.expm1(s * z - s * s / 2)
+        return ((1 + u) ** a - 1 - a * u) * mp.npdf(z)
+
+    pts = [-mp.inf, -8, 0, s / 2, a * s / 2, a * s, a * s + 8, mp.inf]
+    return mp.log1p(mp.quad(f, sorted(set(pts)))) / (a - 1)
+
+
+def test_vertex_is_exact_on_a_parabola():
+    from privamp.renyi.conversion import _CurveCache, _vertex
+
+    cache = _CurveCache(lambda a: np.asarray(a) * 0.0)
+    cache.add(np.array([2.0, 3.0, 4.0, 5.0]))
+    assert _vertex(cache, lambda a, r: (a - 3.3) ** 2) == pytest.approx(3.3, rel=1e-12)
+    assert math.isnan(_vertex(cache, lambda a, r: a))  # minimum at an end: no vertex
+
+
 def test_delta_against_dp_accounting():
     q, sigma, steps = 0.01, 1.0, 5000
     acc = dp_accounting.rdp.RdpAccountant()

@@ -37,6 +37,7 @@ only orders > 1.01 for the Thm 21 branch); with the same curve, privamp's epsilo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -293,14 +294,18 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     """Order search for curves whose integer orders are cheap (privamp's one-step curves:
     exact binomial sums) and real orders dear (certified quadrature): one batch of real orders.
 
-    Integer orders first (:data:`_INTEGER_ORDERS`, which hold dp-accounting's integers; below
-    2 only if 2 wins, then one more batch between the best one's neighbours).  Between the
-    best order's neighbours: every order of dp-accounting's grid (1.1..10.9 by 0.1) and the
-    optimum of the chord bound (:func:`_chord_bound`, free), in one evaluation; above 11 the
-    integers there.  So the orders searched hold every order of dp-accounting's grid in the
-    best bracket: for an objective unimodal over the orders, the result is at most
-    dp-accounting's on the same curve.  About 100 integer and <= 40 real orders per delta,
-    against ~100-500 real ones for :func:`_search`.
+    Integer orders first (:data:`_INTEGER_ORDERS`, which hold dp-accounting's integers).
+    Between the best order's neighbours (from 1 when it is 2): every order of
+    dp-accounting's grid (1.1..10.9 by 0.1), the optimum of the chord bound
+    (:func:`_chord_bound`, free), the vertex of the parabola through the best integer and
+    its neighbours and, below 2, :data:`_LOW_ORDERS`, in one evaluation; above 11 the
+    integers there.  Then at most one more small batch (:func:`_refine_best`).  So the
+    orders searched hold every order of dp-accounting's grid in the best bracket: for an
+    objective unimodal over the orders, the result is at most dp-accounting's on the same
+    curve, and below it whenever one of the off-grid orders wins.  Every batch of real
+    orders is one call of the curve (the certified quadrature's cost is mostly per call);
+    about 100 integer and <= 50 real orders per delta, in <= 2 calls, against ~100-500 real
+    ones for :func:`_search`.
     """
     ints = _INTEGER_ORDERS[_INTEGER_ORDERS <= max_order]
     # 2..64 and the next order up, then the higher ones only where they can win: the best
@@ -316,18 +321,58 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     else:
         _add_higher_if_can_win(cache, objective, ints[cut:])
     lo, best, hi = _bracket(cache, objective)
-    if lo < 2.0:
-        _add_if_can_win(cache, objective, _LOW_ORDERS)
-        lo, best, hi = _bracket(cache, objective)
-        _add_if_can_win(cache, objective,
-                        np.append(1.0 + np.geomspace(lo - 1.0, hi - 1.0, 10)[1:-1], best))
-        lo, best, hi = _bracket(cache, objective)
+    if lo < 2.0:  # the best integer is 2: dp-accounting's orders from 1.1 up
+        lo = 1.0
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
         grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
-    new = np.append(grid, best)
+    new = np.append(grid, [best, _vertex(cache, objective)])
+    if lo < 2.0:  # below the first integer: one batch with the low orders
+        new = np.append(new, _LOW_ORDERS)
     _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    _refine_best(cache, objective, max_order, always=lo < 2.0)
+
+
+def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, always: bool
+                 ) -> None:
+    """One batch around the best cached order when it is a multiple of 0.1 (an order of
+    dp-accounting's grid, where equal values would leave privamp's upward rounding looser
+    by ~1e-12) or ``always``: the parabola vertex (:func:`_vertex`), and 5% and 50% of the
+    way to each neighbour (the objective can be very asymmetric around an integer where the
+    curve steepens); ``always``, 15 evenly spaced orders between the neighbours and the
+    optimum of the chord bound there too."""
+    vals = objective(cache.alpha, cache.rdp)
+    i = int(np.argmin(vals))
+    a = cache.alpha
+    if not np.isfinite(vals[i]) or (
+            not always and abs(a[i] * 10.0 - round(a[i] * 10.0)) > 1e-9):
+        return
+    near = [a[j] for j in (i - 1, i + 1) if 0 <= j < a.size]
+    new = [_vertex(cache, objective)] + [a[i] + t * (n - a[i]) for n in near for t in (0.05, 0.5)]
+    if always and 0 < i < a.size - 1:  # coarse neighbours: a few log-spaced orders too
+        new += np.linspace(a[i - 1], a[i + 1], 17)[1:-1].tolist()
+        new.append(_bracket(cache, objective)[1])
+    new = np.array(new)
+    _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
+def _vertex(cache: _CurveCache, objective: Callable) -> float:
+    """The vertex of the parabola through the objective at the best cached order and its
+    neighbours: where the continuous optimum likely is (only a choice of order to evaluate;
+    nan when the best order is at an end or the parabola has no interior minimum)."""
+    vals = objective(cache.alpha, cache.rdp)
+    i = int(np.argmin(vals))
+    if i == 0 or i == vals.size - 1 or not np.isfinite(vals[i - 1 : i + 2]).all():
+        return math.nan
+    x0, x1, x2 = cache.alpha[i - 1 : i + 2]
+    f0, f1, f2 = vals[i - 1 : i + 2]
+    num = (x1 - x0) ** 2 * (f1 - f2) - (x1 - x2) ** 2 * (f1 - f0)
+    den = (x1 - x0) * (f1 - f2) - (x1 - x2) * (f1 - f0)
+    if not den or not np.isfinite(num / den):
+        return math.nan
+    v = x1 - 0.5 * num / den
+    return float(v) if x0 < v < x2 else math.nan
 
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
