@@ -75,12 +75,21 @@ def rdp_cannot_win(floor: Callable[[np.ndarray], np.ndarray], which: str, x: np.
             return True
         if lo.size + bad.sum() > _MAX_INTERVALS:
             return False
-        mid = np.sqrt(lo[bad] * hi[bad])
-        new_vals = np.maximum(np.asarray(floor(1.0 + mid), dtype=float), vals[bad])
-        lo = np.concatenate([lo[~bad], lo[bad], mid])
-        hi = np.concatenate([hi[~bad], mid, hi[bad]])
-        vals = np.concatenate([vals[~bad], vals[bad], new_vals])
+        lo, hi, vals = _split(lo, hi, vals, bad, floor)
     return False
+
+
+def _split(lo: np.ndarray, hi: np.ndarray, vals: np.ndarray, which: np.ndarray,
+           floor: Callable[[np.ndarray], np.ndarray]
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Split the order intervals (alpha - 1 in [lo, hi], floor value ``vals`` at their left
+    end) flagged by ``which`` at their geometric middle; the right halves' floor is taken at
+    the middle, and never below the whole interval's (a finer split only raises floors)."""
+    mid = np.sqrt(lo[which] * hi[which])
+    new_vals = np.maximum(np.asarray(floor(1.0 + mid), dtype=float), vals[which])
+    return (np.concatenate([lo[~which], lo[which], mid]),
+            np.concatenate([hi[~which], mid, hi[which]]),
+            np.concatenate([vals[~which], vals[which], new_vals]))
 
 
 def _pure_total(runs: list) -> float | None:
@@ -155,9 +164,5 @@ def rdp_ruled_out_scaled(runs: list, floor: Callable[[np.ndarray], np.ndarray],
         split = bad[~won].any(axis=0)
         if not split.any() or n + split.sum() > _MAX_INTERVALS:
             break
-        mid = np.sqrt(lo[split] * hi[split])
-        new_vals = np.maximum(np.asarray(floor(1.0 + mid), dtype=float), vals[split])
-        lo = np.concatenate([lo[~split], lo[split], mid])
-        hi = np.concatenate([hi[~split], mid, hi[split]])
-        vals = np.concatenate([vals[~split], vals[split], new_vals])
+        lo, hi, vals = _split(lo, hi, vals, split, floor)
     return done
