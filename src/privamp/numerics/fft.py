@@ -151,52 +151,59 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     measure with masses e^logp at the integer positions idx >= 0.
 
     Chernoff: mass{S >= x} <= e^{-lam x} M(lam)^T for every lam > 0, M(lam) = sum p_i
-    e^{lam i} (for any nonnegative measure).  lam is chosen by Newton steps on the
-    stationarity condition of x(lam) = (T K(lam) - log tau) / lam, K = log M; any lam is
-    valid, and K is inflated by a bound on its float error.
+    e^{lam i} (for any nonnegative measure).  lam is picked on the masses merged into
+    <= _SCAN_POINTS groups, each at its top position (:func:`_merged`): a geometric scan,
+    then Newton steps on the stationarity condition of x(lam) = (T K(lam) - log tau) / lam,
+    K = log M (from the moment guess alone Newton can stall far from the optimum for
+    heavy-tailed p, e.g. PLDs at tiny sampling rates).  Any lam is valid: x is then
+    certified on the full masses at that lam and two neighbours (:func:`_log_mgf_bounds`,
+    K inflated by a bound on its float error).
     """
+    c = -log_tau
+    mlp, mix = _merged(logp, idx)
+    lam = _chernoff_lambda(mlp, mix, T, c)
+    lams = lam * np.array([1.0 / 1.05, 1.0, 1.05])
+    xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
+    best = float(np.min(np.where(np.isfinite(xs), xs, np.inf)))
+    if not math.isfinite(best) or abs(best) > 1e15:
+        return None
+    # (+1 and the factor cover the rounding of the quotient, also for negative best)
+    return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
+
+
+def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
+    """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
+    idx (a geometric scan from a moment guess, then Newton steps; a heuristic: any lambda
+    gives a valid bound in :func:`_chernoff_upper`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
     mean = float(np.sum(w0 * idx) / np.sum(w0))
     var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
-    c = -log_tau
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
-    # Newton from the best of a geometric scan of lambda (from the moment guess alone it
-    # can stall far from the optimum for heavy-tailed p, e.g. PLDs at tiny sampling rates)
-    # (the wide scan on the masses merged into <= _SCAN_POINTS groups, each at its top
-    # position: it only picks lambda)
-    for lams, lp, ix in ((np.geomspace(1e-12, 50.0, 48), *_merged(logp, idx)),
-                         (None, logp, idx)):
+    for lams in (np.geomspace(1e-12, 50.0, 48), None):
         if lams is None:
             lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
-        xs = (T * _log_mgf_bounds(lp, ix, lams) + c) / lams
+        xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
         if np.isfinite(xs).any():
             lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
-    best = math.inf
-    for it in range(8):
+    best, best_lam = math.inf, lam
+    for _ in range(8):
         a = logp + lam * (idx - top)
         mx = float(a.max())
         w = np.exp(a - mx)
         sw = float(w.sum())
         k = mx + math.log(sw) + lam * top  # K(lam)
-        err_k = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(a) + 8.0 + float(np.abs(a).max())
-                                                     + lam * top + abs(k))
-        x = (T * (k + err_k) + c) / lam
-        if it == 7 or x > best - 1e-6 * abs(best):  # last step, or no longer improving
-            best = min(best, x)
+        x = (T * k + c) / lam
+        if not x < best - 1e-6 * abs(best):  # no longer improving
             break
-        best = x
+        best, best_lam = x, lam
         m1 = float(np.sum(w * idx)) / sw
         m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
         g = lam * T * m1 - T * k - c  # sign of x'(lam)
         gp = lam * T * max(m2, 1e-300)
-        step = -g / gp
-        lam = min(max(lam + step, lam / 4.0), 4.0 * lam, 50.0)
-    if not math.isfinite(best) or abs(best) > 1e15:
-        return None
-    # (+1 and the factor cover the rounding of the quotient, also for negative best)
-    return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
+        lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
+    return best_lam
 
 
 _CHERNOFF_POINTS = 4096
