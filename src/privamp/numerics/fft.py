@@ -541,7 +541,7 @@ _LAMBDAS = np.geomspace(1e-7, 50.0, 64)
 
 
 #: ... over masses summed in at most this many blocks (each costs one block's length)
-_PRODUCT_CHERNOFF_POINTS = 1024
+_PRODUCT_CHERNOFF_POINTS = 256
 
 
 def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
