@@ -336,8 +336,9 @@ class PLDAnalysis(RunAnalysis):
             if key not in blocks:
                 one, two_level = singles[i][side], singles[i][2][side]
                 b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
-                if two_level and coarse and b.h == one.h:
-                    b = b.coarsen(_TWO_LEVEL_FACTOR * (_CURVE_OPTIMISTIC if side else 1))
+                if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
+                    b = b.coarsen(round(one.h * _TWO_LEVEL_FACTOR * (
+                        _CURVE_OPTIMISTIC if side else 1) / b.h))
                 blocks[key] = b
             return blocks[key]
 
