@@ -240,3 +240,29 @@ def test_shared_spectra_change_no_result_and_are_released():
     assert fft._SPECTRA is None
     for a, b in zip(alone, shared, strict=True):
         assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
+
+
+def test_running_products_read_short_windows_from_shorter_transforms(monkeypatch):
+    """Early windows of a long plan come from inverse transforms of every m-th coefficient
+    (length N / m): still within their certified error of exact convolutions (direct sums)."""
+    import privamp.numerics.fft as F
+
+    lengths: list[int] = []
+    irfft = F.sfft.irfft
+    monkeypatch.setattr(F.sfft, "irfft", lambda y, n: lengths.append(n) or irfft(y, n))
+    x = np.arange(120)
+    arrays = {1: np.exp(-0.5 * ((x - 60) / 8.0) ** 2), 2: np.exp(-0.5 * ((x - 50) / 6.0) ** 2)}
+    for a in arrays.values():
+        a /= a.sum()
+    plan = [1, 2] * 12
+    tau = 1e-14
+    exact = np.ones(1)
+    for (start, z, err, tau_lo, tau_hi), g in zip(F.product_windows(arrays, plan, tau), plan,
+                                                   strict=True):
+        exact = np.convolve(exact, arrays[g])
+        win = exact[start : start + len(z)]
+        assert np.sum(np.abs(z - win)) <= err + tau_lo + tau_hi + 1e-15
+        assert exact[:start].sum() <= tau_lo + 1e-15
+        assert exact[start + len(z):].sum() <= tau_hi + 1e-15
+        assert err < 1e-11
+    assert min(lengths) * 4 <= max(lengths)  # the first windows used shorter transforms

@@ -627,6 +627,10 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi, want)
 
 
+#: :func:`_running_products` inverts windows by transforms up to this many times shorter
+_MAX_DECIMATION = 16
+
+
 #: a coefficient of a running product whose modulus bound falls below this is set to 0
 #: (its bound, grown by the largest factor moduli, joins the error from then on)
 _DROP = 1e-28
@@ -637,7 +641,14 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
     below ``_DROP`` are set to 0 from then on: the error there is <= Gamma, which later
     factors multiply by at most max beta (rounded up); their weighted sums (plain and of
-    squares) are carried as scalars into :func:`_inverse_error`."""
+    squares) are carried as scalars into :func:`_inverse_error`.
+
+    A window of W_k <= N / m entries (m | N, m <= ``_MAX_DECIMATION``) is read from the
+    inverse transform of length N / m of every m-th coefficient: that is the DFT of x_k
+    aliased modulo N / m (its z-transform at the (N / m)-th roots of unity), so a window of
+    W_k distinct positions still holds x_k plus aliased mass from outside it, and the error
+    bound of :func:`_inverse_error` applies with length N / m to those coefficients (the
+    dropped ones' sums s1, s2 over all N only overcount)."""
     u = UNIT_ROUNDOFF
     k2 = max(math.log2(N), 1.0)
     spec, beta, dist, bmax = {}, {}, {}, {}
@@ -649,6 +660,7 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
         bmax[key] = float(beta[key].max()) * (1.0 + 4.0 * u)
     wts_all = _hermitian_weights(N)
     idx = np.arange(N // 2 + 1)
+    divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
     C = E = G = None
     s1 = s2 = 0.0
     for k, g in enumerate(plan):
@@ -671,11 +683,14 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
         if want is not None and not want[k]:
             yield None
             continue
-        wts = wts_all[idx]
-        err = _inverse_error(wts, E, np.abs(C) * (1.0 + 4.0 * u), N, int(W[k]), (s1, s2))
+        m = max(f for f in divisors if N // f >= W[k])
+        sel = slice(None) if m == 1 else (idx % m == 0)
+        isub, Csub = idx[sel] // m, C[sel]
+        err = _inverse_error(wts_all[idx[sel]], E[sel], np.abs(Csub) * (1.0 + 4.0 * u),
+                             N // m, int(W[k]), (s1, s2))
         if not math.isfinite(err):
             raise ArithmeticError("running Fourier products: error bound not finite")
-        full = np.zeros(N // 2 + 1, dtype=complex)
-        full[idx] = C
-        z = _circular_window(sfft.irfft(full, N), int(x_lo[k]), int(W[k]))
+        full = np.zeros(N // m // 2 + 1, dtype=complex)
+        full[isub] = Csub
+        z = _circular_window(sfft.irfft(full, N // m), int(x_lo[k]), int(W[k]))
         yield int(x_lo[k]), z, err, float(tau_lo[k]), float(tau_hi[k])
