@@ -636,6 +636,11 @@ _MAX_DECIMATION = 16
 _DROP = 1e-28
 
 
+#: ... once at least 1 / _DROP_BATCH of the kept coefficients fall below it (until then
+#: they are carried on like the others)
+_DROP_BATCH = 16
+
+
 def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.ndarray,
                       tau_lo: np.ndarray, tau_hi: np.ndarray, want: list[bool] | None = None):
     """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
@@ -661,36 +666,49 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     wts_all = _hermitian_weights(N)
     idx = np.arange(N // 2 + 1)
     divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
+    rows = {g: (spec[g], beta[g]) for g in arrays}  # the factors at the kept coefficients
     C = E = G = None
     s1 = s2 = 0.0
     for k, g in enumerate(plan):
-        A, b, d = spec[g][idx], beta[g][idx], dist[g]
+        A, b = rows[g]
+        d = dist[g]
         if C is None:
-            C, E, G = A.copy(), np.full(len(A), d), b
+            C, E, G = A.copy(), np.full(len(A), d), b.copy()
         else:
-            C = C * A
-            E = (E * b + G * d + 4.0 * u * (G + E) * b) * (1.0 + 8.0 * u)
-            G = G * b * (1.0 + 4.0 * u)
+            # E b + G d + 4u (G + E) b = (E (1 + 4u) + 4u G) b + G d: five roundings of
+            # nonnegative terms, within the factor (1 + 8u)
+            C *= A
+            E *= 1.0 + 4.0 * u
+            E += (4.0 * u) * G
+            E *= b
+            E += d * G
+            E *= 1.0 + 8.0 * u
+            G *= b
+            G *= 1.0 + 4.0 * u
             s1 *= bmax[g] * (1.0 + 4.0 * u)
             s2 *= (bmax[g] * (1.0 + 4.0 * u)) ** 2 * (1.0 + 4.0 * u)
         drop = G < _DROP
-        if drop.any():
+        if np.count_nonzero(drop) * _DROP_BATCH >= len(G):  # (kept ones stay exact)
             wd, gd = wts_all[idx[drop]], G[drop]
             s1 += float(np.sum(wd * gd)) * (1.0 + 4.0 * u * len(gd))
             s2 += float(np.sum(wd * gd * gd)) * (1.0 + 4.0 * u * len(gd))
             keep = ~drop
             idx, C, E, G = idx[keep], C[keep], E[keep], G[keep]
+            rows = {g: (spec[g][idx], beta[g][idx]) for g in arrays}
         if want is not None and not want[k]:
             yield None
             continue
         m = max(f for f in divisors if N // f >= W[k])
         sel = slice(None) if m == 1 else (idx % m == 0)
-        isub, Csub = idx[sel] // m, C[sel]
+        Csub = C[sel]
         err = _inverse_error(wts_all[idx[sel]], E[sel], np.abs(Csub) * (1.0 + 4.0 * u),
                              N // m, int(W[k]), (s1, s2))
         if not math.isfinite(err):
             raise ArithmeticError("running Fourier products: error bound not finite")
-        full = np.zeros(N // m // 2 + 1, dtype=complex)
-        full[isub] = Csub
+        if m == 1 and len(idx) == N // 2 + 1:
+            full = Csub
+        else:
+            full = np.zeros(N // m // 2 + 1, dtype=complex)
+            full[idx[sel] // m] = Csub
         z = _circular_window(sfft.irfft(full, N // m), int(x_lo[k]), int(W[k]))
         yield int(x_lo[k]), z, err, float(tau_lo[k]), float(tau_hi[k])
