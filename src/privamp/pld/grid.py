@@ -347,22 +347,23 @@ class PLD:
                                             slack=self.slack))
 
     # -- queries ----------------------------------------------------------------------------
-    def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """R_j = sum_{i>=j} p_i e^{-(l_i - l_j)} and G_j = sum_{i>j} p_i (1 - e^{-(l_i-l_j)})
-        (the raw profile at eps = l_j), both sums of nonnegative terms."""
+        (the raw profile at eps = l_j), both sums of nonnegative terms; also G reversed
+        (nondecreasing; G is a view of it)."""
         if self._tables is None:
             m = self.masses
             r = _discounted_suffix(m, self.h, self.kind == "pessimistic")
             inc = -math.expm1(-self.h) * r
-            g = np.zeros_like(m)
+            g_up = np.zeros_like(m)
             if len(m) > 1:
-                g[:-1] = np.cumsum(inc[:0:-1])[::-1]
-            self._tables = (self.losses, r, g)
+                g_up[1:] = np.cumsum(inc[:0:-1])
+            self._tables = (self.losses, r, g_up[::-1], g_up)
         return self._tables
 
     def _raw_delta(self, eps: np.ndarray) -> np.ndarray:
         """sum_{l_j > eps} p_j (1 - e^{eps - l_j}) + inf_mass (no slack, no rounding)."""
-        losses, r, g = self._get_tables()
+        losses, r, g, _ = self._get_tables()
         n = len(losses)
         j = np.searchsorted(losses, eps, side="right")
         inside = j < n
@@ -402,7 +403,7 @@ class PLD:
     def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
         """:meth:`epsilon` from the tables; also whether every answer's segment lies past
         the tables' first point (then tables on any suffix holding them give the same)."""
-        losses, r, g = tables
+        losses, r, g, g_up = tables
         pess = self.kind == "pessimistic"
         if pess:
             target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
@@ -411,9 +412,9 @@ class PLD:
         target = np.atleast_1d(target)
         out = np.empty_like(target)
         raw0 = self._raw_delta(np.zeros_like(target)) - self.inf_mass
-        # g is nonincreasing: the first index j with g_j <= target
-        j = np.searchsorted(-g, -target, side="left")
+        # g is nonincreasing: the first index j with g_j <= target (n - #{g_j <= target})
         n = len(g)
+        j = n - np.searchsorted(g_up, target, side="right")
         jj = np.minimum(j, n - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = (target - g[jj]) / r[jj]
