@@ -487,7 +487,7 @@ def _window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
     ``grow``: the factors' slack, grown by the product (:func:`_product_allowances`).
     None if an allowance is not finite or exceeds 1e-3."""
     pess = kind == "pessimistic"
-    neg = float(-z[z < 0].sum())
+    neg = 0.0 if pess else float(-z[z < 0].sum())
     z = np.maximum(z, 0.0)
     if pess:
         z[0] += tau_lo
@@ -839,9 +839,12 @@ def _zero_pld(h: float) -> PLD:
 
 
 def _strip(p: PLD) -> PLD:
-    nz = np.nonzero(p.masses > 0)[0]
-    if len(nz) == 0:
+    """p without its zero masses at either end (p itself if there are none)."""
+    pos = p.masses > 0
+    if not pos.any():
         return PLD(p.h, p.offset, np.zeros(1), p.inf_mass, p.kind, p.slack)
-    i0, i1 = int(nz[0]), int(nz[-1]) + 1
+    i0, i1 = int(pos.argmax()), len(pos) - int(pos[::-1].argmax())
+    if i0 == 0 and i1 == len(pos):
+        return p
     return PLD(p.h, p.offset + i0, p.masses[i0:i1].copy(), p.inf_mass, p.kind, p.slack)
 
