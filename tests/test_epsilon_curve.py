@@ -226,8 +226,10 @@ def test_settled_checkpoint_takes_a_larger_direction():
 
 
 def test_shared_spectra_change_no_result_and_are_released():
-    """Blocks of nearby lengths share one long-double transform inside shared_spectra: the
-    powers equal those computed alone, and nothing is kept after the block."""
+    """Blocks of nearby lengths share one long-double transform (and the Chernoff windows'
+    log-MGF bounds) inside shared_spectra: the first power equals the one computed alone,
+    the second (its window from the first one's lambdas) agrees with it within both
+    certified errors and tails, and nothing is kept after the block."""
     from privamp.numerics import fft
 
     rng = np.random.default_rng(3)
@@ -236,10 +238,15 @@ def test_shared_spectra_change_no_result_and_are_released():
     alone = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
     with fft.shared_spectra():
         shared = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
-        assert len(fft._SPECTRA) == 1
+        assert sum(isinstance(k[0], int) for k in fft._SPECTRA) == 1  # one transform
     assert fft._SPECTRA is None
-    for a, b in zip(alone, shared, strict=True):
-        assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
+    a, b = alone[0], shared[0]
+    assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
+    (sa, za, ea, la, ha), (sb, zb, eb, lb, hb) = alone[1], shared[1]
+    lo, hi = max(sa, sb), min(sa + len(za), sb + len(zb))
+    assert hi - lo > 0.99 * max(len(za), len(zb))
+    diff = np.abs(za[lo - sa : hi - sa] - zb[lo - sb : hi - sb]).sum()
+    assert diff <= ea + eb + la + ha + lb + hb
 
 
 def test_running_products_read_short_windows_from_shorter_transforms(monkeypatch):

@@ -159,11 +159,23 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     certified on the full masses at that lam and two neighbours (:func:`_log_mgf_bounds`,
     K inflated by a bound on its float error).
     """
-    c = -log_tau
+    return _chernoff_x(*_chernoff_k(logp, idx, T, -log_tau), T, -log_tau)
+
+
+def _chernoff_k(logp: np.ndarray, idx: np.ndarray, T: int, c: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`_chernoff_upper`: three lambdas around the one picked for T, and certified
+    upper bounds on K at them (valid for every T)."""
     mlp, mix = _merged(logp, idx)
     lam = _chernoff_lambda(mlp, mix, T, c)
     lams = lam * np.array([1.0 / 1.05, 1.0, 1.05])
-    xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
+    return lams, _log_mgf_bounds(logp, idx, lams)
+
+
+def _chernoff_x(lams: np.ndarray, kb: np.ndarray, T: int, c: float) -> int | None:
+    """The Chernoff bound min over ``lams`` of (T K(lam) + c) / lam, from upper bounds ``kb``
+    on K, rounded up to an integer (None if not finite or huge)."""
+    xs = (T * kb + c) / lams
     best = float(np.min(np.where(np.isfinite(xs), xs, np.inf)))
     if not math.isfinite(best) or abs(best) > 1e15:
         return None
@@ -230,8 +242,8 @@ def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lse, idx[np.minimum(np.arange(1, nb + 1) * g, n) - 1]
 
 
-def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS,
+                        reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
@@ -240,7 +252,11 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
     ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
     concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
-    blocked bulk would cost T block lengths."""
+    blocked bulk would cost T block lengths.  ``reverse``: as the measure of the
+    reflected positions n - 1 - i (increasing)."""
+    if reverse:
+        lp, ix = _blocked_log_masses(p, end, points)
+        return lp[::-1], (len(p) - 1) - ix[::-1]
     n = len(p)
     if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
@@ -265,16 +281,19 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     return logs[order], allpos[order].astype(float)
 
 
-#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`
-_SPECTRA: dict[tuple[int, bytes], np.ndarray] | None = None
+#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their
+#: moduli, and its certified log-MGF bounds (at the lambdas picked for the first T asked)
+_SPECTRA: dict[tuple, object] | None = None
 
 
 @contextmanager
 def shared_spectra():
     """Within this block :func:`self_convolve_power` memoises its long-double transforms by
     (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths,
-    often with the same FFT length (the same transform, so the same results).  Released on
-    exit, so separate queries never share work."""
+    often with the same FFT length (the same transform, so the same results).  Likewise its
+    Chernoff windows' log-MGF bounds (valid for every T; the lambdas are those picked for the
+    first T, any lambda giving a valid window).  Released on exit, so separate queries never
+    share work."""
     global _SPECTRA
     outer = _SPECTRA
     _SPECTRA = {} if outer is None else outer
@@ -282,6 +301,23 @@ def shared_spectra():
         yield
     finally:
         _SPECTRA = outer
+
+
+def _memo(key: tuple, make):
+    """``make()``, memoised under ``key`` inside :func:`shared_spectra` (a key holding None
+    -- no block open -- is never stored)."""
+    cache = _SPECTRA
+    if cache is None or None in key:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
+    """b = |X| (from its complex128 rounding, rounded up) + d, and log b."""
+    b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+    return b, np.log(b)
 
 
 def _long_double_spectrum(p: np.ndarray, N: int) -> np.ndarray:
@@ -340,9 +376,10 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         return None
     span = T * (n - 1)
     log_tau = math.log(tau)
-    x_hi = _chernoff_upper(*_blocked_log_masses(p, "max"), T, log_tau)
-    lp, ix = _blocked_log_masses(p, "min")
-    x_rev = _chernoff_upper(lp[::-1], (n - 1) - ix[::-1], T, log_tau)
+    key = None if _SPECTRA is None else p.tobytes()
+    x_hi, x_rev = (_chernoff_x(*_memo(("K", end, key), lambda end=end: _chernoff_k(
+        *_blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
+        for end in ("max", "min"))
     if x_hi is None or x_rev is None:
         return None
     x_lo = span - x_rev
@@ -366,9 +403,10 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
         # <= u), rounded up
-        b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+        b, lb = _memo(("b", N, key), lambda: _moduli(X, d))
         Xk = X
-    lb = np.log(b)
+    if low is not None:
+        lb = np.log(b)
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
             low is not None and len(keep) and keep[-1] >= len(Xk)):
