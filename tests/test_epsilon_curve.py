@@ -273,3 +273,27 @@ def test_running_products_read_short_windows_from_shorter_transforms(monkeypatch
         assert exact[start + len(z):].sum() <= tau_hi + 1e-15
         assert err < 1e-11
     assert min(lengths) * 4 <= max(lengths)  # the first windows used shorter transforms
+
+
+@pytest.mark.parametrize("kind", ["pessimistic", "optimistic"])
+def test_scalar_epsilon_inversion_matches_the_array_code(kind):
+    """One delta is inverted on floats (the curve asks hundreds): the same answers as the
+    array code, and each (up to its safe rounding: up when pessimistic, down when optimistic)
+    the smallest eps >= 0 whose profile (PLD.delta, computed apart) is <= delta."""
+    from privamp.pld.grid import PLD
+
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        m = rng.random(rng.integers(2, 400)) ** 3
+        m /= m.sum() * (1.0 + rng.random())
+        p = PLD(0.01 + 0.05 * rng.random(), int(rng.integers(-200, 50)), m,
+                float(rng.random() * 1e-6) if trial % 3 else 0.0, kind, 1e-12 * trial)
+        for d in np.concatenate((np.geomspace(1e-9, 0.9, 25), [0.0, 1.0])):
+            one = float(p.epsilon(float(d)))
+            assert one == float(p.epsilon(np.array([d]))[0])
+            if 0 < one < np.inf and kind == "pessimistic":
+                assert p.delta(one) <= d
+                assert p.delta(one * (1 - 1e-6) - 1e-9) > d
+            elif 0 < one < np.inf:
+                assert p.delta(one) >= d
+                assert p.delta(one * (1 + 1e-6) + 1e-9) <= d

@@ -403,6 +403,10 @@ class PLD:
     def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
         """:meth:`epsilon` from the tables; also whether every answer's segment lies past
         the tables' first point (then tables on any suffix holding them give the same)."""
+        if d.ndim == 0:  # one delta (an epsilon curve asks hundreds): the same steps on floats
+            one = self._invert_one(float(d), tables)
+            if one is not None:
+                return np.asarray(one[0]), one[1]
         losses, r, g, g_up = tables
         pess = self.kind == "pessimistic"
         if pess:
@@ -431,6 +435,38 @@ class PLD:
         out[raw0 <= target] = 0.0
         out[target < 0] = np.inf
         return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
+
+    def _invert_one(self, d: float, tables: tuple) -> tuple[float, bool] | None:
+        """:meth:`_invert` at one delta, step for step on floats (None: a degenerate case,
+        left to the array code)."""
+        losses, r, g, g_up = tables
+        if self.kind == "pessimistic":
+            target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
+        else:
+            target = (d + self.slack) / (1 - _QUERY_REL) - self.inf_mass
+        if not math.isfinite(target):
+            return None
+        if target < 0:
+            return math.inf, True
+        n = len(g)
+        j = n - int(np.searchsorted(g_up, target, side="right"))
+        i0 = int(np.searchsorted(losses, 0.0, side="right"))  # the raw profile at eps = 0
+        raw0 = 0.0 if i0 >= n else float(g[i0]) + (-math.expm1(-float(losses[i0]))) * float(
+            r[i0])
+        if (raw0 + self.inf_mass) - self.inf_mass <= target:
+            return 0.0, j >= 1
+        jj = min(j, n - 1)
+        rj = float(r[jj])
+        if not rj > 0:
+            return None
+        frac = min(max((target - float(g[jj])) / rj, 0.0), 1.0)
+        eps = float(losses[jj]) - (math.inf if frac == 1.0 else -math.log1p(-frac))
+        if jj > 0:
+            eps = max(eps, float(losses[jj - 1]))
+        if math.isfinite(eps):
+            step = 1e-12 * max(1.0, abs(eps)) + 4 * _U
+            eps = eps + step if self.kind == "pessimistic" else eps - step
+        return max(eps, 0.0), j >= 1
 
 
 def _product_allowances(factors: list[tuple[PLD, int]], mass_sums: list[float] | None = None
