@@ -207,8 +207,8 @@ def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> flo
         sw = float(w.sum())
         k = mx + math.log(sw) + lam * top  # K(lam)
         x = (T * k + c) / lam
-        if not x < best - 1e-6 * abs(best):  # no longer improving
-            break
+        if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
+            break  # no longer improving
         best, best_lam = x, lam
         m1 = float(np.sum(w * idx)) / sw
         m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
