@@ -110,20 +110,10 @@ def test_best_curve_is_the_smaller_of_pld_and_rdp():
                        rtol=1e-12, atol=0)
 
 
-def test_running_fourier_products_within_their_certified_error():
-    """Windows of running products of two arrays against exact convolutions (mpmath-free:
-    direct sums of nonnegative terms, relative error ~1e-16): the l1 distance stays within
-    the certified error plus the aliased tails, and the tails outside are <= tau."""
+def _check_running_products(arrays: dict, plan: list, tau: float = 1e-14) -> None:
+    """Each window of product_windows against the exact running convolution."""
     from privamp.numerics.fft import product_windows
 
-    rng = np.random.default_rng(7)
-    x = np.arange(300)
-    arrays = {1: np.exp(-0.5 * ((x - 150) / 20.0) ** 2) * (1 + 0.3 * rng.random(300)),
-              2: np.exp(-0.5 * ((x[:200] - 60) / 9.0) ** 2)}
-    for a in arrays.values():
-        a /= a.sum()
-    plan = [1, 2, 2, 1, 2, 1, 1, 2]
-    tau = 1e-14
     exact = np.ones(1)
     for (start, z, err, tau_lo, tau_hi), g in zip(product_windows(arrays, plan, tau), plan,
                                                    strict=True):
@@ -135,12 +125,28 @@ def test_running_fourier_products_within_their_certified_error():
         assert err < 1e-11
 
 
+def test_running_fourier_products_within_their_certified_error():
+    """Windows of running products of two arrays against exact convolutions (mpmath-free:
+    direct sums of nonnegative terms, relative error ~1e-16): the l1 distance stays within
+    the certified error plus the aliased tails, and the tails outside are <= tau."""
+    rng = np.random.default_rng(7)
+    x = np.arange(300)
+    arrays = {1: np.exp(-0.5 * ((x - 150) / 20.0) ** 2) * (1 + 0.3 * rng.random(300)),
+              2: np.exp(-0.5 * ((x[:200] - 60) / 9.0) ** 2)}
+    for a in arrays.values():
+        a /= a.sum()
+    plan = [1, 2, 2, 1, 2, 1, 1, 2]
+    _check_running_products(arrays, plan)
+
+
 def test_curve_spectral_checkpoints_bracket_dp_accounting_long_run():
     """Checkpoints of a long run (blocks of ~141 steps composed in the Fourier domain) stay
-    certified: lower <= dp-accounting (connect-the-dots, h = 1e-4) <= upper + 1e-4 rel."""
+    certified: lower <= dp-accounting (connect-the-dots, h = 1e-4) <= upper + 1e-4 rel; every
+    interval (the optimistic side on its coarser grid) <= 0.1% wide."""
     q, sigma = 256 / 60000, 1.1
     run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=14063)
     g = run.epsilon_curve(1e-5)
+    assert np.all(g.upper.value - g.lower.value <= 1e-3 * g.upper.value)
     steps = np.unique(np.round(np.linspace(14063 / 100, 14063, 100)).astype(int))
     for i in (0, 37, 99):
         ref = _dpa_pld(q, sigma, int(steps[i]), 1e-5)
@@ -226,8 +232,10 @@ def test_settled_checkpoint_takes_a_larger_direction():
 
 
 def test_shared_spectra_change_no_result_and_are_released():
-    """Blocks of nearby lengths share one long-double transform inside shared_spectra: the
-    powers equal those computed alone, and nothing is kept after the block."""
+    """Blocks of nearby lengths share one long-double transform (and the Chernoff windows'
+    log-MGF bounds) inside shared_spectra: the first power equals the one computed alone,
+    the second (its window from the first one's lambdas) agrees with it within both
+    certified errors and tails, and nothing is kept after the block."""
     from privamp.numerics import fft
 
     rng = np.random.default_rng(3)
@@ -236,7 +244,53 @@ def test_shared_spectra_change_no_result_and_are_released():
     alone = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
     with fft.shared_spectra():
         shared = [fft.self_convolve_power(p, T, 1e-14) for T in (140, 141)]
-        assert len(fft._SPECTRA) == 1
+        assert sum(isinstance(k[0], int) for k in fft._SPECTRA) == 1  # one transform
     assert fft._SPECTRA is None
-    for a, b in zip(alone, shared, strict=True):
-        assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
+    a, b = alone[0], shared[0]
+    assert a[0] == b[0] and a[2:] == b[2:] and np.array_equal(a[1], b[1])
+    (sa, za, ea, la, ha), (sb, zb, eb, lb, hb) = alone[1], shared[1]
+    lo, hi = max(sa, sb), min(sa + len(za), sb + len(zb))
+    assert hi - lo > 0.99 * max(len(za), len(zb))
+    diff = np.abs(za[lo - sa : hi - sa] - zb[lo - sb : hi - sb]).sum()
+    assert diff <= ea + eb + la + ha + lb + hb
+
+
+def test_running_products_read_short_windows_from_shorter_transforms(monkeypatch):
+    """Early windows of a long plan come from inverse transforms of every m-th coefficient
+    (length N / m): still within their certified error of exact convolutions (direct sums)."""
+    import privamp.numerics.fft as F
+
+    lengths: list[int] = []
+    irfft = F.sfft.irfft
+    monkeypatch.setattr(F.sfft, "irfft", lambda y, n: lengths.append(n) or irfft(y, n))
+    x = np.arange(120)
+    arrays = {1: np.exp(-0.5 * ((x - 60) / 8.0) ** 2), 2: np.exp(-0.5 * ((x - 50) / 6.0) ** 2)}
+    for a in arrays.values():
+        a /= a.sum()
+    plan = [1, 2] * 12
+    _check_running_products(arrays, plan)
+    assert min(lengths) * 4 <= max(lengths)  # the first windows used shorter transforms
+
+
+@pytest.mark.parametrize("kind", ["pessimistic", "optimistic"])
+def test_scalar_epsilon_inversion_matches_the_array_code(kind):
+    """One delta is inverted on floats (the curve asks hundreds): the same answers as the
+    array code, and each (up to its safe rounding: up when pessimistic, down when optimistic)
+    the smallest eps >= 0 whose profile (PLD.delta, computed apart) is <= delta."""
+    from privamp.pld.grid import PLD
+
+    rng = np.random.default_rng(11)
+    for trial in range(20):
+        m = rng.random(rng.integers(2, 400)) ** 3
+        m /= m.sum() * (1.0 + rng.random())
+        p = PLD(0.01 + 0.05 * rng.random(), int(rng.integers(-200, 50)), m,
+                float(rng.random() * 1e-6) if trial % 3 else 0.0, kind, 1e-12 * trial)
+        for d in np.concatenate((np.geomspace(1e-9, 0.9, 25), [0.0, 1.0])):
+            one = float(p.epsilon(float(d)))
+            assert one == float(p.epsilon(np.array([d]))[0])
+            if 0 < one < np.inf and kind == "pessimistic":
+                assert p.delta(one) <= d
+                assert p.delta(one * (1 - 1e-6) - 1e-9) > d
+            elif 0 < one < np.inf:
+                assert p.delta(one) >= d
+                assert p.delta(one * (1 + 1e-6) + 1e-9) <= d

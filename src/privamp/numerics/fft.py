@@ -157,52 +157,71 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     measure with masses e^logp at the integer positions idx >= 0.
 
     Chernoff: mass{S >= x} <= e^{-lam x} M(lam)^T for every lam > 0, M(lam) = sum p_i
-    e^{lam i} (for any nonnegative measure).  lam is chosen by Newton steps on the
-    stationarity condition of x(lam) = (T K(lam) - log tau) / lam, K = log M; any lam is
-    valid, and K is inflated by a bound on its float error.
+    e^{lam i} (for any nonnegative measure).  lam is picked on the masses merged into
+    <= _SCAN_POINTS groups, each at its top position (:func:`_merged`): a geometric scan,
+    then Newton steps on the stationarity condition of x(lam) = (T K(lam) - log tau) / lam,
+    K = log M (from the moment guess alone Newton can stall far from the optimum for
+    heavy-tailed p, e.g. PLDs at tiny sampling rates).  Any lam is valid: x is then
+    certified on the full masses at that lam and two neighbours (:func:`_log_mgf_bounds`,
+    K inflated by a bound on its float error).
     """
+    return _chernoff_x(*_chernoff_k(logp, idx, T, -log_tau), T, -log_tau)
+
+
+def _chernoff_k(logp: np.ndarray, idx: np.ndarray, T: int, c: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """For :func:`_chernoff_upper`: three lambdas around the one picked for T, and certified
+    upper bounds on K at them (valid for every T)."""
+    mlp, mix = _merged(logp, idx)
+    lam = _chernoff_lambda(mlp, mix, T, c)
+    lams = lam * np.array([1.0 / 1.05, 1.0, 1.05])
+    return lams, _log_mgf_bounds(logp, idx, lams)
+
+
+def _chernoff_x(lams: np.ndarray, kb: np.ndarray, T: int, c: float) -> int | None:
+    """The Chernoff bound min over ``lams`` of (T K(lam) + c) / lam, from upper bounds ``kb``
+    on K, rounded up to an integer (None if not finite or huge)."""
+    xs = (T * kb + c) / lams
+    best = float(np.min(np.where(np.isfinite(xs), xs, np.inf)))
+    if not math.isfinite(best) or abs(best) > 1e15:
+        return None
+    # (+1 and the factor cover the rounding of the quotient, also for negative best)
+    return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
+
+
+def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
+    """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
+    idx (a geometric scan from a moment guess, then Newton steps; a heuristic: any lambda
+    gives a valid bound in :func:`_chernoff_upper`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
     mean = float(np.sum(w0 * idx) / np.sum(w0))
     var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
-    c = -log_tau
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
-    # Newton from the best of a geometric scan of lambda (from the moment guess alone it
-    # can stall far from the optimum for heavy-tailed p, e.g. PLDs at tiny sampling rates)
-    # (the wide scan on the masses merged into <= _SCAN_POINTS groups, each at its top
-    # position: it only picks lambda)
-    for lams, lp, ix in ((np.geomspace(1e-12, 50.0, 48), *_merged(logp, idx)),
-                         (None, logp, idx)):
+    for lams in (np.geomspace(1e-12, 50.0, 48), None):
         if lams is None:
             lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
-        xs = (T * _log_mgf_bounds(lp, ix, lams) + c) / lams
+        xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
         if np.isfinite(xs).any():
             lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
-    best = math.inf
-    for it in range(8):
+    best, best_lam = math.inf, lam
+    for _ in range(8):
         a = logp + lam * (idx - top)
         mx = float(a.max())
         w = np.exp(a - mx)
         sw = float(w.sum())
         k = mx + math.log(sw) + lam * top  # K(lam)
-        err_k = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(a) + 8.0 + float(np.abs(a).max())
-                                                     + lam * top + abs(k))
-        x = (T * (k + err_k) + c) / lam
-        if it == 7 or x > best - 1e-6 * abs(best):  # last step, or no longer improving
-            best = min(best, x)
-            break
-        best = x
+        x = (T * k + c) / lam
+        if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
+            break  # no longer improving
+        best, best_lam = x, lam
         m1 = float(np.sum(w * idx)) / sw
         m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
         g = lam * T * m1 - T * k - c  # sign of x'(lam)
         gp = lam * T * max(m2, 1e-300)
-        step = -g / gp
-        lam = min(max(lam + step, lam / 4.0), 4.0 * lam, 50.0)
-    if not math.isfinite(best) or abs(best) > 1e15:
-        return None
-    # (+1 and the factor cover the rounding of the quotient, also for negative best)
-    return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
+        lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
+    return best_lam
 
 
 _CHERNOFF_POINTS = 4096
@@ -229,8 +248,8 @@ def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return lse, idx[np.minimum(np.arange(1, nb + 1) * g, n) - 1]
 
 
-def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS,
+                        reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
@@ -239,7 +258,11 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
     ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
     concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
-    blocked bulk would cost T block lengths."""
+    blocked bulk would cost T block lengths.  ``reverse``: as the measure of the
+    reflected positions n - 1 - i (increasing)."""
+    if reverse:
+        lp, ix = _blocked_log_masses(p, end, points)
+        return lp[::-1], (len(p) - 1) - ix[::-1]
     n = len(p)
     if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
@@ -264,16 +287,19 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS
     return logs[order], allpos[order].astype(float)
 
 
-#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`
-_SPECTRA: dict[tuple[int, bytes], np.ndarray] | None = None
+#: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their
+#: moduli, and its certified log-MGF bounds (at the lambdas picked for the first T asked)
+_SPECTRA: dict[tuple, object] | None = None
 
 
 @contextmanager
 def shared_spectra():
     """Within this block :func:`self_convolve_power` memoises its long-double transforms by
     (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths,
-    often with the same FFT length (the same transform, so the same results).  Released on
-    exit, so separate queries never share work."""
+    often with the same FFT length (the same transform, so the same results).  Likewise its
+    Chernoff windows' log-MGF bounds (valid for every T; the lambdas are those picked for the
+    first T, any lambda giving a valid window).  Released on exit, so separate queries never
+    share work."""
     global _SPECTRA
     outer = _SPECTRA
     _SPECTRA = {} if outer is None else outer
@@ -281,6 +307,23 @@ def shared_spectra():
         yield
     finally:
         _SPECTRA = outer
+
+
+def _memo(key: tuple, make):
+    """``make()``, memoised under ``key`` inside :func:`shared_spectra` (a key holding None
+    -- no block open -- is never stored)."""
+    cache = _SPECTRA
+    if cache is None or None in key:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
+    """b = |X| (from its complex128 rounding, rounded up) + d, and log b."""
+    b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+    return b, np.log(b)
 
 
 def _long_double_spectrum(p: np.ndarray, N: int) -> np.ndarray:
@@ -339,9 +382,10 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         return None
     span = T * (n - 1)
     log_tau = math.log(tau)
-    x_hi = _chernoff_upper(*_blocked_log_masses(p, "max"), T, log_tau)
-    lp, ix = _blocked_log_masses(p, "min")
-    x_rev = _chernoff_upper(lp[::-1], (n - 1) - ix[::-1], T, log_tau)
+    key = None if _SPECTRA is None else p.tobytes()
+    x_hi, x_rev = (_chernoff_x(*_memo(("K", end, key), lambda end=end: _chernoff_k(
+        *_blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
+        for end in ("max", "min"))
     if x_hi is None or x_rev is None:
         return None
     x_lo = span - x_rev
@@ -365,9 +409,10 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
         # <= u), rounded up
-        b = np.abs(X.astype(complex)) * (1.0 + 4.0 * UNIT_ROUNDOFF) + (d + 1e-300)
+        b, lb = _memo(("b", N, key), lambda: _moduli(X, d))
         Xk = X
-    lb = np.log(b)
+    if low is not None:
+        lb = np.log(b)
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
             low is not None and len(keep) and keep[-1] >= len(Xk)):
@@ -541,7 +586,7 @@ _LAMBDAS = np.geomspace(1e-7, 50.0, 64)
 
 
 #: ... over masses summed in at most this many blocks (each costs one block's length)
-_PRODUCT_CHERNOFF_POINTS = 1024
+_PRODUCT_CHERNOFF_POINTS = 256
 
 
 def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
@@ -627,9 +672,18 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     return _running_products(arrays, plan, N, x_lo, W, tau_lo, tau_hi, want)
 
 
+#: :func:`_running_products` inverts windows by transforms up to this many times shorter
+_MAX_DECIMATION = 16
+
+
 #: a coefficient of a running product whose modulus bound falls below this is set to 0
 #: (its bound, grown by the largest factor moduli, joins the error from then on)
 _DROP = 1e-28
+
+
+#: ... once at least 1 / _DROP_BATCH of the kept coefficients fall below it (until then
+#: they are carried on like the others)
+_DROP_BATCH = 16
 
 
 def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.ndarray,
@@ -637,7 +691,14 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     """The generator of :func:`product_windows`.  Coefficients whose bound Gamma_k falls
     below ``_DROP`` are set to 0 from then on: the error there is <= Gamma, which later
     factors multiply by at most max beta (rounded up); their weighted sums (plain and of
-    squares) are carried as scalars into :func:`_inverse_error`."""
+    squares) are carried as scalars into :func:`_inverse_error`.
+
+    A window of W_k <= N / m entries (m | N, m <= ``_MAX_DECIMATION``) is read from the
+    inverse transform of length N / m of every m-th coefficient: that is the DFT of x_k
+    aliased modulo N / m (its z-transform at the (N / m)-th roots of unity), so a window of
+    W_k distinct positions still holds x_k plus aliased mass from outside it, and the error
+    bound of :func:`_inverse_error` applies with length N / m to those coefficients (the
+    dropped ones' sums s1, s2 over all N only overcount)."""
     u = UNIT_ROUNDOFF
     k2 = max(math.log2(N), 1.0)
     spec, beta, dist, bmax = {}, {}, {}, {}
@@ -649,33 +710,50 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
         bmax[key] = float(beta[key].max()) * (1.0 + 4.0 * u)
     wts_all = _hermitian_weights(N)
     idx = np.arange(N // 2 + 1)
+    divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
+    rows = {g: (spec[g], beta[g]) for g in arrays}  # the factors at the kept coefficients
     C = E = G = None
     s1 = s2 = 0.0
     for k, g in enumerate(plan):
-        A, b, d = spec[g][idx], beta[g][idx], dist[g]
+        A, b = rows[g]
+        d = dist[g]
         if C is None:
-            C, E, G = A.copy(), np.full(len(A), d), b
+            C, E, G = A.copy(), np.full(len(A), d), b.copy()
         else:
-            C = C * A
-            E = (E * b + G * d + 4.0 * u * (G + E) * b) * (1.0 + 8.0 * u)
-            G = G * b * (1.0 + 4.0 * u)
+            # E b + G d + 4u (G + E) b = (E (1 + 4u) + 4u G) b + G d: five roundings of
+            # nonnegative terms, within the factor (1 + 8u)
+            C *= A
+            E *= 1.0 + 4.0 * u
+            E += (4.0 * u) * G
+            E *= b
+            E += d * G
+            E *= 1.0 + 8.0 * u
+            G *= b
+            G *= 1.0 + 4.0 * u
             s1 *= bmax[g] * (1.0 + 4.0 * u)
             s2 *= (bmax[g] * (1.0 + 4.0 * u)) ** 2 * (1.0 + 4.0 * u)
         drop = G < _DROP
-        if drop.any():
+        if np.count_nonzero(drop) * _DROP_BATCH >= len(G):  # (kept ones stay exact)
             wd, gd = wts_all[idx[drop]], G[drop]
             s1 += float(np.sum(wd * gd)) * (1.0 + 4.0 * u * len(gd))
             s2 += float(np.sum(wd * gd * gd)) * (1.0 + 4.0 * u * len(gd))
             keep = ~drop
             idx, C, E, G = idx[keep], C[keep], E[keep], G[keep]
+            rows = {g: (spec[g][idx], beta[g][idx]) for g in arrays}
         if want is not None and not want[k]:
             yield None
             continue
-        wts = wts_all[idx]
-        err = _inverse_error(wts, E, np.abs(C) * (1.0 + 4.0 * u), N, int(W[k]), (s1, s2))
+        m = max(f for f in divisors if N // f >= W[k])
+        sel = slice(None) if m == 1 else (idx % m == 0)
+        Csub = C[sel]
+        err = _inverse_error(wts_all[idx[sel]], E[sel], np.abs(Csub) * (1.0 + 4.0 * u),
+                             N // m, int(W[k]), (s1, s2))
         if not math.isfinite(err):
             raise ArithmeticError("running Fourier products: error bound not finite")
-        full = np.zeros(N // 2 + 1, dtype=complex)
-        full[idx] = C
-        z = _circular_window(sfft.irfft(full, N), int(x_lo[k]), int(W[k]))
+        if m == 1 and len(idx) == N // 2 + 1:
+            full = Csub
+        else:
+            full = np.zeros(N // m // 2 + 1, dtype=complex)
+            full[idx[sel] // m] = Csub
+        z = _circular_window(sfft.irfft(full, N // m), int(x_lo[k]), int(W[k]))
         yield int(x_lo[k]), z, err, float(tau_lo[k]), float(tau_hi[k])

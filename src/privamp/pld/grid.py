@@ -347,22 +347,23 @@ class PLD:
                                             slack=self.slack))
 
     # -- queries ----------------------------------------------------------------------------
-    def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """R_j = sum_{i>=j} p_i e^{-(l_i - l_j)} and G_j = sum_{i>j} p_i (1 - e^{-(l_i-l_j)})
-        (the raw profile at eps = l_j), both sums of nonnegative terms."""
+        (the raw profile at eps = l_j), both sums of nonnegative terms; also G reversed
+        (nondecreasing; G is a view of it)."""
         if self._tables is None:
             m = self.masses
             r = _discounted_suffix(m, self.h, self.kind == "pessimistic")
             inc = -math.expm1(-self.h) * r
-            g = np.zeros_like(m)
+            g_up = np.zeros_like(m)
             if len(m) > 1:
-                g[:-1] = np.cumsum(inc[:0:-1])[::-1]
-            self._tables = (self.losses, r, g)
+                g_up[1:] = np.cumsum(inc[:0:-1])
+            self._tables = (self.losses, r, g_up[::-1], g_up)
         return self._tables
 
     def _raw_delta(self, eps: np.ndarray) -> np.ndarray:
         """sum_{l_j > eps} p_j (1 - e^{eps - l_j}) + inf_mass (no slack, no rounding)."""
-        losses, r, g = self._get_tables()
+        losses, r, g, _ = self._get_tables()
         n = len(losses)
         j = np.searchsorted(losses, eps, side="right")
         inside = j < n
@@ -402,7 +403,11 @@ class PLD:
     def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
         """:meth:`epsilon` from the tables; also whether every answer's segment lies past
         the tables' first point (then tables on any suffix holding them give the same)."""
-        losses, r, g = tables
+        if d.ndim == 0:  # one delta (an epsilon curve asks hundreds): the same steps on floats
+            one = self._invert_one(float(d), tables)
+            if one is not None:
+                return np.asarray(one[0]), one[1]
+        losses, r, g, g_up = tables
         pess = self.kind == "pessimistic"
         if pess:
             target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
@@ -411,9 +416,9 @@ class PLD:
         target = np.atleast_1d(target)
         out = np.empty_like(target)
         raw0 = self._raw_delta(np.zeros_like(target)) - self.inf_mass
-        # g is nonincreasing: the first index j with g_j <= target
-        j = np.searchsorted(-g, -target, side="left")
+        # g is nonincreasing: the first index j with g_j <= target (n - #{g_j <= target})
         n = len(g)
+        j = n - np.searchsorted(g_up, target, side="right")
         jj = np.minimum(j, n - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             frac = (target - g[jj]) / r[jj]
@@ -430,6 +435,38 @@ class PLD:
         out[raw0 <= target] = 0.0
         out[target < 0] = np.inf
         return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
+
+    def _invert_one(self, d: float, tables: tuple) -> tuple[float, bool] | None:
+        """:meth:`_invert` at one delta, step for step on floats (None: a degenerate case,
+        left to the array code)."""
+        losses, r, g, g_up = tables
+        if self.kind == "pessimistic":
+            target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
+        else:
+            target = (d + self.slack) / (1 - _QUERY_REL) - self.inf_mass
+        if not math.isfinite(target):
+            return None
+        if target < 0:
+            return math.inf, True
+        n = len(g)
+        j = n - int(np.searchsorted(g_up, target, side="right"))
+        i0 = int(np.searchsorted(losses, 0.0, side="right"))  # the raw profile at eps = 0
+        raw0 = 0.0 if i0 >= n else float(g[i0]) + (-math.expm1(-float(losses[i0]))) * float(
+            r[i0])
+        if (raw0 + self.inf_mass) - self.inf_mass <= target:
+            return 0.0, j >= 1
+        jj = min(j, n - 1)
+        rj = float(r[jj])
+        if not rj > 0:
+            return None
+        frac = min(max((target - float(g[jj])) / rj, 0.0), 1.0)
+        eps = float(losses[jj]) - (math.inf if frac == 1.0 else -math.log1p(-frac))
+        if jj > 0:
+            eps = max(eps, float(losses[jj - 1]))
+        if math.isfinite(eps):
+            step = 1e-12 * max(1.0, abs(eps)) + 4 * _U
+            eps = eps + step if self.kind == "pessimistic" else eps - step
+        return max(eps, 0.0), j >= 1
 
 
 def _product_allowances(factors: list[tuple[PLD, int]], mass_sums: list[float] | None = None
@@ -486,7 +523,7 @@ def _window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
     ``grow``: the factors' slack, grown by the product (:func:`_product_allowances`).
     None if an allowance is not finite or exceeds 1e-3."""
     pess = kind == "pessimistic"
-    neg = float(-z[z < 0].sum())
+    neg = 0.0 if pess else float(-z[z < 0].sum())
     z = np.maximum(z, 0.0)
     if pess:
         z[0] += tau_lo
@@ -838,9 +875,12 @@ def _zero_pld(h: float) -> PLD:
 
 
 def _strip(p: PLD) -> PLD:
-    nz = np.nonzero(p.masses > 0)[0]
-    if len(nz) == 0:
+    """p without its zero masses at either end (p itself if there are none)."""
+    pos = p.masses > 0
+    if not pos.any():
         return PLD(p.h, p.offset, np.zeros(1), p.inf_mass, p.kind, p.slack)
-    i0, i1 = int(nz[0]), int(nz[-1]) + 1
+    i0, i1 = int(pos.argmax()), len(pos) - int(pos[::-1].argmax())
+    if i0 == 0 and i1 == len(pos):
+        return p
     return PLD(p.h, p.offset + i0, p.masses[i0:i1].copy(), p.inf_mass, p.kind, p.slack)
 
