@@ -191,20 +191,32 @@ def _chernoff_x(lams: np.ndarray, kb: np.ndarray, T: int, c: float) -> int | Non
 
 def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
     """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
-    idx (a geometric scan from a moment guess, then Newton steps; a heuristic: any lambda
-    gives a valid bound in :func:`_chernoff_upper`)."""
+    idx (a geometric scan around a moment guess, over all scales if the best is at its
+    edge, then a finer scan and Newton steps; a heuristic: any lambda gives a valid bound in
+    :func:`_chernoff_upper`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
     mean = float(np.sum(w0 * idx) / np.sum(w0))
     var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
-    for lams in (np.geomspace(1e-12, 50.0, 48), None):
-        if lams is None:
-            lams = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+
+    def scan(lams: np.ndarray) -> int | None:
         xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
-        if np.isfinite(xs).any():
-            lam = float(lams[int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))])
+        return (int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))
+                if np.isfinite(xs).any() else None)
+
+    near = lam * np.geomspace(1.0 / 8.0, 8.0, 9)
+    i = scan(near)  # the moment guess is good unless the tail is heavy (tiny rates)
+    if i is None or i in (0, len(near) - 1):
+        wide = np.geomspace(1e-12, 50.0, 48)
+        i = scan(wide)
+        lam = lam if i is None else float(wide[i])
+    else:
+        lam = float(near[i])
+    fine = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+    i = scan(fine)
+    lam = lam if i is None else float(fine[i])
     best, best_lam = math.inf, lam
     for _ in range(8):
         a = logp + lam * (idx - top)
