@@ -252,16 +252,3 @@ def test_circle_fits_counts_plain_and_shifted_drops():
     assert (d, n) == (1e-3, 1 << 21)
     law = bp._SumLaw(1.0, 100, 1.0, d, n)
     assert law.drop + law.wrap - 100 * 16.0 * bp._U <= bp._ALIAS_BUDGET
-
-
-def test_kept_prefix_sums_equal_the_full_ones_and_refuse_other_points():
-    s, T, d = 1.0, 10, 2e-3
-    n = 1 << 14
-    full = bp._SumLaw(s, T, s * s, d, n)
-    kept = bp._SumLaw(s, T, s * s, d, n)
-    y = T * np.exp(-np.linspace(-0.5, 0.5, 101))
-    kept.keep_prefix_at(y)
-    for upper in (True, False):
-        assert np.array_equal(kept.below(y, upper), full.below(y, upper))
-    with pytest.raises(IndexError):
-        kept.below(np.array([T * 3.3]), True)

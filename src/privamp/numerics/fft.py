@@ -151,10 +151,12 @@ _FFT_C = 8.0
 _MAX_POWER_LEN = 2**25
 
 
-def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
-                    log_tau: float) -> int | None:
-    """An integer x with mass{S >= x} <= tau for the T-fold sum S of the (nonnegative)
-    measure with masses e^logp at the integer positions idx >= 0.
+def _chernoff_k(logp: np.ndarray, idx: np.ndarray, T: int, c: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Three lambdas around the one picked for T, and certified upper bounds on K at them
+    (valid for every T); :func:`_chernoff_x` turns them into the bound: an integer x with
+    mass{S >= x} <= tau (c = -log tau) for the T-fold sum S of the (nonnegative) measure
+    with masses e^logp at the integer positions idx >= 0.
 
     Chernoff: mass{S >= x} <= e^{-lam x} M(lam)^T for every lam > 0, M(lam) = sum p_i
     e^{lam i} (for any nonnegative measure).  lam is picked on the masses merged into
@@ -165,13 +167,6 @@ def _chernoff_upper(logp: np.ndarray, idx: np.ndarray, T: int,
     certified on the full masses at that lam and two neighbours (:func:`_log_mgf_bounds`,
     K inflated by a bound on its float error).
     """
-    return _chernoff_x(*_chernoff_k(logp, idx, T, -log_tau), T, -log_tau)
-
-
-def _chernoff_k(logp: np.ndarray, idx: np.ndarray, T: int, c: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """For :func:`_chernoff_upper`: three lambdas around the one picked for T, and certified
-    upper bounds on K at them (valid for every T)."""
     mlp, mix = _merged(logp, idx)
     lam = _chernoff_lambda(mlp, mix, T, c)
     lams = lam * np.array([1.0 / 1.05, 1.0, 1.05])
@@ -193,7 +188,7 @@ def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> flo
     """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
     idx (a geometric scan around a moment guess, over all scales if the best is at its
     edge, then a finer scan and Newton steps; a heuristic: any lambda gives a valid bound in
-    :func:`_chernoff_upper`)."""
+    :func:`_chernoff_k`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
     mean = float(np.sum(w0 * idx) / np.sum(w0))
@@ -239,7 +234,7 @@ def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> flo
 _CHERNOFF_POINTS = 4096
 
 
-#: the wide lambda scan of :func:`_chernoff_upper` runs on at most this many merged masses
+#: the wide lambda scan of :func:`_chernoff_k` runs on at most this many merged masses
 _SCAN_POINTS = 1024
 
 
@@ -266,7 +261,7 @@ def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS,
     consecutive entries, each block's mass put at its last (``end="max"``) or first
     (``"min"``) index.  Moving mass up can only raise the moment generating function
     M(lam) = sum p_i e^{lam i} for lam > 0 (down: for the reversed positions), so a Chernoff
-    bound for the blocked measure holds for p (:func:`_chernoff_upper`).  A block of mass m
+    bound for the blocked measure holds for p (:func:`_chernoff_k`).  A block of mass m
     moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
     ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
     concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
@@ -338,19 +333,15 @@ def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
     return b, np.log(b)
 
 
-def _long_double_spectrum(p: np.ndarray, N: int) -> np.ndarray:
+def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np.ndarray:
     """Real FFT of p zero-padded to length N, in long double (memoised inside
-    :func:`shared_spectra`; read-only to callers)."""
-    cache = _SPECTRA
-    key = (N, p.tobytes()) if cache is not None else None
-    if cache is not None and key in cache:
-        return cache[key]
-    buf = np.zeros(N, dtype=np.longdouble)
-    buf[: len(p)] = p
-    X = sfft.rfft(buf)
-    if cache is not None:
-        cache[key] = X
-    return X
+    :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
+    def make() -> np.ndarray:
+        buf = np.zeros(N, dtype=np.longdouble)
+        buf[: len(p)] = p
+        return sfft.rfft(buf)
+
+    return _memo(("X", N, key), make)
 
 
 def self_convolve_power(p: np.ndarray, T: int, tau: float,
@@ -366,7 +357,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     ``sum |e| <= err``; the mass of x below the window is ``<= tau_lo`` and above it
     ``<= tau_hi``.
 
-    Method.  The window [x_lo, x_hi] comes from Chernoff bounds (:func:`_chernoff_upper`,
+    Method.  The window [x_lo, x_hi] comes from Chernoff bounds (:func:`_chernoff_k`,
     both sides).  p is transformed by a real FFT of length N >= max(window, n) in long
     double (unit roundoff u_ld = 2^-64): every stage combines disjoint input subsets with
     unit-modulus twiddles, so each computed coefficient is within
@@ -417,7 +408,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         N, Xk, b, d_all, d = low
     else:
         N = sfft.next_fast_len(max(W, n), real=True)
-        X = _long_double_spectrum(p, N)
+        X = _long_double_spectrum(p, N, key)
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
         # <= u), rounded up
@@ -604,7 +595,7 @@ _PRODUCT_CHERNOFF_POINTS = 256
 def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
                     lambdas: np.ndarray = _LAMBDAS) -> np.ndarray:
     """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``lambdas``
-    (inflated by the float-error bound of :func:`_chernoff_upper`)."""
+    (inflated by the float-error bound of :func:`_chernoff_k`)."""
     top = float(idx[-1])
     lam = lambdas[:, None]
     a = logp[None, :] + lam * (idx[None, :] - top)
@@ -621,7 +612,7 @@ def _chernoff_tops(terms: list[np.ndarray], log_tau: float) -> np.ndarray | None
     mass{S_k >= x} <= e^{-lam x} prod_j M_j(lam) for every lam > 0 (Chernoff), so
     x_k = min over lam of (sum_j K_j(lam) - log tau) / lam.  The running sums are inflated
     by their float error (k + 2) u sum |K_j| (Higham 2002, eq. (4.4)), the quotient as in
-    :func:`_chernoff_upper`."""
+    :func:`_chernoff_k`."""
     rows = np.asarray(terms)
     cum = np.cumsum(rows, axis=0)
     kk = np.arange(1, len(rows) + 1)[:, None]

@@ -121,13 +121,14 @@ def _one_step_triangle(remove: LossPair, add: LossPair, l: np.ndarray, h: float,
     k = np.arange(-int(below / h), int(np.ceil(top / h)) + 2)
     k = k[:: max(1, -(-len(k) // max_splits))]  # any subset of splits is sound
     y = _delta_up(add, k * h)
-    best = np.ones_like(l)
-    for kk, yk in zip(k, y, strict=True):
-        i1 = np.arange(len(l)) - kk  # index of l1 = l - k h
-        ok = (i1 >= 0) & (i1 < len(l))
-        val = np.ones_like(l)
-        val[ok] = x[i1[ok]] + np.exp(l[i1[ok]]) * yk
-        best = np.minimum(best, val)
+    best = np.ones_like(l)  # (a split leaving the grid gives the trivial bound 1)
+    el, n = np.exp(l), len(l)
+    for kk, yk in zip(k.tolist(), y, strict=True):
+        if abs(kk) >= n:
+            continue
+        dst, src = (slice(kk, n), slice(0, n - kk)) if kk >= 0 else (
+            slice(0, n + kk), slice(-kk, n))  # l1 = l - k h at index j - k
+        np.minimum(best[dst], x[src] + el[src] * yk, out=best[dst])
     return np.minimum(best * (1.0 + _REL) + 1e-300, 1.0)
 
 

@@ -386,26 +386,8 @@ class _SumLaw:
         return v * (1 + self._g) if up else v * (1 - self._g)
 
     def _pfx(self, j: np.ndarray, up: bool) -> np.ndarray:
-        jj = np.clip(j, 0, self.n)
-        if self._prefix is not None:
-            v = self._prefix[jj]
-        else:  # only the kept entries (keep_prefix_at): the same values
-            pos = np.minimum(np.searchsorted(self._pkeys, jj), len(self._pkeys) - 1)
-            if not np.array_equal(self._pkeys[pos], jj):
-                raise IndexError("prefix sum not kept at this index (keep_prefix_at)")
-            v = self._pvals[pos]
+        v = self._prefix[np.clip(j, 0, self.n)]
         return v * (1 + self._g) if up else v * (1 - self._g)
-
-    def keep_prefix_at(self, y: np.ndarray) -> None:
-        """Keep the prefix sums only where :meth:`below` reads them for the points ``y``
-        (both directions) and free the full array (memory); other queries then raise."""
-        y = np.asarray(y, dtype=float)
-        j = np.concatenate([_index(np.ceil(y / self.d), self._bound),
-                            _index(np.floor(y / self.d), self._bound) - self.T + 1])
-        assert self._prefix is not None
-        self._pkeys = np.unique(np.clip(j, 0, self.n))
-        self._pvals = self._prefix[self._pkeys]
-        self._prefix = None
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
         """Bound on P(S > y) (upper or lower)."""
@@ -820,14 +802,13 @@ def lattice_step(sigma: float, steps: int) -> float:
     return min(1e-2, 0.1 * sd)
 
 
-def statistic_shape(steps: int, participations: int, epochs: int = 1) -> float:
-    """Shape c / s of the statistic sum_i exp(c Y_i - c^2/2) used for the k > 1 lower bound:
-    1 - 0.4 k / (sqrt(T) E^{1/4}), clipped to [0.3, 1] (tuned on sigma = 1, delta = 1e-5:
-    E = 1: T = 100, k = 10 -> 0.6; T = 1000, k = 10 -> 0.87; composed epochs favour a
-    statistic closer to the k = 1 likelihood ratio: T = 1000, k = 10, E = 10 -> 0.93, lower
-    5.9915 -> 6.0069; any shape gives a valid lower bound).  The accountant now uses the
-    sharper saddle-point statistic (:func:`statistic_saddle`)."""
-    gap = 0.4 * participations / (math.sqrt(steps) * max(int(epochs), 1) ** 0.25)
+def statistic_shape(steps: int, participations: int) -> float:
+    """Shape c / s of the statistic sum_i exp(c Y_i - c^2/2), an option of
+    :func:`bis_statistic_lower_plds` for the k > 1 lower bound: 1 - 0.4 k / sqrt(T), clipped
+    to [0.3, 1] (tuned on sigma = 1, delta = 1e-5: T = 100, k = 10 -> 0.6; T = 1000, k = 10
+    -> 0.87; any shape gives a valid lower bound).  The accountant uses the sharper
+    saddle-point statistic (:func:`statistic_saddle`)."""
+    gap = 0.4 * participations / math.sqrt(steps)
     return min(1.0, max(0.3, 1.0 - gap))
 
 
