@@ -400,6 +400,13 @@ class PLD:
                     return out
         return self._invert(d, self._get_tables())[0]
 
+    def _target(self, d):
+        """The raw-profile level (finite masses only) that answers ``delta = d``: the slack
+        and the query allowance _QUERY_REL taken off (pessimistic) or added (optimistic)."""
+        if self.kind == "pessimistic":
+            return (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
+        return (d + self.slack) / (1 - _QUERY_REL) - self.inf_mass
+
     def _invert(self, d: np.ndarray, tables: tuple) -> tuple[np.ndarray, bool]:
         """:meth:`epsilon` from the tables; also whether every answer's segment lies past
         the tables' first point (then tables on any suffix holding them give the same)."""
@@ -409,11 +416,7 @@ class PLD:
                 return np.asarray(one[0]), one[1]
         losses, r, g, g_up = tables
         pess = self.kind == "pessimistic"
-        if pess:
-            target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
-        else:
-            target = (d + self.slack) / (1 - _QUERY_REL) - self.inf_mass
-        target = np.atleast_1d(target)
+        target = np.atleast_1d(self._target(d))
         out = np.empty_like(target)
         raw0 = self._raw_delta(np.zeros_like(target)) - self.inf_mass
         # g is nonincreasing: the first index j with g_j <= target (n - #{g_j <= target})
@@ -440,10 +443,7 @@ class PLD:
         """:meth:`_invert` at one delta, step for step on floats (None: a degenerate case,
         left to the array code)."""
         losses, r, g, g_up = tables
-        if self.kind == "pessimistic":
-            target = (d - self.slack) / (1 + _QUERY_REL) - self.inf_mass
-        else:
-            target = (d + self.slack) / (1 - _QUERY_REL) - self.inf_mass
+        target = self._target(d)
         if not math.isfinite(target):
             return None
         if target < 0:

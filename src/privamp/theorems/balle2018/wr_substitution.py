@@ -78,8 +78,7 @@ def _upper_nonneg(one_sided: LossPair, b: np.ndarray, rho: float, s: float,
     keep = -np.expm1(-lp) + eta * np.exp(-lp)  # 1 - b0 / a, in [eta, 1]
     beta = np.minimum(eta / keep, 1.0)
     log_alpha = np.maximum(lp + np.log(keep) - np.log(eta), 0.0)
-    # delta = P(L > l) - e^l Q(L > l), tails accurate to ~1e-15 relative: allow 1e-13 P(L > l)
-    one = one_sided.delta(lp) + 1e-13 * one_sided.tail(lp, "P", True, True)
+    one = _delta_allowed(one_sided, lp)
     up = (1.0 - beta) * one + beta * (_revealed(b, s, log_alpha) + rho)
     return np.minimum(up * (1.0 + _REL) + 1e-300, 1.0)
 
@@ -102,10 +101,14 @@ def one_step_upper(one_sided: LossPair, b: np.ndarray, rho: float, s: float,
     return _mirror(l, _upper_nonneg(one_sided, b, rho, s, np.abs(l)))
 
 
+def _delta_allowed(pair: LossPair, l: np.ndarray) -> np.ndarray:
+    """``pair.delta(l)`` plus 1e-13 P(L > l): its tails are accurate to ~1e-15 relative."""
+    return pair.delta(l) + 1e-13 * pair.tail(l, "P", True, True)
+
+
 def _delta_up(pair: LossPair, l: np.ndarray) -> np.ndarray:
-    """``pair.delta(l)`` with the float allowance (tails accurate to ~1e-15 relative)."""
-    d = pair.delta(l) + 1e-13 * pair.tail(l, "P", True, True)
-    return np.minimum(d * (1.0 + _REL) + 1e-300, 1.0)
+    """:func:`_delta_allowed` with the relative allowance, capped at 1."""
+    return np.minimum(_delta_allowed(pair, l) * (1.0 + _REL) + 1e-300, 1.0)
 
 
 def _one_step_triangle(remove: LossPair, add: LossPair, l: np.ndarray, h: float,
