@@ -24,6 +24,12 @@ _TWO_LEVEL_FACTOR = 8
 _TWO_LEVEL_MIN_T = 5000
 
 
+#: direct-sum budget of the remainder steps' products: their FFT allowance (~1e-13 each) is
+#: negligible against delta, while exact direct sums of coarse single steps (thousands of
+#: atoms each) cost several milliseconds
+_REMAINDER_DIRECT = 1e5
+
+
 def _optimistic_factor(w: float) -> int:
     """Coarsening of the optimistic side of the leading direction: the chained optimistic
     discretisation's error shrinks with the spread of the single-step loss (about w), so at
@@ -67,6 +73,7 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
     out = _power_or_squaring(coarse, t2, tau)
     if r:  # r < t2 steps, each coarsened on its own (r H^2 against T h^2: a small share)
-        out = out.compose(p.coarsen(k).self_compose(r, truncation=tau), truncation=tau)
+        rest = p.coarsen(k).self_compose(r, truncation=tau, direct_budget=_REMAINDER_DIRECT)
+        out = out.compose(rest, truncation=tau, direct_budget=_REMAINDER_DIRECT)
     return out
 

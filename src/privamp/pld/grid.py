@@ -177,7 +177,7 @@ class PLD:
                           max(truncation, err))
 
     def self_compose(self, T: int, truncation: float | None = None,
-                     method: str = "auto") -> PLD:
+                     method: str = "auto", direct_budget: float | None = None) -> PLD:
         """The PLD of the T-fold product.
 
         ``method="power"``: one FFT pair, the transform raised to the T-th power on a window
@@ -189,6 +189,7 @@ class PLD:
         ``truncation`` is the tail mass truncated after each convolution; by default
         ``1e-13 / (2 T)``, so that all truncations together change delta by <= 1e-13 (the
         power method truncates ``T truncation / 2`` on each side, once).
+        ``direct_budget``: passed to each squaring step's :meth:`compose`.
         """
         T = check_int("T", T, minimum=1)
         if method not in ("auto", "power", "squaring"):
@@ -211,11 +212,11 @@ class PLD:
         base = self
         while True:
             if T & 1:
-                result = base if result is None else result.compose(base, tau)
+                result = base if result is None else result.compose(base, tau, direct_budget)
             T >>= 1
             if not T:
                 break
-            base = base.compose(base, tau)
+            base = base.compose(base, tau, direct_budget)
         assert result is not None
         return result
 
