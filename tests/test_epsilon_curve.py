@@ -99,6 +99,24 @@ def test_epsilon_hint_never_changes_the_answer(kind):
         assert np.array_equal(fresh.epsilon(d, hint), full)
 
 
+@pytest.mark.parametrize("kind", ["pessimistic", "optimistic"])
+def test_band_tables_give_the_full_answer(kind):
+    """A hinted single-delta query reads tables on _BAND points above the hint (the sums
+    above them in one pass each): the answers agree with the full tables' to float error,
+    for hints just below the answer (band used), far below (fallback) and above it."""
+    from privamp.pld.grid import _BAND, PLD
+
+    rng = np.random.default_rng(5)
+    m = rng.random(6000) * np.exp(-0.5 * ((np.arange(6000) - 2500) / 600.0) ** 2)
+    m /= m.sum()
+    for d in (1e-2, 1e-5, 1e-9):
+        full = float(PLD(1e-3, -1000, m, 1e-12, kind, 1e-13).epsilon(d))
+        for hint in (full - 0.05, full - 0.2 * _BAND * 1e-3, full - 2 * _BAND * 1e-3,
+                     full + 0.01):
+            fresh = PLD(1e-3, -1000, m, 1e-12, kind, 1e-13)
+            assert float(fresh.epsilon(d, hint)) == pytest.approx(full, rel=1e-12, abs=0)
+
+
 def test_best_curve_is_the_smaller_of_pld_and_rdp():
     """The screening of checkpoints in runs never drops an RDP bound that would win."""
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=2000)

@@ -564,10 +564,11 @@ def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, 
     coefficients not in ``coef`` (whose values are 0)."""
     k = max(math.log2(N), 1.0)
     cu = _FFT_C * k * UNIT_ROUNDOFF
-    coef_sum = float(np.sum(wts * coef)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * float(np.sum(wts * absy))) / N
-    coef_l2 = math.sqrt(float(np.sum(wts * coef * coef)) + extra[1])
-    y_l2 = math.sqrt(float(np.sum(wts * absy * absy)))
+    wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
+    coef_sum = float(np.sum(wc)) + extra[0]
+    entry = 2.0 * (coef_sum + cu * float(np.sum(wy))) / N
+    coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
+    y_l2 = math.sqrt(float(np.dot(wy, absy)))
     l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
     return min(W * entry, l2_route) * (1.0 + 1e-6)
 

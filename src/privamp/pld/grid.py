@@ -362,6 +362,39 @@ class PLD:
             self._tables = (self.losses, r, g_up[::-1], g_up)
         return self._tables
 
+    def _band_tables(self, j0: int, j1: int) -> tuple:
+        """:meth:`_get_tables` on the grid points j0..j1 only (0 < j0 < j1 < n - 1), equal
+        there to the full tables up to float error: at j1, R and G are one sum each over
+        the masses from j1 up (weights e^{-kh} and 1 - e^{-kh}: nonnegative terms, relative
+        error <= n u, within _QUERY_REL); below it, the recursions of the full tables
+        (R_j = p_j + e^{-h} R_{j+1}, G_j = G_{j+1} + (1 - e^{-h}) R_{j+1}).  Weights that
+        underflow (k h > 700) lose <= e^{-700} per mass, added back when pessimistic.
+        An answer read from them is the full tables' if its segment lies inside: G at j1 at
+        most the query's level (checked by the caller) and the "inside" flag of
+        :meth:`_invert_one` at j0 (the first loss must be > 0 there)."""
+        m, h = self.masses, self.h
+        top = m[j1:]
+        w, om = _decay_weights(h, len(top))
+        r_top = float(np.dot(top, w))
+        g_top = float(np.dot(top[1:], om[1:]))
+        if self.kind == "pessimistic":
+            r_top += len(top) * math.exp(-700.0)
+        seg = np.concatenate((m[j0:j1], [r_top]))
+        if len(seg) * h <= 30.0:  # one block of _discounted_suffix, on the cached weights
+            ws = w[: len(seg)] if len(seg) <= len(w) else _decay_weights(h, len(seg))[0]
+            r = np.cumsum((seg * ws)[::-1])[::-1] / ws
+            if self.kind == "pessimistic":  # products that underflow, as there
+                r += len(seg) * 5e-324 * math.exp(30.0)
+        else:
+            r = _discounted_suffix(seg, h, self.kind == "pessimistic")
+        inc = -math.expm1(-h) * r
+        g_up = np.empty(len(seg) + 1)
+        g_up[0] = g_top
+        g_up[1:] = inc[::-1]
+        g_up = np.cumsum(g_up)[:-1]
+        losses = (self.offset + np.arange(j0, j1 + 1)) * h
+        return losses, r, g_up[::-1], g_up
+
     def _raw_delta(self, eps: np.ndarray) -> np.ndarray:
         """sum_{l_j > eps} p_j (1 - e^{eps - l_j}) + inf_mass (no slack, no rounding)."""
         losses, r, g, _ = self._get_tables()
@@ -393,6 +426,12 @@ class PLD:
         d = np.asarray(delta, dtype=float)
         if hint is not None and math.isfinite(hint):
             j0 = int(math.floor(hint / self.h)) - self.offset
+            if d.ndim == 0 and 0 < j0 < len(self.masses) - 1 - _BAND and self.offset + j0 > 0:
+                band = self._band_tables(j0, j0 + _BAND)
+                one = (self._invert_one(float(d), band)
+                       if band[3][0] <= self._target(float(d)) else None)
+                if one is not None and one[1]:
+                    return np.asarray(one[0])
             if 0 < j0 < len(self.masses) - 1:
                 sub = PLD(self.h, self.offset + j0, self.masses[j0:], self.inf_mass,
                           self.kind, self.slack)
@@ -536,6 +575,27 @@ def _window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
     if not (math.isfinite(slack) and math.isfinite(inf_t)) or slack > 1e-3:
         return None
     return _strip(PLD(h, offset, z, inf_t, kind, slack))
+
+
+#: a hinted single-delta epsilon first tries tables on this many grid points above the hint
+#: (:meth:`PLD._band_tables`): an epsilon curve's answers move little between checkpoints
+_BAND = 512
+
+
+@functools.lru_cache(maxsize=16)
+def _decay_table(h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(n) * h
+    w = np.where(k <= 700.0, np.exp(-np.minimum(k, 700.0)), 0.0)
+    om = -np.expm1(-k)
+    w.flags.writeable = om.flags.writeable = False
+    return w, om
+
+
+def _decay_weights(h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """e^{-k h} (0 where k h > 700) and 1 - e^{-k h} for k = 0 .. n - 1 (read-only views
+    of a cached table of the next power of two)."""
+    w, om = _decay_table(h, 1 << max(n - 1, 1).bit_length())
+    return w[:n], om[:n]
 
 
 def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
@@ -877,11 +937,12 @@ def _zero_pld(h: float) -> PLD:
 
 def _strip(p: PLD) -> PLD:
     """p without its zero masses at either end (p itself if there are none)."""
-    pos = p.masses > 0
-    if not pos.any():
-        return PLD(p.h, p.offset, np.zeros(1), p.inf_mass, p.kind, p.slack)
-    i0, i1 = int(pos.argmax()), len(pos) - int(pos[::-1].argmax())
-    if i0 == 0 and i1 == len(pos):
+    m = p.masses
+    if len(m) and m[0] > 0 and m[-1] > 0:
         return p
+    pos = np.flatnonzero(m > 0)
+    if not len(pos):
+        return PLD(p.h, p.offset, np.zeros(1), p.inf_mass, p.kind, p.slack)
+    i0, i1 = int(pos[0]), int(pos[-1]) + 1
     return PLD(p.h, p.offset + i0, p.masses[i0:i1].copy(), p.inf_mass, p.kind, p.slack)
 
