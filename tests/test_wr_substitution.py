@@ -159,3 +159,42 @@ def test_one_draw_from_a_large_dataset_answers():
                       relation=pa.Substitution())
     g = run.epsilon(1e-5, accountant="pld")
     assert 0.0 < g.lower.value <= g.upper.value < 2.0 * g.lower.value
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_profile_pair_lies_above_the_convex_minorant_to_the_last_digit(seed):
+    """The grid pair of ``upper_profile_pld`` carries no absolute slack (small deltas keep their
+    answers): its profile, evaluated exactly in mpmath from its float masses, must be >= the
+    greatest convex minorant of the bounds at every grid point (minorant by brute force over
+    all chords, in mpmath), and within 1e-11 relative of it.  Bounds: a Gaussian pair's
+    profile (values from 1 down to 1e-30, so relative float error matters at the tail) times
+    random factors in [1, 1.3]."""
+    import mpmath as mp
+
+    from privamp.pld.profiles import upper_profile_pld
+
+    rng = np.random.default_rng(seed)
+    h = 0.15
+    idx = np.arange(-7, 87)
+    a = np.exp(idx * h)
+    s = 1.3
+    eps = idx * h
+    prof = special.ndtr(-eps / s + s / 2) - a * special.ndtr(-eps / s - s / 2)
+    upper = np.minimum.accumulate(np.clip(prof * rng.uniform(1.0, 1.3, len(idx)), 0.0, 1.0))
+    pld = upper_profile_pld(idx, h, upper)
+    xs = [mp.mpf(0)] + [mp.e ** (mp.mpf(int(i)) * mp.mpf(h)) for i in idx]
+    ys = [mp.mpf(1)] + [mp.mpf(float(u)) for u in upper]
+    pm = [(mp.e ** (mp.mpf(int(pld.offset + j)) * mp.mpf(h)), mp.mpf(float(m)))
+          for j, m in enumerate(pld.masses) if m > 0]
+    inf_mass = mp.mpf(pld.inf_mass)
+    for i in range(1, len(xs)):
+        minorant = ys[i]
+        for j in range(i):
+            for k in range(i + 1, len(xs)):
+                t = (xs[i] - xs[j]) / (xs[k] - xs[j])
+                minorant = min(minorant, ys[j] + t * (ys[k] - ys[j]))
+        if i == len(xs) - 1:  # flat after the last point
+            minorant = min(minorant, ys[i])
+        value = inf_mass + mp.fsum(m * (1 - xs[i] / at) for at, m in pm if at > xs[i])
+        assert value >= minorant
+        assert value <= minorant * (1 + mp.mpf("1e-11")) + mp.mpf("1e-300")

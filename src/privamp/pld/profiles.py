@@ -34,12 +34,24 @@ def upper_profile_pld(l_idx: np.ndarray, h: float, upper: np.ndarray) -> PLD:
     masses = np.zeros(len(l_idx))
     masses[np.array(hull[1:]) - 1] = p
     inf_mass = float(hy[-1])
-    # total P-mass must be 1: the hull passes through (0, 1); absorb float residue upward
+    # total P-mass must be 1 (the hull passes through (0, 1)): a float residue goes to the
+    # first vertex v after 0, which raises the profile by r (1 - a / v)_+ only, exactly the
+    # deficit r (1 - a / v) of the segment from (0, 1 - r) to v (at +inf it would raise
+    # every tail value by r)
     total = inf_mass + float(masses.sum())
     if total < 1.0:
-        inf_mass += 1.0 - total
-    # slack: float error of the hull arithmetic (profile values are sums of terms <= 1)
-    return PLD(h, int(l_idx[0]), masses, inf_mass, "pessimistic", 1e-14)
+        masses[hull[1] - 1] += 1.0 - total
+    # float error, relative: the profile of these masses is piecewise linear with kinks at
+    # the hull's vertices, like the hull, so it is >= the hull if it is at every vertex a_i.
+    # There it is inf_mass + sum_{k >= i} |s'_k| (a_{k+1} - a_i) with the effective slopes
+    # s'_k = -sum_{j > k} q_j; each slope (a quotient of two differences) and each
+    # increment carries a relative error of a few u, and the increments of the nonpositive,
+    # increasing slopes sum to |s_{k+1}|, so s'_k is within ~4u |s_{k+1}| of the hull's
+    # slope; with p = q a (one more rounding) the profile is within ~8u relative of the
+    # hull's value, which the factor 1 + 1e-12 covers (no absolute slack: small deltas keep
+    # their answers)
+    up = 1.0 + 1e-12
+    return PLD(h, int(l_idx[0]), masses * up, inf_mass * up, "pessimistic", 0.0)
 
 
 def lower_hull(xs: np.ndarray, ys: np.ndarray) -> list[int]:
