@@ -373,20 +373,22 @@ class PLD:
         most the query's level (checked by the caller) and the "inside" flag of
         :meth:`_invert_one` at j0 (the first loss must be > 0 there)."""
         m, h = self.masses, self.h
+        up = self.kind == "pessimistic"
         top = m[j1:]
         w, om = _decay_weights(h, len(top))
-        r_top = float(np.dot(top, w))
-        g_top = float(np.dot(top[1:], om[1:]))
-        if self.kind == "pessimistic":
-            r_top += len(top) * math.exp(-700.0)
+        # products rounding among subnormals err by <= 2^-1075 each (either way)
+        r_top = _underflow(float(np.dot(top, w)), len(top), up)
+        g_top = _underflow(float(np.dot(top[1:], om[1:])), len(top), up)
+        cut = 700.0 / h  # weights zeroed beyond: each such term <= its mass e^{-700}
+        if up and len(top) > cut:
+            r_top += float(np.sum(top[int(math.floor(cut)):])) * math.exp(-700.0)
         seg = np.concatenate((m[j0:j1], [r_top]))
         if len(seg) * h <= 30.0:  # one block of _discounted_suffix, on the cached weights
             ws = w[: len(seg)] if len(seg) <= len(w) else _decay_weights(h, len(seg))[0]
-            r = np.cumsum((seg * ws)[::-1])[::-1] / ws
-            if self.kind == "pessimistic":  # products that underflow, as there
-                r += len(seg) * 5e-324 * math.exp(30.0)
+            r = _underflow(np.cumsum((seg * ws)[::-1])[::-1] / ws, len(seg) * math.exp(30.0),
+                           up)
         else:
-            r = _discounted_suffix(seg, h, self.kind == "pessimistic")
+            r = _discounted_suffix(seg, h, up)
         inc = -math.expm1(-h) * r
         g_up = np.empty(len(seg) + 1)
         g_up[0] = g_top
@@ -422,9 +424,10 @@ class PLD:
         ``hint``: a loss probably below every answer (e.g. the previous checkpoint's).  The
         tables are then built on the grid points from there up only (they are suffix sums,
         so equal there to the full ones); if some answer's segment does not lie strictly
-        inside that suffix, the full tables are used.  The result never depends on it."""
+        inside that suffix, the full tables are used.  The result depends on it only within
+        the float allowances (the same answer to ~1e-14 relative)."""
         d = np.asarray(delta, dtype=float)
-        if hint is not None and math.isfinite(hint):
+        if hint is not None and math.isfinite(hint / self.h):
             j0 = int(math.floor(hint / self.h)) - self.offset
             if d.ndim == 0 and 0 < j0 < len(self.masses) - 1 - _BAND and self.offset + j0 > 0:
                 band = self._band_tables(j0, j0 + _BAND)
@@ -603,9 +606,10 @@ def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
     with B h <= 30: within a block, weights e^{-(i - s) h} >= e^{-30} and one reversed cumsum
     (a chain of nonnegative additions, like the first-order recursion it replaces); blocks
     are chained by r_s = (block sum) + e^{-B h} r_{s + B}.  Terms m_i e^{-(i-s)h} that
-    underflow lose at most 2^-1074 e^{30} each; with ``up`` that allowance is added back, so
-    the tables stay on the pessimistic side.  (Replaces scipy.signal.lfilter: importing
-    scipy.signal cost a tenth of privamp's import time.)"""
+    round among subnormals err by at most 2^-1075 e^{30} each (either way); with ``up`` that
+    allowance is added, else taken off (clipped at 0), so the tables stay on their side.
+    (Replaces scipy.signal.lfilter: importing scipy.signal cost a tenth of privamp's import
+    time.)"""
     n = len(m)
     B = int(max(1, min(1024, math.floor(30.0 / h))))
     nb = -(-n // B)
@@ -624,7 +628,15 @@ def _discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
         acc = float(starts[b]) + decay * acc
     inner += carry[:, None] * tailrev
     r = inner.ravel()[::-1][:n]
-    return r + n * 5e-324 * math.exp(30.0) if up else r.copy()
+    return _underflow(r, n * math.exp(30.0), up)
+
+
+def _underflow(x, count: float, up: bool):
+    """x raised (``up``), or lowered and clipped at 0, by ``count`` times 5e-324: products
+    rounded among subnormals are each within 2^-1075 of the exact value; ``count`` is their
+    number times the largest factor they are then divided by."""
+    a = count * 5e-324
+    return x + a if up else np.maximum(x - a, 0.0)
 
 
 @functools.lru_cache(maxsize=16)
