@@ -610,6 +610,17 @@ def _chord_upper(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool) ->
     return np.minimum(np.maximum(out, 0.0), 1.0)
 
 
+def _add_tail_upper(s: float, T: int, l: np.ndarray) -> np.ndarray:
+    """Upper bounds on the add-order profile E_Q[(1 - e^l r)_+] <= Q(r < e^{-l}) of one
+    epoch (k = 1, r = S / T, S = sum_i exp(s y_i - s^2 / 2), y ~ N(0, I_T) under Q): r <
+    e^{-l} needs every term below T e^{-l}, i.e. every y_i < z = (log T - l + s^2 / 2) / s,
+    so the bound is Phi(z)^T -- the tail the lattice chords cannot resolve (their floor is
+    about the Q-mass of the first lattice cell: 0.05 at T = 2, sigma = 0.56).  log Phi by
+    scipy's log_ndtr (a few ulp), the power and exp rounded up by a relative 1e-9."""
+    z = (math.log(T) - np.asarray(l, dtype=float) + 0.5 * s * s) / s
+    return np.minimum(np.exp(T * special.log_ndtr(z)) * (1.0 + 1e-9), 1.0)
+
+
 def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
                         tail: float = 1e-15) -> dict[str, PLD | None]:
     """Pessimistic and optimistic PLDs of one epoch of Balanced Iteration Subsampling with
@@ -645,8 +656,9 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     # in d) where they are sharper
     u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
                        _chord_upper(law_p, law_q, a, True))
-    u_add = np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
-                       _chord_upper(law_p, law_q, a, False))
+    u_add = np.minimum(np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
+                                  _chord_upper(law_p, law_q, a, False)),
+                       _add_tail_upper(s, T, l_idx * h))
     lo_rem = np.maximum(law_p.above(y_rem, False) - a * law_q.above(y_rem, True),
                         _threshold_lower(law_p, law_q, a, True)[0])
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
