@@ -1,5 +1,6 @@
 """Issue 14 extras for benchmarks/run.py (side by side, one run): calibration, Chua et al.
-Figure 1 settings, the epsilon curve, peak memory at T = 1e7 and import time.
+Figure 1 settings, a fine grid (h = 1e-5), the epsilon curve, peak memory at T = 1e7 and
+import time.
 
     python benchmarks/issue14.py      # prints the markdown section on its own
 """
@@ -131,6 +132,27 @@ def chua() -> list[str]:
     return lines
 
 
+def fine_grid() -> list[str]:
+    """privamp's PLD accountant and dp-accounting's at the same fine grid step h = 1e-5."""
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    import privamp as pa
+    from privamp.theorems.poisson_pld import pld_analysis
+
+    lines = ["", "## Fine grid (h = 1e-5): privamp PLD vs dp-accounting PLD, epsilon at 1e-5", "",
+             "| q | sigma | T | privamp [lower, upper] | time (s) | dp-accounting | time (s) | "
+             "ratio |", "|---|---|---|---|---|---|---|---|"]
+    for q, sigma, T in ((256 / 60000, 1.1, 14063), (1e-3, 1.0, 10000), (1e-2, 1.0, 1000)):
+        run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T)
+        (up, lo), t = _time(lambda run=run: pld_analysis(run, h=1e-5).epsilon(1e-5), 1)
+        ref, td = _time(lambda q=q, sigma=sigma, T=T: pld.from_gaussian_mechanism(
+            sigma, sampling_prob=q, value_discretization_interval=1e-5,
+            use_connect_dots=True).self_compose(T).get_epsilon_for_delta(1e-5), 1)
+        lines.append(f"| {q:.6g} | {sigma:g} | {T} | [{float(lo.value):.7f}, "
+                     f"{float(up.value):.7f}] | {t:.3f} | {ref:.7f} | {td:.3f} | {td / t:.1f}x |")
+    return lines
+
+
 def curve_and_memory() -> list[str]:
     import privamp as pa
 
@@ -191,7 +213,7 @@ def import_time() -> list[str]:
 def extras() -> list[str]:
     logging.disable(logging.WARNING)
     out: list[str] = []
-    for part in (calibration, chua, curve_and_memory, import_time):
+    for part in (calibration, chua, fine_grid, curve_and_memory, import_time):
         try:
             out += part()
         except Exception as exc:  # noqa: BLE001 - a failing section is reported, not fatal
