@@ -567,7 +567,7 @@ def _window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
     None if an allowance is not finite or exceeds 1e-3."""
     pess = kind == "pessimistic"
     neg = 0.0 if pess else float(-z[z < 0].sum())
-    z = np.maximum(z, 0.0)
+    z = np.maximum(z, 0.0, out=z)  # (z: a fresh window of an inverse transform)
     if pess:
         z[0] += tau_lo
         inf_t += tau_hi
