@@ -639,14 +639,12 @@ def _underflow(x, count: float, up: bool):
     return x + a if up else np.maximum(x - a, 0.0)
 
 
-@functools.lru_cache(maxsize=16)
 def _suffix_weights(B: int, h: float) -> tuple[np.ndarray, np.ndarray, float]:
-    """For :func:`_discounted_suffix`: e^{-k h} and e^{-(B - k) h} for k = B - 1 .. 0 (read-only),
+    """For :func:`_discounted_suffix`: e^{-k h} for k = B - 1 .. 0 and e^{-(B - k) h} for
+    k = 0 .. B - 1 read backwards (read-only views of :func:`_decay_weights`; B h <= 30),
     and e^{-B h}."""
-    k = np.arange(B, dtype=float)
-    wrev, tailrev = np.exp(-k * h)[::-1].copy(), np.exp(-(B - k) * h)[::-1].copy()
-    wrev.flags.writeable = tailrev.flags.writeable = False
-    return wrev, tailrev, math.exp(-B * h)
+    w = _decay_weights(h, B + 1)[0]
+    return w[B - 1 :: -1], w[1 : B + 1], math.exp(-B * h)
 
 
 def _truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
