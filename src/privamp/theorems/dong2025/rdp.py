@@ -347,7 +347,11 @@ def _cells(s: float) -> tuple[np.ndarray, ...]:
     # theta = position of E[Z | cell] inside [za, zb]; lowering it (by 1e-10, more than its
     # rounding error) and clipping it into [0, 1 - 1e-12] can only raise the chord bound of
     # the convex e^{-uz} and lower the chord bound of the concave 1 - e^{-uz}
-    theta = np.clip((np.exp(logm - logp) - za) / (zb - za) - 1e-10, 0.0, 1.0 - 1e-12)
+    # (cells where both ends underflow to 0, at large s: theta = 0, the chord's lowest
+    # position, which is sound by the same argument)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pos = (np.exp(logm - logp) - za) / (zb - za)
+    theta = np.where(np.isfinite(pos), np.clip(pos - 1e-10, 0.0, 1.0 - 1e-12), 0.0)
     return logp, za, zb, theta
 
 
