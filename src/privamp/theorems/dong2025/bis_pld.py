@@ -810,7 +810,8 @@ def lattice_step(sigma: float, steps: int) -> float:
     deviation of S / T under Q, sqrt((e^{1/sigma^2} - 1) / T), at most 0.01.  The chord and
     threshold bounds lose second order in d / sd (only cells within d of the kink lose), so
     this keeps the k = 1 width near 0.1-0.4% (sigma 1-2, T 1000) at about 1 s."""
-    sd = math.sqrt(math.expm1(1.0 / float(sigma) ** 2) / int(steps))
+    # (beyond e^700 the cap of 0.01 holds anyway; the lattice size check then refuses)
+    sd = math.sqrt(math.expm1(min(1.0 / float(sigma) ** 2, 700.0)) / int(steps))
     return min(1e-2, 0.1 * sd)
 
 
