@@ -435,3 +435,29 @@ def test_training_with_group_relation_uses_tight_result():
     a = np.unique(np.concatenate([np.geomspace(1.05, 10, 30), np.arange(11.0, 257.0)]))
     base = pa.rdp(pa.Gaussian(1.0), pa.Poisson(0.01), a, pa.AddRemove(4), method="mironov-group")
     assert float(g) <= float(eps_from_rdp(a, 100 * base, 1e-5)[0])
+
+
+def test_daigavane_near_order_one_against_mpmath():
+    """Prop E.5 at orders near 1 with a rare differing record (q 3 of N 2868482): log Psi is
+    ~5e-9, below the rounding of the hypergeometric weights in the log-space sum, which gave
+    RDP 0 and, through the total-variation shortcut, epsilon 0 for a 107-step run whose
+    certified lower bound is 22.7 (found by fuzzing).  Reference: the same sum in mpmath
+    (50 digits, exact binomials), Gaussian sigma 0.1 at group distance k: alpha k^2/(2 sigma^2)."""
+    import mpmath as mp
+
+    from privamp.theorems.daigavane2022 import daigavane_rdp
+
+    mp.mp.dps = 50
+    sigma, q, n = 0.1, 3, 2868482
+    alphas = [1.0001, 1.01, 2.0]
+    ours = daigavane_rdp(pa.Gaussian(sigma), pa.WithoutReplacement(q, n), 1, np.array(alphas))
+    for a, v in zip(alphas, ours, strict=True):
+        a_mp = mp.mpf(a)
+        w1 = mp.mpf(q) / n  # HyperGeom(1 | n, 1, q)
+        d1 = a_mp / (2 * mp.mpf(sigma) ** 2)
+        exact = mp.log(1 - w1 + w1 * mp.e ** ((a_mp - 1) * d1)) / (a_mp - 1)
+        assert v >= float(exact) * (1 - 1e-12)
+        assert v <= float(exact) * (1 + 1e-8)
+    run = pa.Training(pa.Gaussian(sigma), pa.WithoutReplacement(q, n), steps=107,
+                      relation=pa.Substitution())
+    assert float(run.epsilon(1e-4, accountant="rdp").upper.value) > 0.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.special import gammaln
 
 
@@ -17,3 +18,24 @@ def _log_expm1(x: float) -> float:
 def _log_binom(n, k):
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
+
+
+def log_hypergeom_pmf(n: int, K: int, q: int) -> np.ndarray:
+    """log P(k of the K marked records in a uniform q-subset of n), k = 0 .. min(K, q), to
+    ~K u absolute: C(K, k) q^(k) (n - q)^(K - k) / n^(K) with falling factorials x^(m) (K
+    logarithms of integers each, exact binomials), instead of differences of log-gammas of
+    ~n, which lose ~1e-8 at n ~ 1e6 (scipy's hypergeom.logpmf there: 9.4e-9)."""
+    ks = np.arange(0, min(K, q) + 1)
+    up_q = np.concatenate([[0.0], np.cumsum(np.log(q - np.arange(max(len(ks) - 1, 0),
+                                                                   dtype=float)))])
+    rest = np.log(n - q - np.arange(K, dtype=float)) if n - q >= K else None
+    down = float(np.sum(np.log(n - np.arange(K, dtype=float))))
+    out = np.empty(len(ks))
+    for i, k in enumerate(ks):
+        if K - k > n - q:
+            out[i] = -np.inf  # more unmarked picks than unmarked records left
+            continue
+        tail = np.log(n - q - np.arange(K - k, dtype=float)).sum() if rest is None \
+            else float(np.sum(rest[: K - k]))
+        out[i] = math.log(math.comb(K, int(k))) + up_q[i] + tail - down
+    return out
