@@ -124,10 +124,15 @@ def _search(probes: _Probes, target: float, lo: float, hi: float, rtol: float, k
     bad, good = _bracket(meets, x0, lo, hi, increasing, integer, first)
     if good is None:
         end = "lo" if increasing else "hi"
+        limit = lo if increasing else hi
+        if not math.isfinite(probes.eps(limit)):
+            raise ValueError(
+                f"no accountant certifies a finite epsilon for this run even at "
+                f"{knob}={limit:g} (the search limit {end}): moving {end} is unlikely to "
+                f"help; see privamp.support for the results covering its scheme and relation")
         raise ValueError(
-            f"even {knob}={lo if increasing else hi:g} gives epsilon "
-            f"{probes.eps(lo if increasing else hi):.4g} > target_epsilon={target}; "
-            f"move {end}")
+            f"even {knob}={limit:g} gives epsilon {probes.eps(limit):.4g} > "
+            f"target_epsilon={target}; move {end}")
     if bad is None:
         return probes.bound(good, increasing, knob, "target met already at the search limit")
     if first is not None and window is None:
