@@ -288,8 +288,7 @@ def wor_addremove_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha) -> np.
     mechanisms=(Gaussian, Laplace, RandomizedResponse),
     schemes=(WithoutReplacement,),
     relations=(AddRemove,),
-    # (Thm F.3 needs batch_size < dataset_size: a full batch is not covered)
-    when=lambda m, s, r: r.group == 1 and type(r) is AddRemove and s.batch_size < s.dataset_size,
+    when=lambda m, s, r: r.group == 1 and type(r) is AddRemove,
 )
 def _f3_method(mech, scheme, relation, alpha):
     return monotone_envelope(alpha, lambda a: wor_addremove_rdp(mech, scheme, a))
