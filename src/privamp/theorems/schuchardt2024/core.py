@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ...errors import NotApplicable
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
@@ -253,8 +254,8 @@ def wor_addremove_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha) -> np.
     """
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     q, n = scheme.batch_size, scheme.dataset_size
-    if q >= n:
-        raise ValueError(
+    if q >= n:  # (NotApplicable: the accountants then ask the others; fuzzing)
+        raise NotApplicable(
             f"batch_size must be < dataset_size for Thm F.3 (got batch_size={q}, dataset_size={n})"
         )
     w = q / n
