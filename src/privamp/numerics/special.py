@@ -39,3 +39,26 @@ def log_hypergeom_pmf(n: int, K: int, q: int) -> np.ndarray:
             else float(np.sum(rest[: K - k]))
         out[i] = math.log(math.comb(K, int(k))) + up_q[i] + tail - down
     return out
+
+
+class HypergeomLaw:
+    """The number of the K marked records in a uniform q-subset of n, with ``pmf`` and
+    ``sf`` (P(J > j)) like scipy's frozen distribution but from :func:`log_hypergeom_pmf`
+    (scipy's are ~1e-8 relative off at n ~ 1e6); sf as sums of nonnegative terms."""
+
+    def __init__(self, n: int, K: int, q: int) -> None:
+        self._pmf = np.exp(log_hypergeom_pmf(n, K, q))
+        tail = np.cumsum(self._pmf[::-1])[::-1]  # P(J >= j)
+        self._sf = np.append(tail[1:], 0.0)  # P(J > j)
+
+    def _at(self, table: np.ndarray, j) -> np.ndarray:
+        j = np.asarray(j)
+        inside = (j >= 0) & (j < len(table))
+        out = np.where(inside, table[np.clip(j, 0, len(table) - 1).astype(int)], 0.0)
+        return np.where(j < 0, 1.0, out) if table is self._sf else out
+
+    def pmf(self, j) -> np.ndarray:
+        return self._at(self._pmf, j)
+
+    def sf(self, j) -> np.ndarray:
+        return self._at(self._sf, j)

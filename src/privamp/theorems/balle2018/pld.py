@@ -55,6 +55,7 @@ from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
 from ...numerics.arrays import shaped
+from ...numerics.special import HypergeomLaw
 from ...pairs.combinators import MixturePair, SwappedPair, mixture_pair
 from ...pairs.loss_pair import LossPair
 from ...pairs.mechanism_pairs import GaussianPair
@@ -87,7 +88,7 @@ def _count_law(scheme, relation):
     K = relation.group
     m, n = scheme.batch_size, scheme.dataset_size
     if isinstance(scheme, WithoutReplacement):
-        return stats.hypergeom(n, K, m), min(K, m)
+        return HypergeomLaw(n, K, m), min(K, m)
     return stats.binom(m, K / n), m
 
 

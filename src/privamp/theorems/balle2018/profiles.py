@@ -67,6 +67,7 @@ from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
+from ...numerics.special import HypergeomLaw
 from ...results import Bound
 from ...sampling.relations import AddRemove, Relation, Substitution
 from ...sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
@@ -225,7 +226,7 @@ def profile_terms(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> P
     if isinstance(scheme, WithoutReplacement) and type(relation) is Substitution:
         K = _check_group_vs_batch(scheme, relation)
         m, n = scheme.batch_size, scheme.dataset_size
-        dist = stats.hypergeom(n, K, m)
+        dist = HypergeomLaw(n, K, m)
         eta = float(dist.sf(0)) if K > 1 else m / n
         jmax = min(K, m)
         ks, w = _lumped(dist, np.arange(1, jmax + 1), jmax, eta)
