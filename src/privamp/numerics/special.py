@@ -26,19 +26,14 @@ def log_hypergeom_pmf(n: int, K: int, q: int) -> np.ndarray:
     logarithms of integers each, exact binomials), instead of differences of log-gammas of
     ~n, which lose ~1e-8 at n ~ 1e6 (scipy's hypergeom.logpmf there: 9.4e-9)."""
     ks = np.arange(0, min(K, q) + 1)
-    up_q = np.concatenate([[0.0], np.cumsum(np.log(q - np.arange(max(len(ks) - 1, 0),
-                                                                   dtype=float)))])
-    rest = np.log(n - q - np.arange(K, dtype=float)) if n - q >= K else None
+    up_q = np.concatenate([[0.0], np.cumsum(np.log(q - ks[:-1].astype(float)))])
+    free = min(K, n - q)  # at most n - q places outside the subset
+    up_rest = np.concatenate([[0.0], np.cumsum(np.log(n - q - np.arange(free, dtype=float)))])
     down = float(np.sum(np.log(n - np.arange(K, dtype=float))))
-    out = np.empty(len(ks))
-    for i, k in enumerate(ks):
-        if K - k > n - q:
-            out[i] = -np.inf  # more unmarked picks than unmarked records left
-            continue
-        tail = np.log(n - q - np.arange(K - k, dtype=float)).sum() if rest is None \
-            else float(np.sum(rest[: K - k]))
-        out[i] = math.log(math.comb(K, int(k))) + up_q[i] + tail - down
-    return out
+    binom = np.array([math.log(math.comb(K, int(k))) for k in ks])
+    m = K - ks  # marked records outside the subset, among its n - q places
+    rest = np.where(m <= free, up_rest[np.minimum(m, free)], -np.inf)
+    return binom + up_q + rest - down
 
 
 class HypergeomLaw:

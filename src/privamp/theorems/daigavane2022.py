@@ -47,8 +47,6 @@ def daigavane_rdp(mech: Mechanism, scheme: WithoutReplacement, group: int, alpha
         c = (a - 1) * mech._rdp(a, int(k))
         with np.errstate(divide="ignore"):
             terms.append(lw + c + np.log(-np.expm1(-c)))  # log(w_k expm1(c))
-    if not terms:
-        return np.zeros(a.shape)
     total = np.logaddexp(0.0, logsumexp(np.stack(terms), axis=0))
     return np.maximum(total * (1 + (group + 16) * 1e-14), 0.0) / (a - 1)
 
