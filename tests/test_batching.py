@@ -226,10 +226,12 @@ def test_calibrate_interval_deterministic_and_shuffle():
 
 # ---------------------------------------------------------------------------- bad input
 def test_bad_input():
-    with pytest.raises(ValueError, match="divide"):
-        pa.Shuffle(3, 10)
-    with pytest.raises(ValueError, match="divide"):
-        pa.Deterministic(7, 100)
+    with pytest.raises(ValueError, match="drop_last"):
+        pa.Shuffle(3, 10, drop_last=1)
+    with pytest.raises(ValueError, match="persistent"):
+        pa.Shuffle(3, 10, persistent="yes")
+    with pytest.raises(ValueError, match="batch_size"):
+        pa.Deterministic(101, 100)
     with pytest.raises(ValueError, match="epochs"):
         pa.Training(pa.Gaussian(1.0), pa.Shuffle(10, 100), epochs=0)
     with pytest.raises(ValueError, match="epochs"):

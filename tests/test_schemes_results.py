@@ -19,8 +19,8 @@ def test_scheme_validation():
         pa.WithoutReplacement(101, 100)
     with pytest.raises(ValueError, match="dataset_size"):
         pa.WithReplacement(1, 0)
-    with pytest.raises(ValueError, match="divide"):
-        pa.Shuffle(7, 100)
+    with pytest.raises(ValueError, match="batch_size must be in"):
+        pa.Shuffle(101, 100)
     with pytest.raises(ValueError, match="participations"):
         pa.BalancedIteration(10, 11)
     with pytest.raises(ValueError, match="selected"):

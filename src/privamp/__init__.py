@@ -23,12 +23,14 @@ from .sampling import (
     Deterministic,
     Dropout,
     ModelSplit,
+    PersistentBallsInBins,
     Poisson,
     Relation,
     Scheme,
     Shuffle,
     SubsampledModelSplit,
     Substitution,
+    TruncatedPoisson,
     WithoutReplacement,
     WithReplacement,
     ZeroOut,
@@ -117,6 +119,8 @@ __all__ = [
     "compose",
     "Composition",
     "BallsInBins",
+    "PersistentBallsInBins",
+    "TruncatedPoisson",
 ]
 
 # issue 16: the optimal-transport framework of Schuchardt et al. 2024 and hybrid relations

@@ -9,10 +9,12 @@ from .schemes import (
     Dropout,
     ModelSplit,
     PartialModelSplit,
+    PersistentBallsInBins,
     Poisson,
     Scheme,
     Shuffle,
     SubsampledModelSplit,
+    TruncatedPoisson,
     WithoutReplacement,
     WithReplacement,
 )
@@ -35,4 +37,6 @@ __all__ = [
     "PartialModelSplit",
     "CustomSampler",
     "BallsInBins",
+    "PersistentBallsInBins",
+    "TruncatedPoisson",
 ]

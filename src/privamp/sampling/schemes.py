@@ -25,6 +25,8 @@ __all__ = [
     "PartialModelSplit",
     "CustomSampler",
     "BallsInBins",
+    "PersistentBallsInBins",
+    "TruncatedPoisson",
 ]
 
 
@@ -115,25 +117,46 @@ class WithReplacement(_FixedBatch):
     name = "with-replacement"
 
 
+def _check_flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class _Partitioned(_FixedBatch):
+    """Batches cut from an ordering of the ``dataset_size`` records, PyTorch's conventions:
+    ``drop_last=False`` (PyTorch's default) ends each epoch with a short batch of
+    ``dataset_size mod batch_size`` records; ``drop_last=True`` leaves those records out of
+    the epoch (``floor(n / b)`` full batches)."""
+
+    drop_last: bool = False
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.dataset_size % self.batch_size:
-            raise ValueError(
-                f"batch_size must divide dataset_size for {self.name} batching "
-                f"(got batch_size={self.batch_size}, dataset_size={self.dataset_size})"
-            )
+        object.__setattr__(self, "drop_last", _check_flag("drop_last", self.drop_last))
+
+    @property
+    def divisible(self) -> bool:
+        """True when ``batch_size`` divides ``dataset_size`` (no short batch, no sit-outs)."""
+        return self.dataset_size % self.batch_size == 0
+
+    @property
+    def remainder(self) -> int:
+        """``dataset_size mod batch_size``: the short batch's size (``drop_last=False``) or
+        the number of records left out of each epoch (``drop_last=True``)."""
+        return self.dataset_size % self.batch_size
 
     @property
     def steps_per_epoch(self) -> int:
-        return self.dataset_size // self.batch_size
+        n, b = self.dataset_size, self.batch_size
+        return n // b if self.drop_last else -(-n // b)
 
 
 @dataclass(frozen=True)
 class Deterministic(_Partitioned):
     """The data are cut into fixed consecutive batches, the same order every epoch
-    (Chua et al. 2024, ABLQ_D)."""
+    (Chua et al. 2024, ABLQ_D); ``drop_last`` as in PyTorch's ``DataLoader``."""
 
     name = "deterministic"
     per_epoch = True
@@ -141,11 +164,20 @@ class Deterministic(_Partitioned):
 
 @dataclass(frozen=True)
 class Shuffle(_Partitioned):
-    """A fresh uniformly random permutation every epoch, cut into consecutive batches
-    (Chua et al. 2024, ABLQ_S)."""
+    """A uniformly random permutation cut into consecutive batches (Chua et al. 2024, ABLQ_S):
+    a fresh permutation every epoch (``persistent=False``, PyTorch's
+    ``DataLoader(shuffle=True)``) or one permutation drawn once and kept for the whole run
+    (``persistent=True``, Chua et al. NeurIPS 2024's "persistent shuffling");
+    ``drop_last`` as in PyTorch's ``DataLoader``."""
+
+    persistent: bool = False
 
     name = "shuffle"
     per_epoch = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "persistent", _check_flag("persistent", self.persistent))
 
 
 @dataclass(frozen=True)
@@ -318,3 +350,54 @@ class BallsInBins(BalancedIteration):
 
     def __repr__(self) -> str:
         return f"BallsInBins(batches={self.steps})"
+
+
+@dataclass(frozen=True)
+class PersistentBallsInBins(Scheme):
+    """Balls-in-bins with the bin kept for the whole run: each record is put once in one
+    uniformly random batch of the ``batches`` batches of a cycle, independently of the other
+    records, and takes part in that batch of every cycle (epoch).  This is jax_privacy's
+    ``BallsInBinsSampling`` (cyclic); privamp's :class:`BallsInBins` draws a fresh bin every
+    epoch instead.  Over E epochs one record's E releases sit in the same batch position."""
+
+    batches: int
+
+    name = "balls-in-bins-persistent"
+    per_epoch = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "batches", check_int("batches", self.batches, minimum=1))
+
+    @property
+    def rate(self) -> float:
+        return 1.0 / self.batches
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return self.batches
+
+
+@dataclass(frozen=True)
+class TruncatedPoisson(Scheme):
+    """Poisson subsampling with a cap: each of the ``dataset_size`` records joins a step's
+    batch independently with probability ``rate``; a batch larger than ``max_batch_size`` is
+    cut to a uniformly random subset of ``max_batch_size`` of its records
+    (dp-accounting's ``TruncatedSubsampledGaussianDpEvent``; jax_privacy's truncated Poisson
+    batch selection)."""
+
+    rate: float
+    max_batch_size: int
+    dataset_size: int
+
+    name = "truncated-poisson"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rate", _positive_rate(self.rate))
+        n = check_int("dataset_size", self.dataset_size, minimum=1)
+        object.__setattr__(self, "dataset_size", n)
+        object.__setattr__(self, "max_batch_size",
+                           check_int("max_batch_size", self.max_batch_size, minimum=1))
+
+    @property
+    def steps_per_epoch(self) -> float:
+        return 1.0 / self.rate

@@ -791,8 +791,19 @@ def _ablq_applies(run, scheme_type: type) -> bool:
     )
 
 
+def _check_partition(run) -> None:
+    """Interim: the analysis below assumes batch_size divides dataset_size and a fresh
+    permutation per epoch."""
+    sch = run.scheme
+    if not sch.divisible or getattr(sch, "persistent", False):
+        raise NotApplicable(
+            f"{sch.name} batching is analysed here only when batch_size divides dataset_size "
+            f"and the permutation is fresh every epoch; got {sch}")
+
+
 def _run_params(run) -> tuple[float, int, int]:
     """(shift of the deterministic pair over the run, steps per epoch, epochs)."""
+    _check_partition(run)
     T = int(run.scheme.steps_per_epoch)
     if run.steps % T:
         raise NotApplicable(
