@@ -5,7 +5,7 @@ from __future__ import annotations
 import mpmath as mp
 import numpy as np
 
-from privamp.pld.grid import _discounted_suffix
+from privamp.pld.tables import discounted_suffix
 from privamp.theorems.mironov2019 import _sgm_log_excess_integer, _sgm_log_excess_small
 
 
@@ -14,7 +14,7 @@ def test_discounted_suffix_matches_mpmath():
     rng = np.random.default_rng(1)
     for n, h in [(300, 0.05), (2500, 0.02), (40, 3.0)]:
         m = rng.random(n) * np.exp(-40 * rng.random(n))
-        got = _discounted_suffix(m, h, True)
+        got = discounted_suffix(m, h, True)
         for j in (0, n // 3, n - 1):
             ref = mp.fsum(mp.mpf(float(m[i])) * mp.e ** (-(i - j) * mp.mpf(h))
                           for i in range(j, n))

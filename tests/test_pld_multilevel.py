@@ -19,9 +19,10 @@ from scipy.stats import norm
 import privamp as pa
 from privamp.pairs.discrete import DiscretePair
 from privamp.pairs.mechanism_pairs import GaussianPair
+from privamp.pld.binning import vertex_lowering
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
-from privamp.pld.grid import PLD, _vertex_lowering
+from privamp.pld.grid import PLD
 from privamp.theorems.poisson_pld import PLDAnalysis, poisson_pairs
 
 
@@ -55,7 +56,7 @@ def test_vertex_lowering_satisfies_every_tent_constraint(g, t_kind, seed):
         t = rng.uniform(0.0, 1.0, len(g))
     else:
         t = rng.choice([0.0, 1e-12, 1e-4, 0.5, 1 - 1e-12, 1.0], len(g))
-    mu = _vertex_lowering(g, t)
+    mu = vertex_lowering(g, t)
     assert mu.shape == (len(g) + 1,)
     assert np.all(mu >= 0.0) and np.all(np.isfinite(mu))
     lhs = (1.0 - t) * mu[:-1] + t * mu[1:]
@@ -67,7 +68,7 @@ def test_vertex_lowering_beats_max_rule_on_smooth_gaps():
     one gap on average (the max rule: the larger neighbouring gap at every vertex)."""
     g = 1.0 + 0.1 * np.sin(np.arange(400) / 20.0)
     t = np.full(400, 0.5)
-    mu = _vertex_lowering(g, t)
+    mu = vertex_lowering(g, t)
     max_rule = np.concatenate(([g[0]], np.maximum(g[:-1], g[1:]), [g[-1]]))
     assert mu.mean() < max_rule.mean()
     assert mu.mean() == pytest.approx(g.mean(), rel=0.1)

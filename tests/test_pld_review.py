@@ -22,9 +22,9 @@ from privamp.mechanisms.gaussian import Gaussian
 from privamp.numerics.fft import self_convolve_power
 from privamp.pairs.discrete import DiscretePair
 from privamp.pairs.mechanism_pairs import GaussianPair
+from privamp.pld.binning import vertex_lowering
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
-from privamp.pld.grid import _vertex_lowering
 from privamp.theorems.dong2025.bis_pld import bis_statistic_lower_plds
 from privamp.theorems.poisson_pld import PLDAnalysis
 
@@ -92,7 +92,7 @@ def test_vertex_lowering_satisfies_tent_constraints() -> None:
         g = 10 ** rng.uniform(-30, 0, K) * (rng.random(K) > 0.1)
         t = rng.choice([0.0, 1.0, 1e-12, 1 - 1e-12, 1e-4, 0.5], K) if trial % 2 else rng.random(K)
         cap = None if trial % 3 == 0 else 10 ** rng.uniform(-32, 0, K + 1)
-        mu = _vertex_lowering(g, t, cap=cap)
+        mu = vertex_lowering(g, t, cap=cap)
         assert mu.shape == (K + 1,)
         assert np.all(mu >= 0.0)
         # exact check of the constraint in rationals would be overkill: the function

@@ -15,7 +15,7 @@ import pytest
 from privamp.numerics.fft import self_convolve_power
 from privamp.pairs.combinators import MixturePair
 from privamp.pairs.mechanism_pairs import GaussianPair
-from privamp.pld.grid import _split_tail_errors
+from privamp.pld.binning import split_tail_errors
 
 discretise_mod = importlib.import_module("privamp.pld.discretise")
 
@@ -40,7 +40,7 @@ def test_split_bin_masses_error_bound_vs_mpmath() -> None:
     pair = MixturePair(GaussianPair(s), w)
     l = np.arange(-3, 7000) * h
     pm, qm, pb, acc = pair.split_bin_masses(l)
-    errs = _split_tail_errors(pm, qm, pb, l, w, acc)
+    errs = split_tail_errors(pm, qm, pb, l, w, acc)
     mp.mp.dps = 60
     ks = sorted({0, 2, 3, 5, 10, 30, 100, 300, 600, 1000, 2000, 3000, 4500, 6000, 6900})
     suffix_p = suffix_q = mp.mpf(0)
@@ -142,14 +142,14 @@ def test_profile_at_scattered_points_matches_mpmath() -> None:
     # The profile at scattered grid points (sparse tails) from nonnegative sums: against
     # mpmath sums of the same masses (50 digits), relative error far below the 4 n u that
     # _relative_split allows for its own summation.
-    from privamp.pld.grid import _profile_at
+    from privamp.pld.tables import profile_at
 
     rng = np.random.default_rng(7)
     n, h = 4000, 2e-3
     at = np.unique(np.concatenate((np.arange(600), np.arange(600, n, 29), [n - 1])))
     m = rng.random(len(at)) ** 6 * 1e-3
     l = (at - 150) * h
-    g = _profile_at(m, l)
+    g = profile_at(m, l)
     mp.mp.dps = 50
     ml = [mp.mpf(float(x)) for x in l]
     for j in (0, 1, 149, 300, 599, 600, len(at) // 2, len(at) - 2, len(at) - 1):

@@ -45,7 +45,7 @@ class Gaussian(Mechanism):
         """k * sensitivity / sigma: the mean shift of the dominating pair in noise units."""
         return k * self.sensitivity / self.sigma
 
-    def _rdp(self, alpha, k):
+    def rdp_kernel(self, alpha, k):
         return np.asarray(alpha, dtype=float) * self.shift(k) ** 2 / 2.0
 
     def pair(self, distance: int = 1) -> LossPair:

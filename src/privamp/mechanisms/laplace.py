@@ -41,7 +41,7 @@ class Laplace(Mechanism):
         """k * sensitivity / scale: the pure-DP epsilon at distance k."""
         return k * self.sensitivity / self.scale
 
-    def _rdp(self, alpha, k):
+    def rdp_kernel(self, alpha, k):
         a = np.asarray(alpha, dtype=float)
         e0 = self.epsilon0(k)
         t1 = np.log(a / (2 * a - 1)) + (a - 1) * e0

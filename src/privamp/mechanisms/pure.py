@@ -12,7 +12,7 @@ from .randomized_response import RandomizedResponse
 # ----------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------
-def _pure_eps(mech: Mechanism, distance: int = 1) -> float:
+def pure_eps(mech: Mechanism, distance: int = 1) -> float:
     """Pure-DP epsilon of the base mechanism at a group distance (inf when it has none)."""
     if isinstance(mech, Laplace):
         return mech.epsilon0(distance)

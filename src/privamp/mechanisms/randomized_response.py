@@ -64,7 +64,7 @@ class RandomizedResponse(Mechanism):
             raise self._no_randomisation("no finite epsilon exists for any delta < 1")
         return super().epsilon(delta, distance)
 
-    def _rdp(self, alpha, k):
+    def rdp_kernel(self, alpha, k):
         a = np.asarray(alpha, dtype=float)
         t = self.theta
         if t == 1.0:
@@ -72,7 +72,7 @@ class RandomizedResponse(Mechanism):
         lt, lu = math.log(t), math.log1p(-t)
         return np.logaddexp(a * lt + (1 - a) * lu, a * lu + (1 - a) * lt) / (a - 1)
 
-    def _delta(self, epsilon, k):
+    def delta_kernel(self, epsilon, k):
         eps = np.asarray(epsilon, dtype=float)
         t = self.theta
         if t == 1.0:  # no randomisation: delta(eps) = 1 for every eps (no inf * 0)

@@ -33,9 +33,19 @@ from contextlib import contextmanager
 import numpy as np
 from scipy import fft as sfft
 
-__all__ = ["convolve_nonneg", "self_convolve_power", "UNIT_ROUNDOFF"]
+from .chernoff import (
+    PRODUCT_CHERNOFF_POINTS,
+    UNIT_ROUNDOFF,
+    blocked_log_masses,
+    chernoff_k,
+    chernoff_tops,
+    chernoff_x,
+    log_mgf_bounds,
+)
 
-UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2.0
+__all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
+           "UNIT_ROUNDOFF"]
+
 _DIRECT_BUDGET = 3e7  # multiply-adds allowed for the direct part of one convolution
 _BULK_RATIOS = (1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2)
 
@@ -151,149 +161,6 @@ _FFT_C = 8.0
 _MAX_POWER_LEN = 2**25
 
 
-def _chernoff_k(logp: np.ndarray, idx: np.ndarray, T: int, c: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Three lambdas around the one picked for T, and certified upper bounds on K at them
-    (valid for every T); :func:`_chernoff_x` turns them into the bound: an integer x with
-    mass{S >= x} <= tau (c = -log tau) for the T-fold sum S of the (nonnegative) measure
-    with masses e^logp at the integer positions idx >= 0.
-
-    Chernoff: mass{S >= x} <= e^{-lam x} M(lam)^T for every lam > 0, M(lam) = sum p_i
-    e^{lam i} (for any nonnegative measure).  lam is picked on the masses merged into
-    <= _SCAN_POINTS groups, each at its top position (:func:`_merged`): a geometric scan,
-    then Newton steps on the stationarity condition of x(lam) = (T K(lam) - log tau) / lam,
-    K = log M (from the moment guess alone Newton can stall far from the optimum for
-    heavy-tailed p, e.g. PLDs at tiny sampling rates).  Any lam is valid: x is then
-    certified on the full masses at that lam and two neighbours (:func:`_log_mgf_bounds`,
-    K inflated by a bound on its float error).
-    """
-    mlp, mix = _merged(logp, idx)
-    lam = _chernoff_lambda(mlp, mix, T, c)
-    lams = lam * np.array([1.0 / 1.05, 1.0, 1.05])
-    return lams, _log_mgf_bounds(logp, idx, lams)
-
-
-def _chernoff_x(lams: np.ndarray, kb: np.ndarray, T: int, c: float) -> int | None:
-    """The Chernoff bound min over ``lams`` of (T K(lam) + c) / lam, from upper bounds ``kb``
-    on K, rounded up to an integer (None if not finite or huge)."""
-    xs = (T * kb + c) / lams
-    best = float(np.min(np.where(np.isfinite(xs), xs, np.inf)))
-    if not math.isfinite(best) or abs(best) > 1e15:
-        return None
-    # (+1 and the factor cover the rounding of the quotient, also for negative best)
-    return int(math.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF))) + 1
-
-
-def _chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
-    """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
-    idx (a geometric scan around a moment guess, over all scales if the best is at its
-    edge, then a finer scan and Newton steps; a heuristic: any lambda gives a valid bound in
-    :func:`_chernoff_k`)."""
-    top = float(idx[-1])
-    w0 = np.exp(logp - logp.max())
-    mean = float(np.sum(w0 * idx) / np.sum(w0))
-    var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
-    lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
-    lam = min(max(lam, 1e-12), 50.0)
-
-    def scan(lams: np.ndarray) -> int | None:
-        xs = (T * _log_mgf_bounds(logp, idx, lams) + c) / lams
-        return (int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))
-                if np.isfinite(xs).any() else None)
-
-    near = lam * np.geomspace(1.0 / 8.0, 8.0, 9)
-    i = scan(near)  # the moment guess is good unless the tail is heavy (tiny rates)
-    if i is None or i in (0, len(near) - 1):
-        wide = np.geomspace(1e-12, 50.0, 48)
-        i = scan(wide)
-        lam = lam if i is None else float(wide[i])
-    else:
-        lam = float(near[i])
-    fine = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
-    i = scan(fine)
-    lam = lam if i is None else float(fine[i])
-    best, best_lam = math.inf, lam
-    for _ in range(8):
-        a = logp + lam * (idx - top)
-        mx = float(a.max())
-        w = np.exp(a - mx)
-        sw = float(w.sum())
-        k = mx + math.log(sw) + lam * top  # K(lam)
-        x = (T * k + c) / lam
-        if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
-            break  # no longer improving
-        best, best_lam = x, lam
-        m1 = float(np.sum(w * idx)) / sw
-        m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
-        g = lam * T * m1 - T * k - c  # sign of x'(lam)
-        gp = lam * T * max(m2, 1e-300)
-        lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
-    return best_lam
-
-
-_CHERNOFF_POINTS = 4096
-
-
-#: the wide lambda scan of :func:`_chernoff_k` runs on at most this many merged masses
-_SCAN_POINTS = 1024
-
-
-def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log masses, positions) merged in consecutive groups (log-sum-exp, at the group's
-    last position) down to <= ``_SCAN_POINTS`` entries."""
-    n = len(logp)
-    g = -(-n // _SCAN_POINTS)
-    if g <= 1:
-        return logp, idx
-    nb = -(-n // g)
-    buf = np.full(nb * g, -np.inf)
-    buf[:n] = logp
-    buf = buf.reshape(nb, g)
-    mx = buf.max(axis=1)
-    with np.errstate(divide="ignore"):
-        lse = mx + np.log(np.exp(buf - mx[:, None]).sum(axis=1))
-    return lse, idx[np.minimum(np.arange(1, nb + 1) * g, n) - 1]
-
-
-def _blocked_log_masses(p: np.ndarray, end: str, points: int = _CHERNOFF_POINTS,
-                        reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(log masses, positions) of p's nonzero entries, or -- for long p -- of blocks of
-    consecutive entries, each block's mass put at its last (``end="max"``) or first
-    (``"min"``) index.  Moving mass up can only raise the moment generating function
-    M(lam) = sum p_i e^{lam i} for lam > 0 (down: for the reversed positions), so a Chernoff
-    bound for the blocked measure holds for p (:func:`_chernoff_k`).  A block of mass m
-    moved by up to b - 1 places raises a T-fold bound by about T m (b - 1) places, so the
-    ``2 points / b`` heaviest blocks keep their entries (positions sorted): for a
-    concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
-    blocked bulk would cost T block lengths.  ``reverse``: as the measure of the
-    reflected positions n - 1 - i (increasing)."""
-    if reverse:
-        lp, ix = _blocked_log_masses(p, end, points)
-        return lp[::-1], (len(p) - 1) - ix[::-1]
-    n = len(p)
-    if n <= 2 * points:
-        nz = np.nonzero(p > 0)[0]
-        return np.log(p[nz]), nz.astype(float)
-    b = -(-n // points)
-    nb = -(-n // b)
-    buf = np.zeros(nb * b)
-    buf[:n] = p
-    sums = buf.reshape(nb, b).sum(axis=1) * (1.0 + (b + 2) * UNIT_ROUNDOFF)
-    pos = np.minimum(np.arange(nb) * b + (b - 1), n - 1) if end == "max" else np.arange(nb) * b
-    k = min(max(1, (2 * points) // b), nb)
-    exact = np.zeros(nb, dtype=bool)
-    exact[np.argpartition(-sums, k - 1)[:k]] = True
-    keep = (sums > 0) & ~exact
-    ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
-    ent = ent[ent < n]
-    ent = ent[p[ent] > 0]
-    allpos = np.concatenate((pos[keep], ent))
-    order = np.argsort(allpos, kind="stable")
-    with np.errstate(divide="ignore"):
-        logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
-    return logs[order], allpos[order].astype(float)
-
-
 #: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their
 #: moduli, and its certified log-MGF bounds (at the lambdas picked for the first T asked)
 _SPECTRA: dict[tuple, object] | None = None
@@ -357,7 +224,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     ``sum |e| <= err``; the mass of x below the window is ``<= tau_lo`` and above it
     ``<= tau_hi``.
 
-    Method.  The window [x_lo, x_hi] comes from Chernoff bounds (:func:`_chernoff_k`,
+    Method.  The window [x_lo, x_hi] comes from Chernoff bounds (:func:`chernoff_k`,
     both sides).  p is transformed by a real FFT of length N >= max(window, n) in long
     double (unit roundoff u_ld = 2^-64): every stage combines disjoint input subsets with
     unit-modulus twiddles, so each computed coefficient is within
@@ -386,8 +253,8 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     span = T * (n - 1)
     log_tau = math.log(tau)
     key = None if _SPECTRA is None else p.tobytes()
-    x_hi, x_rev = (_chernoff_x(*_memo(("K", end, key), lambda end=end: _chernoff_k(
-        *_blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
+    x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda end=end: chernoff_k(
+        *blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
         for end in ("max", "min"))
     if x_hi is None or x_rev is None:
         return None
@@ -580,48 +447,9 @@ def _circular_window(out: np.ndarray, x_lo: int, W: int) -> np.ndarray:
     return out[s0 : s0 + W] if s0 + W <= N else np.concatenate((out[s0:], out[: s0 + W - N]))
 
 
-
 # ------------------------------------------------------------------------------------------
 # running products of a few arrays in the Fourier domain (checkpoints of a composition)
 # ------------------------------------------------------------------------------------------
-#: the Chernoff bounds of :func:`product_windows` minimise over this fixed grid of lambdas
-#: (any lambda > 0 gives a valid bound; the grid only sets how close to the best)
-_LAMBDAS = np.geomspace(1e-7, 50.0, 64)
-
-
-#: ... over masses summed in at most this many blocks (each costs one block's length)
-_PRODUCT_CHERNOFF_POINTS = 256
-
-
-def _log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
-                    lambdas: np.ndarray = _LAMBDAS) -> np.ndarray:
-    """Upper bounds on K(lam) = log sum_i p_i e^{lam idx_i} at every lam of ``lambdas``
-    (inflated by the float-error bound of :func:`_chernoff_k`)."""
-    top = float(idx[-1])
-    lam = lambdas[:, None]
-    a = logp[None, :] + lam * (idx[None, :] - top)
-    mx = a.max(axis=1)
-    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + lambdas * top
-    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
-                                               + lambdas * top + np.abs(k))
-    return k + err
-
-
-def _chernoff_tops(terms: list[np.ndarray], log_tau: float) -> np.ndarray | None:
-    """Per k, an integer x_k with mass{S_k >= x_k} <= tau for the sum S_k of the first k of
-    independent nonnegative measures whose log-MGF bounds on ``_LAMBDAS`` are ``terms``:
-    mass{S_k >= x} <= e^{-lam x} prod_j M_j(lam) for every lam > 0 (Chernoff), so
-    x_k = min over lam of (sum_j K_j(lam) - log tau) / lam.  The running sums are inflated
-    by their float error (k + 2) u sum |K_j| (Higham 2002, eq. (4.4)), the quotient as in
-    :func:`_chernoff_k`."""
-    rows = np.asarray(terms)
-    cum = np.cumsum(rows, axis=0)
-    kk = np.arange(1, len(rows) + 1)[:, None]
-    cum = cum + 4.0 * (kk + 2) * UNIT_ROUNDOFF * np.cumsum(np.abs(rows), axis=0)
-    best = ((cum - log_tau) / _LAMBDAS[None, :]).min(axis=1)
-    if not np.all(np.isfinite(best)) or np.any(np.abs(best) > 1e15):
-        return None
-    return np.ceil(best * (1.0 + 8.0 * UNIT_ROUNDOFF)).astype(np.int64) + 1
 
 
 def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_POWER_LEN,
@@ -633,7 +461,7 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     the meaning of :func:`self_convolve_power` (positions of x_k from 0); with ``want``, None
     at each k where ``want[k]`` is false (no inverse FFT there).
 
-    Windows.  Chernoff bounds on both sides (:func:`_chernoff_tops`, blocked masses as in
+    Windows.  Chernoff bounds on both sides (:func:`chernoff_tops`, blocked masses as in
     :func:`self_convolve_power`); one length N >= every window and array.
 
     Error.  Each array is transformed once in float64: every computed coefficient is within
@@ -654,11 +482,11 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     up, down = {}, {}
     for key, a in arrays.items():
         n = len(a)
-        up[key] = _log_mgf_bounds(*_blocked_log_masses(a, "max", _PRODUCT_CHERNOFF_POINTS))
-        lp, ix = _blocked_log_masses(a, "min", _PRODUCT_CHERNOFF_POINTS)
-        down[key] = _log_mgf_bounds(lp[::-1], (n - 1) - ix[::-1])
-    x_hi = _chernoff_tops([up[g] for g in plan], log_tau)
-    x_rev = _chernoff_tops([down[g] for g in plan], log_tau)
+        up[key] = log_mgf_bounds(*blocked_log_masses(a, "max", PRODUCT_CHERNOFF_POINTS))
+        lp, ix = blocked_log_masses(a, "min", PRODUCT_CHERNOFF_POINTS)
+        down[key] = log_mgf_bounds(lp[::-1], (n - 1) - ix[::-1])
+    x_hi = chernoff_tops([up[g] for g in plan], log_tau)
+    x_rev = chernoff_tops([down[g] for g in plan], log_tau)
     if x_hi is None or x_rev is None:
         return None
     span = np.cumsum([len(arrays[g]) - 1 for g in plan])

@@ -164,7 +164,7 @@ def _log_h_nodes(beta, u, ell, log_au):
     return out, rel
 
 
-class _Mixture:
+class Mixture:
     """U(x) = sum_k w_k (e^{a_k x + b_k} - 1) and base(x) = e^{c0 + c1 x - c2 x^2}."""
 
     def __init__(self, log_w, a, b, base):
@@ -317,7 +317,7 @@ def _segment_sum(vals: np.ndarray, rows: np.ndarray, n_rows: int, up: bool = Tru
     return out + (np.log1p(pad) if up else np.log1p(-pad))
 
 
-def log_excess_enclosure(beta, mix: _Mixture, lo, hi) -> tuple[np.ndarray, np.ndarray]:
+def log_excess_enclosure(beta, mix: Mixture, lo, hi) -> tuple[np.ndarray, np.ndarray]:
     """Certified (log lower, log upper) of int_lo^hi base(x) h_beta(U(x)) dx for each row
     (beta[i], lo[i], hi[i]); see the comment block above for the argument."""
     beta = np.asarray(beta, dtype=float)
@@ -442,7 +442,7 @@ def gaussian_mixture_log_excess(beta, log_weights, s: float) -> tuple[np.ndarray
     log_w = np.asarray(log_weights, dtype=float)
     K = log_w.size - 1
     k = np.arange(1, K + 1, dtype=float)
-    mix = _Mixture(log_w, k * s, -0.5 * (k * s) ** 2, (-_LOG_SQRT_2PI, 0.0, 0.5))
+    mix = Mixture(log_w, k * s, -0.5 * (k * s) ** 2, (-_LOG_SQRT_2PI, 0.0, 0.5))
     R = beta.size
     x_lo = np.full(R, -40.0)
     x_hi = np.maximum(beta, 1.0) * K * s + 40.0

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from .loss_pair import LossPair, _as_array
+from .loss_pair import LossPair, as_array
 from .mechanism_pairs import GaussianPair
 
 __all__ = [
@@ -26,7 +26,7 @@ class SwappedPair(LossPair):
 
     def tail(self, l, dist, upper, strict):
         other = "Q" if dist == "P" else "P"
-        return self.base.tail(-_as_array(l), other, not upper, strict)
+        return self.base.tail(-as_array(l), other, not upper, strict)
 
 
 class MixturePair(LossPair):
@@ -52,7 +52,7 @@ class MixturePair(LossPair):
         return np.where(x > 0, out, -np.inf)
 
     def tail(self, l, dist, upper, strict):
-        l = _as_array(l)
+        l = as_array(l)
         return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
                                strict, {})
 
@@ -80,7 +80,7 @@ class MixturePair(LossPair):
         rounding of the combination -- a bound that scales with w like the profile itself
         (``w H_{alpha'}(P || Q)``, alpha' = 1 + (a_k - 1) / w), where tails computed for
         the mixture err by ~u against a profile of size ~w
-        (:func:`privamp.pld.grid._split_tail_errors`).  Fourth array: per edge, a bound on
+        (:func:`privamp.pld.binning.split_tail_errors`).  Fourth array: per edge, a bound on
         the relative error of the base tails there (:func:`_tail_accuracy`).  None when the
         base has an atom at loss -inf (the cells at the mixture's floor need
         :meth:`bin_masses`)."""

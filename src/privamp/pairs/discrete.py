@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .loss_pair import LossPair, _as_array
+from .loss_pair import LossPair, as_array
 
 __all__ = [
     "DiscretePair",
@@ -27,7 +27,7 @@ class DiscretePair(LossPair):
         self.q_minf = float(q[np.isneginf(loss)].sum())
 
     def tail(self, l, dist, upper, strict):
-        l = _as_array(l)
+        l = as_array(l)
         w = self.p if dist == "P" else self.q
         L = self.losses[:, None]
         flat = l.reshape(1, -1)

@@ -81,19 +81,31 @@ class LossPair(ABC):
             return self.tail(x, "Q", False, True) - self.q_minf
 
         big = 1e4
-        hi = _bracket(upper_p, key, -big, big, increasing=False, side="hi")
-        lo = _bracket(lower_q, key, -big, big, increasing=True, side="lo")
+        hi = bracket(upper_p, key, -big, big, increasing=False, side="hi")
+        lo = bracket(lower_q, key, -big, big, increasing=True, side="lo")
         lo = min(lo, hi)
         cache[key] = (lo, hi)
         return lo, hi
 
 
-def _bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: str,
+def bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: str,
              rounds: int = 6, points: int = 32) -> float:
     """Bracket search for monotone scalar f: ``points - 1`` interior points per round; the
     bracket [lo, hi] keeps f(lo) on the "solution to the right" side (f < target for
     increasing f, f > target for decreasing) and f(hi) on the other.  Returns the bracket's
-    ``side`` end, like :func:`privamp.numerics.bisect_monotone`."""
+    ``side`` end, like :func:`privamp.numerics.bisect_monotone`.
+
+    Args:
+        f: vectorised monotone function.
+        target: the level sought.
+        lo, hi: the starting bracket.
+        increasing: whether f increases.
+        side: ``"lo"`` or ``"hi"``, the end returned.
+        rounds, points: search rounds and points per round.
+
+    Returns:
+        The chosen end of the final bracket.
+    """
     for _ in range(rounds):
         xs = lo + (hi - lo) * np.arange(1, points) / points
         with np.errstate(all="ignore"):
@@ -106,6 +118,9 @@ def _bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: 
     return hi if side == "hi" else lo
 
 
-def _as_array(l: np.ndarray | float) -> np.ndarray:
+def as_array(l: np.ndarray | float) -> np.ndarray:
+    """``l`` as a float numpy array (the pairs' common input coercion)."""
     return np.asarray(l, dtype=float)
 
+
+_bracket = bracket  # alias for modules not yet migrated (theorems/poisson_pld.py)

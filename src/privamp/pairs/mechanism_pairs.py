@@ -6,7 +6,7 @@ import numpy as np
 from scipy import special
 
 from ..numerics.logspace import log1mexp
-from .loss_pair import LossPair, _as_array
+from .loss_pair import LossPair, as_array
 
 __all__ = [
     "GaussianPair",
@@ -23,7 +23,7 @@ class GaussianPair(LossPair):
         self.s = float(s)
 
     def tail(self, l, dist, upper, strict):
-        l = _as_array(l)
+        l = as_array(l)
         s = self.s
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             z = l / s + (-s / 2 if dist == "P" else s / 2)  # standardised: (l - mean)/s
@@ -53,7 +53,7 @@ class LaplacePair(LossPair):
         self.e0 = float(e0)
 
     def tail(self, l, dist, upper, strict):
-        l = _as_array(l)
+        l = as_array(l)
         e0 = self.e0
         t = np.clip((l + e0) / 2.0, 0.0, e0)
         if dist == "P":

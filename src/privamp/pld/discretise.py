@@ -13,23 +13,15 @@ from .._validation import check_positive
 from ..errors import NotApplicable
 from ..pairs.combinators import MixturePair
 from ..pairs.loss_pair import LossPair
-from .grid import (
-    _REL_SAFETY,
-    PLD,
-    _bin_split,
-    _optimistic_masses,
-    _split_tail_errors,
-    _strip,
-    _tail_errors,
-    _with_float_allowance,
-)
+from .binning import bin_split, optimistic_masses, split_tail_errors, tail_errors
+from .budget import MAX_LOSS, REL_SAFETY
+from .grid import PLD, strip, with_float_allowance
 
 __all__ = [
     "discretise",
 ]
 
 
-_MAX_LOSS = 700.0
 
 
 #: at most this many points in one step's grid (memory: about 100 bytes per point)
@@ -49,8 +41,8 @@ def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
     if math.isnan(lo) or math.isnan(hi):
         raise NotApplicable("the privacy loss range of this pair could not be computed (NaN); "
                             "the PLD accountant cannot discretise it")
-    lo = min(max(lo, -_MAX_LOSS), _MAX_LOSS)
-    hi = min(max(hi, lo), _MAX_LOSS)
+    lo = min(max(lo, -MAX_LOSS), MAX_LOSS)
+    hi = min(max(hi, lo), MAX_LOSS)
     i_lo = math.floor(lo / h) - 1  # one empty bin below: keeps the optimistic total P-mass
     i_hi = max(math.ceil(hi / h), i_lo + 1)
     if i_hi - i_lo + 1 > _MAX_GRID_POINTS:
@@ -92,8 +84,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     finite = float(np.asarray(pair.tail(np.array([np.inf]), "P", False, True))[0])
     if finite <= 0.0:  # all of P sits at loss +inf (e.g. randomized response with theta = 1)
         p_inf = float(pair.p_inf)
-        return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + _REL_SAFETY), 1.0), "pessimistic"),
-                PLD(h, 0, np.zeros(1), p_inf * (1 - _REL_SAFETY), "optimistic")
+        return (PLD(h, 0, np.zeros(1), min(p_inf * (1 + REL_SAFETY), 1.0), "pessimistic"),
+                PLD(h, 0, np.zeros(1), p_inf * (1 - REL_SAFETY), "optimistic")
                 if optimistic else None)
     i_lo, l = _grid(pair, h, tail)
     at = _sparse_points(pair, l, sparse_tail) if sparse_tail > 1 else None
@@ -104,12 +96,12 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
     if split is not None:  # float error scaling with the mixture weight
         pm_all, qm_all, base_p, acc = split
-        errs = _split_tail_errors(pm_all, qm_all, base_p, l, pair.w, acc)
+        errs = split_tail_errors(pm_all, qm_all, base_p, l, pair.w, acc)
     else:
         pm_all, qm_all = pair.bin_masses(l)
-        errs = _tail_errors(pm_all, qm_all, a)
+        errs = tail_errors(pm_all, qm_all, a)
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
-    dlt, e = _bin_split(pb, qb, a, h if at is None else np.diff(at) * h)
+    dlt, e = bin_split(pb, qb, a, h if at is None else np.diff(at) * h)
 
     def on_grid(m: np.ndarray) -> np.ndarray:  # masses at the points -> the grid j h
         if at is None:
@@ -124,15 +116,15 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
         pess[:-1] += a[:-1] * (qb - e)
         pess[1:] += a[1:] * e
         pess[0] += pm_all[0]
-        p = _strip(_with_float_allowance(h, i_lo, on_grid(pess), float(pm_all[-1]),
+        p = strip(with_float_allowance(h, i_lo, on_grid(pess), float(pm_all[-1]),
                                          "pessimistic", errs, rho_max, at=at))
     if not optimistic:
         return p, None
-    o = _optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
+    o = optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
                            lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
-    opt = _with_float_allowance(h, i_lo, on_grid(o), pair.p_inf, "optimistic", 2.0 * errs,
+    opt = with_float_allowance(h, i_lo, on_grid(o), pair.p_inf, "optimistic", 2.0 * errs,
                                 rho_max, at=at)
-    return p, _strip(opt)
+    return p, strip(opt)
 
 
 #: sparse tails (:func:`discretise`): every grid point where the P-tail above exceeds this
@@ -154,3 +146,5 @@ def _sparse_points(pair: LossPair, l: np.ndarray, k: int) -> np.ndarray:
     idx = np.concatenate((np.arange(j), np.arange(j, len(l), k)))  # increasing, distinct
     return idx if idx[-1] == len(l) - 1 else np.append(idx, len(l) - 1)
 
+
+_MAX_LOSS = MAX_LOSS  # alias for modules not yet migrated (theorems/poisson_pld.py)

@@ -62,12 +62,16 @@ _MIN_ORDER_GAP = 1e-9  # never go below a = 1 + 1e-9
 
 
 #: largest order the search tries for a user's curve (a callable alpha -> rdp)
-_MAX_ORDER = 1e6
+MAX_ORDER = 1e6
 
 
 #: largest order the search tries for privamp's one-step curves: several cost O(alpha) time
 #: and memory per order (about 0.3 s and 50 MB per order at 1e5, 50 times that at 1e7)
-_CURVE_MAX_ORDER = 1e5
+CURVE_MAX_ORDER = 1e5
+
+# aliases for modules not yet migrated (theorems/rdp_composition.py)
+_MAX_ORDER = MAX_ORDER
+_CURVE_MAX_ORDER = CURVE_MAX_ORDER
 
 
 _SEARCH_ROUNDS = 60
@@ -223,7 +227,7 @@ class _CurveCache:
 
 
 def _search(cache: _CurveCache, objective: Callable[[np.ndarray, np.ndarray], np.ndarray],
-            max_order: float = _MAX_ORDER) -> None:
+            max_order: float = MAX_ORDER) -> None:
     """Refine ``cache`` so that, for the scalar objective(alpha, rdp) (one value per order,
     to be minimised), the best order is interior and its neighbours are close.  Orders stay
     below ``max_order``; at most ``_SEARCH_ROUNDS`` rounds of at most 11 new orders each."""
@@ -433,7 +437,7 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
 
 def optimal_epsilon(
     curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *,
-    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
     integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
@@ -456,7 +460,7 @@ def optimal_epsilon(
 
 def optimal_delta(
     curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *,
-    _memo: dict[float, float] | None = None, max_order: float = _MAX_ORDER,
+    _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
     integers_first: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon (each

@@ -11,7 +11,7 @@ __all__ = [
 ]
 
 
-def _interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
+def interpolate_cgf(alpha: np.ndarray, cgf_at) -> np.ndarray:
     """Bound the CGF ``(alpha-1) eps(alpha)`` at real orders from bounds at integers.
 
     ``cgf_at(ints)`` returns upper bounds on the CGF at the integer orders ``ints`` (>= 2).  The

@@ -44,7 +44,7 @@ def daigavane_rdp(mech: Mechanism, scheme: WithoutReplacement, group: int, alpha
     # the factor 1 + (K + 16) 1e-14 covers both
     terms = []
     for k, lw in zip(ks[1:], logw[1:], strict=True):
-        c = (a - 1) * mech._rdp(a, int(k))
+        c = (a - 1) * mech.rdp_kernel(a, int(k))
         with np.errstate(divide="ignore"):
             terms.append(lw + c + np.log(-np.expm1(-c)))  # log(w_k expm1(c))
     total = np.logaddexp(0.0, logsumexp(np.stack(terms), axis=0))

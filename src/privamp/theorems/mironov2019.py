@@ -47,7 +47,7 @@ from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.logspace import log1mexp, logsubexp, logsumexp
 from ..numerics.mixture_divergence import (
-    _Mixture,
+    Mixture,
     gaussian_mixture_log_excess,
     log_excess_enclosure,
 )
@@ -145,13 +145,13 @@ def log_h(b: np.ndarray | float, loss: np.ndarray | float, q: float) -> np.ndarr
     return out.reshape(shape)
 
 
-def _round_up(la: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+def round_up(la: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """RDP epsilon from log Psi = la (already an upper bound), plus a relative safety margin."""
     eps = np.maximum(la, 0.0) / (alpha - 1.0)
     return eps * (1.0 + _REL_SAFETY) + 1e-300
 
 
-def _check_rows(alpha: np.ndarray) -> np.ndarray:
+def check_rows(alpha: np.ndarray) -> np.ndarray:
     a = np.asarray(alpha, dtype=float)
     if np.isnan(a).any() or (a <= 1).any() or np.isinf(a).any():
         raise ValueError(f"alpha (Rényi order) must be in (1, inf), got {alpha!r}")
@@ -226,7 +226,7 @@ def sampled_gaussian_rdp(alpha: np.ndarray | float, s: float, q: float) -> np.nd
     defining integral (Sec. 3.4's integral): rigorous quadrature error and tail bounds.
     q = 1 gives the Gaussian's a s^2 / 2, q = 0 gives 0.
     """
-    a = _check_rows(np.atleast_1d(alpha))
+    a = check_rows(np.atleast_1d(alpha))
     shape = np.shape(alpha)
     flat = a.ravel()
     if q <= 0.0:
@@ -248,10 +248,10 @@ def sampled_gaussian_rdp(alpha: np.ndarray | float, s: float, q: float) -> np.nd
         uniq, inv = np.unique(flat[frac], return_inverse=True)
         out[frac] = _gaussian_log_excess_quad(uniq, s, q)[inv]
     la = np.logaddexp(0.0, out)
-    return _round_up(la, flat).reshape(shape)
+    return round_up(la, flat).reshape(shape)
 
 
-def _is_poisson_group1(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> bool:
+def is_poisson_group1(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> bool:
     return relation.group == 1
 
 
@@ -261,7 +261,7 @@ def _is_poisson_group1(mechanism: Mechanism, scheme: Scheme, relation: Relation)
     mechanisms=(Gaussian,),
     schemes=(Poisson,),
     relations=(AddRemove, ZeroOut),
-    when=_is_poisson_group1,
+    when=is_poisson_group1,
     tight=True,
 )
 def _mironov_sgm(
@@ -287,7 +287,7 @@ def _laplace_log_excess(b: np.ndarray, e0: float, q: float) -> np.ndarray:
     half = math.log(0.5)
     atom_lo = log_h(b, -e0, q) + half
     atom_hi = log_h(b, e0, q) - e0 + half
-    mix = _Mixture(np.array([math.log1p(-q), math.log(q)]), [2.0], [-e0], (half, -1.0, 0.0))
+    mix = Mixture(np.array([math.log1p(-q), math.log(q)]), [2.0], [-e0], (half, -1.0, 0.0))
     _, inner = log_excess_enclosure(b, mix, 0.0, e0)
     parts = np.stack([atom_lo, atom_hi])
     atoms = logsumexp(parts, axis=0) + 1e-13 * (1.0 + np.abs(logsumexp(parts, axis=0)))
@@ -336,15 +336,15 @@ def poisson_exact_rdp(mechanism: Mechanism, q: float, alpha: np.ndarray | float)
     of differential privacy via characteristic function", Sec. on subsampling).
     q = 1: the base mechanism; q = 0: 0.
     """
-    a = _check_rows(np.atleast_1d(alpha))
+    a = check_rows(np.atleast_1d(alpha))
     shape = np.shape(alpha)
     flat = a.ravel()
     if q <= 0.0:
         return np.zeros(shape)
     if q >= 1.0:
-        return mechanism._rdp(flat, 1).reshape(shape)
+        return mechanism.rdp_kernel(flat, 1).reshape(shape)
     rm, ins = poisson_direction_log_moments(mechanism, q, flat)
-    return _round_up(np.maximum(rm, ins), flat).reshape(shape)
+    return round_up(np.maximum(rm, ins), flat).reshape(shape)
 
 
 @rdp_method(
@@ -354,7 +354,7 @@ def poisson_exact_rdp(mechanism: Mechanism, q: float, alpha: np.ndarray | float)
     mechanisms=(Laplace, RandomizedResponse),
     schemes=(Poisson,),
     relations=(AddRemove, ZeroOut),
-    when=_is_poisson_group1,
+    when=is_poisson_group1,
     tight=True,
 )
 def _poisson_exact(

@@ -12,11 +12,11 @@ import numpy as np
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
-from ..mechanisms.pure import _pure_eps
+from ..mechanisms.pure import pure_eps
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.mixture_divergence import logsumexp
-from ..numerics.special import _log_binom, _log_expm1
-from ..renyi.curves import _interpolate_cgf
+from ..numerics.special import log_binom, log_expm1
+from ..renyi.curves import interpolate_cgf
 from ..sampling.relations import Substitution
 from ..sampling.schemes import WithoutReplacement
 from .registry import rdp_method
@@ -90,16 +90,16 @@ def _wang_log_terms(mech: Mechanism, gamma: float, jmax: int, distance: int) -> 
     j = np.arange(jmax + 1, dtype=float)
     eps_j = np.zeros(jmax + 1)
     if jmax >= 2:
-        eps_j[2:] = mech._rdp(j[2:], distance)
+        eps_j[2:] = mech.rdp_kernel(j[2:], distance)
     log_psi = (j - 1) * eps_j  # log e^{(j-1) eps(j)}
-    einf = _pure_eps(mech, distance)
-    lem1 = _log_expm1(einf)  # log(e^{eps_inf} - 1)
+    einf = pure_eps(mech, distance)
+    lem1 = log_expm1(einf)  # log(e^{eps_inf} - 1)
     with np.errstate(invalid="ignore"):
         pure = np.where(j >= 2, np.minimum(math.log(2.0), j * lem1), 0.0)
     log_t = log_psi + pure  # Thm 9, j >= 3
     if jmax >= 2:
         e2 = eps_j[2]
-        t2 = min(math.log(4.0) + _log_expm1(e2) if e2 > 0 else -np.inf,
+        t2 = min(math.log(4.0) + log_expm1(e2) if e2 > 0 else -np.inf,
                  e2 + min(math.log(2.0), 2 * lem1))
         log_t[2] = t2
     if isinstance(mech, (Gaussian, Laplace)) and jmax >= 3:
@@ -118,7 +118,7 @@ def _wang_log_terms(mech: Mechanism, gamma: float, jmax: int, distance: int) -> 
     return c
 
 
-def _wang_eps(mech: Mechanism, gamma: float, alpha: np.ndarray, distance: int = 1) -> np.ndarray:
+def wang_eps(mech: Mechanism, gamma: float, alpha: np.ndarray, distance: int = 1) -> np.ndarray:
     a = np.asarray(alpha, dtype=float)
     if gamma == 0:
         return np.zeros_like(a)
@@ -129,12 +129,12 @@ def _wang_eps(mech: Mechanism, gamma: float, alpha: np.ndarray, distance: int = 
         out = np.empty(ints.size)
         for idx, n in enumerate(ints):
             js = np.arange(n + 1, dtype=float)
-            out[idx] = logsumexp(_log_binom(float(n), js) + c[: n + 1])
+            out[idx] = logsumexp(log_binom(float(n), js) + c[: n + 1])
         return out * (1 + 1e-14) + 1e-300
 
-    eps = _interpolate_cgf(a, cgf_at)
-    eps = np.minimum(eps, mech._rdp(a, distance))
-    einf = _pure_eps(mech, distance)
+    eps = interpolate_cgf(a, cgf_at)
+    eps = np.minimum(eps, mech.rdp_kernel(a, distance))
+    einf = pure_eps(mech, distance)
     if math.isfinite(einf):
         eps = np.minimum(eps, math.log1p(gamma * math.expm1(einf)))
     return eps
@@ -144,7 +144,7 @@ def wang2019_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha: np.ndarray)
     """RDP of ``mech`` after sampling ``batch_size`` of ``dataset_size`` records without
     replacement, under substitution (Wang, Balle, Kasiviswanathan 2019, Thm 9 with the
     Thm 27 refinement for Gaussian and Laplace mechanisms; real orders by CGF convexity)."""
-    return _wang_eps(mech, scheme.batch_size / scheme.dataset_size, alpha, 1)
+    return wang_eps(mech, scheme.batch_size / scheme.dataset_size, alpha, 1)
 
 
 @rdp_method(

@@ -14,7 +14,7 @@ from ..mechanisms.base import Mechanism
 from ..numerics.logspace import logsumexp
 from ..sampling.relations import AddRemove, Relation, ZeroOut
 from ..sampling.schemes import Poisson
-from .mironov2019 import _check_rows, _is_poisson_group1, _round_up
+from .mironov2019 import check_rows, is_poisson_group1, round_up
 from .registry import rdp_method
 
 __all__ = [
@@ -64,7 +64,7 @@ def zhu_wang_rdp(
     <= (1 - t) B(n) + t B(n + 1), where B is the integer-order bound above (B(1) = f(1) = 0).
     The right side bounds every pair of neighbours, hence the worst one: eps(a) <= that / (a-1).
     """
-    a = _check_rows(np.atleast_1d(alpha))
+    a = check_rows(np.atleast_1d(alpha))
     shape = np.shape(alpha)
     flat = a.ravel()
     if q <= 0.0:
@@ -73,7 +73,7 @@ def zhu_wang_rdp(
     is_int = flat == n0
     n1 = np.where(is_int, n0, n0 + 1)
     top = int(n1.max())
-    eps = np.asarray(mechanism._rdp(np.arange(2, top + 1, dtype=float), 1), dtype=float)
+    eps = np.asarray(mechanism.rdp_kernel(np.arange(2, top + 1, dtype=float), 1), dtype=float)
     lf = math.log(factor)
     cache: dict[int, float] = {1: 0.0}
 
@@ -90,7 +90,7 @@ def zhu_wang_rdp(
             t = x - lo
             f = (1.0 - t) * B(int(lo)) + t * B(int(hi))
         out[i] = f
-    return _round_up(out, flat).reshape(shape)
+    return round_up(out, flat).reshape(shape)
 
 
 @rdp_method(
@@ -98,7 +98,7 @@ def zhu_wang_rdp(
     "Zhu & Wang 2019 Poisson bound as in Schuchardt et al. 2024, Prop. E.4 (factor 2)",
     schemes=(Poisson,),
     relations=(AddRemove, ZeroOut),
-    when=_is_poisson_group1,
+    when=is_poisson_group1,
 )
 def _zhu_wang(
     mechanism: Mechanism, scheme: Poisson, relation: Relation, alpha: np.ndarray
@@ -115,7 +115,7 @@ def _zhu_wang(
     "and for insertion only under symmetry conditions; kept out of 'best')",
     schemes=(Poisson,),
     relations=(AddRemove, ZeroOut),
-    when=_is_poisson_group1,
+    when=is_poisson_group1,
     in_best=False,
 )
 def _zhu_wang_tight(

@@ -25,7 +25,7 @@ convexity, Thm 2).  Instances:
 Group profiles delta_{M,k}:
 
 * ``"white-box"``: the mechanism itself at distance k (e.g. the Gaussian with sensitivity
-  k Delta), via ``mechanism._delta(eps, k)``.
+  k Delta), via ``mechanism.delta_kernel(eps, k)``.
 * ``"black-box"``: generic group privacy of an (eps, delta) profile.  Chaining the guarantee
   (eps/k, delta(eps/k)) along the k neighbouring steps x_0 ~ x_1 ~ ... ~ x_k gives
   P_0(E) <= e^{eps/k} P_1(E) + delta <= ... <= e^eps P_k(E) + delta sum_{i<k} e^{i eps/k},
@@ -117,8 +117,8 @@ def _log_expm1(x: np.ndarray) -> np.ndarray:
 
 def _group_delta_nonneg(mech: Mechanism, eps: np.ndarray, k: int, group: str) -> np.ndarray:
     if group == "white-box" or k == 1:
-        return np.asarray(mech._delta(eps, k), dtype=float)
-    base = np.asarray(mech._delta(eps / k, 1), dtype=float)
+        return np.asarray(mech.delta_kernel(eps, k), dtype=float)
+    base = np.asarray(mech.delta_kernel(eps / k, 1), dtype=float)
     pos = eps > 0
     e = np.where(pos, eps, 1.0)
     log_factor = np.where(pos, _log_expm1(e) - _log_expm1(e / k), math.log(k))
@@ -480,10 +480,10 @@ def _markov_log_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float,
             continue
         k = int(k)
         if group == "white-box" or k == 1:
-            logA = lams * np.asarray(mech._rdp(lams + 1.0, k), dtype=float)
+            logA = lams * np.asarray(mech.rdp_kernel(lams + 1.0, k), dtype=float)
             r = lams
         else:
-            logA = math.log(k) + lams * np.asarray(mech._rdp(lams + 1.0, 1), dtype=float)
+            logA = math.log(k) + lams * np.asarray(mech.rdp_kernel(lams + 1.0, 1), dtype=float)
             r = (lams - k + 1.0) / k
         ok = r > s
         if not ok.any():

@@ -60,7 +60,7 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
 from ..registry import BoundPair, RunAnalysis, run_accountant
-from .rdp import _block_counts, reverse_divergence
+from .rdp import block_counts, reverse_divergence
 
 __all__ = [
     "bis_epoch_plds",
@@ -851,9 +851,9 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
     add: PLD | None = None
-    if any(1 < size <= 20 for size, _ in _block_counts(T, k)):
+    if any(1 < size <= 20 for size, _ in block_counts(T, k)):
         h = min(h, 1e-3)  # short blocks: finer lattice and grid (cheap)
-    for size, count in _block_counts(T, k):
+    for size, count in block_counts(T, k):
         if size == 1:
             from ...pairs.combinators import SwappedPair
             from ...pairs.mechanism_pairs import GaussianPair

@@ -249,14 +249,14 @@ def _inexact_forward_log_moments(s: float, d: int, k: int, nmax: int) -> np.ndar
     n = np.arange(nmax + 1, dtype=float)
     fast = (n - 1) * fast_forward_bound(s, d, k, np.maximum(n, 2.0))
     block = np.zeros(nmax + 1)
-    for size, count in _block_counts(d, k):
+    for size, count in block_counts(d, k):
         block += count * _log_moments_k1(s, size, nmax)
     out = np.minimum(fast, block)
     out[:2] = 0.0
     return out
 
 
-def _block_counts(d: int, k: int) -> list[tuple[int, int]]:
+def block_counts(d: int, k: int) -> list[tuple[int, int]]:
     sizes = _blocks(d, k)
     return [(sz, sizes.count(sz)) for sz in sorted(set(sizes))]
 
@@ -526,7 +526,7 @@ def reverse_divergence(s: float, d: int, k: int, alpha: np.ndarray, rate: float 
         if rate < 1.0:
             raise ValueError("rate < 1 (Poisson subsampling on top) is supported for k = 1 only")
         total = np.zeros_like(alpha)
-        for size, count in _block_counts(d, k):
+        for size, count in block_counts(d, k):
             total = total + count * reverse_divergence(s, size, 1, alpha)
         amgm = k * s * s / 2 + (alpha - 1) * k * k * s * s / (2 * d)
         return np.minimum(total, amgm)
@@ -575,7 +575,7 @@ def partition_rdp(c: float, sigma: float, d: int, k: int, alpha: float | np.ndar
     if method not in ("tight", "fast"):
         raise ValueError(f"method must be 'tight' or 'fast', got {method!r}")
     a = check_orders(alpha)
-    val = _partition_rdp(c / sigma, d, k, a, rate, method)
+    val = partition_rdp_kernel(c / sigma, d, k, a, rate, method)
     source = SRC_TIGHT if method == "tight" else SRC_FAST
     kk = min(k, d - k)  # complements have the same exactness (forward_log_moments)
     if method == "tight" and kk > 1:
@@ -587,7 +587,7 @@ def partition_rdp(c: float, sigma: float, d: int, k: int, alpha: float | np.ndar
     return Bound(val, "upper", source)
 
 
-def _partition_rdp(s: float, d: int, k: int, alpha: np.ndarray, rate: float, method: str
+def partition_rdp_kernel(s: float, d: int, k: int, alpha: np.ndarray, rate: float, method: str
                    ) -> np.ndarray:
     if rate < 1.0 and k > 1:
         raise ValueError("rate < 1 (Poisson subsampling on top) is supported for k = 1 only")
@@ -642,7 +642,7 @@ def partial_split_rdp(sigma: float, split_norm: float, shared_norm: float, parts
     a = check_orders(alpha)
     s_sp, s_sh = split_norm / sigma, shared_norm / sigma
     if rate == 1.0 or s_sh == 0.0:
-        split = _partition_rdp(s_sp, parts, 1, a, rate, method)
+        split = partition_rdp_kernel(s_sp, parts, 1, a, rate, method)
         shared = a * s_sh ** 2 / 2.0
         return Bound(split + shared, "upper",
                      f"{SOURCE}, Sec. 3.2.2 (split part: Thm 3.4; shared part: Gaussian RDP; "
@@ -725,7 +725,7 @@ def _applies(mech, scheme, relation) -> bool:
             relations=(AddRemove, ZeroOut), when=_applies)
 def _dong_tight(mech: Gaussian, scheme: Scheme, relation, alpha: np.ndarray) -> np.ndarray:
     d, k, rate = _scheme_dk(scheme)
-    return _partition_rdp(mech.sensitivity / mech.sigma, d, k, alpha, rate, "tight")
+    return partition_rdp_kernel(mech.sensitivity / mech.sigma, d, k, alpha, rate, "tight")
 
 
 @rdp_method("dong-fast", SRC_FAST, mechanisms=(Gaussian,),
@@ -733,7 +733,7 @@ def _dong_tight(mech: Gaussian, scheme: Scheme, relation, alpha: np.ndarray) -> 
             relations=(AddRemove, ZeroOut), when=_applies)
 def _dong_fast(mech: Gaussian, scheme: Scheme, relation, alpha: np.ndarray) -> np.ndarray:
     d, k, rate = _scheme_dk(scheme)
-    return _partition_rdp(mech.sensitivity / mech.sigma, d, k, alpha, rate, "fast")
+    return partition_rdp_kernel(mech.sensitivity / mech.sigma, d, k, alpha, rate, "fast")
 
 
 def model_split_rdp(sigma: float, parts: int, alpha: float | np.ndarray, sensitivity: float = 1.0,
@@ -751,3 +751,6 @@ def balanced_iteration_rdp(sigma: float, steps: int, participations: int,
     ``participations`` of ``steps`` steps.  Epochs compose (Remark 3.10)."""
     return partition_rdp(sensitivity, sigma, steps, participations, alpha, 1.0, method)
 
+
+
+_partition_rdp = partition_rdp_kernel  # alias for modules not yet migrated (reproduce/dong2025.py)

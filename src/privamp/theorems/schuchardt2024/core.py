@@ -47,12 +47,12 @@ from ...numerics.mixture_divergence import (
     log_moment_quadrature,
     logsumexp,
 )
-from ...numerics.special import _log_binom
-from ...renyi.curves import _interpolate_cgf, monotone_envelope
+from ...numerics.special import log_binom
+from ...renyi.curves import interpolate_cgf, monotone_envelope
 from ...sampling.relations import AddRemove, Substitution, ZeroOut
 from ...sampling.schemes import Poisson, WithoutReplacement
 from ..registry import rdp_method
-from ..wang2019 import _wang_eps
+from ..wang2019 import wang_eps
 
 __all__ = [
     "hybrid_wor_substitution_rdp",
@@ -78,7 +78,7 @@ def hybrid_wor_substitution_rdp(mech: Mechanism, scheme: WithoutReplacement, alp
     (its ``sensitivity`` is the add/remove one).  A substitution is an insertion plus a
     removal, so the Wang et al. expansion applies with the base mechanism at distance 2."""
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
-    return _wang_eps(mech, scheme.batch_size / scheme.dataset_size, a, 2)
+    return wang_eps(mech, scheme.batch_size / scheme.dataset_size, a, 2)
 
 
 # ----------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def hybrid_wor_substitution_rdp(mech: Mechanism, scheme: WithoutReplacement, alp
 def _binom_log_weights(K: int, r: float) -> np.ndarray:
     """log Binomial(k | K, r), k = 0..K, for 0 < r < 1 (no underflow for tiny r)."""
     k = np.arange(K + 1, dtype=float)
-    return _log_binom(float(K), k) + k * math.log(r) + (K - k) * math.log1p(-r)
+    return log_binom(float(K), k) + k * math.log(r) + (K - k) * math.log1p(-r)
 
 
 def gaussian_mixture_log_moments(
@@ -119,7 +119,7 @@ def poisson_group_gaussian_rdp(mech: Gaussian, rate: float, group: int, alpha) -
     if rate == 0:
         return np.zeros_like(a)
     if rate == 1:
-        return mech._rdp(a, group)
+        return mech.rdp_kernel(a, group)
     fwd, rev = gaussian_mixture_log_moments(a, _binom_log_weights(group, rate), mech.shift(1))
     return np.maximum(np.maximum(fwd, rev), 0.0) / (a - 1)
 
@@ -138,7 +138,7 @@ def _second_order(u: float, a: np.ndarray) -> np.ndarray:
         return np.expm1(a * np.log1p(u)) - a * u
 
 
-def _bern_log_psi(a: np.ndarray, q: float, delta: float) -> np.ndarray:
+def bern_log_psi(a: np.ndarray, q: float, delta: float) -> np.ndarray:
     """log Psi_a(Bern(q + delta) || Bern(q)) (laws given by P(z = 0)), exact.
 
     ``Psi - 1 = q g(delta/q) + (1-q) g(-delta/(1-q))`` with ``g(u) = (1+u)^a - 1 - a u`` (the
@@ -177,7 +177,7 @@ def poisson_group_rr_rdp(mech: RandomizedResponse, rate: float, group: int, alph
     moved = -math.expm1(group * math.log1p(-rate)) if rate < 1 else 1.0  # 1 - (1-r)^K
     delta = moved * (1 - 2 * t)  # mixture P(z=0) minus theta
     p = t + delta
-    val = np.maximum(_bern_log_psi(a, t, delta), _bern_log_psi(a, p, -delta))
+    val = np.maximum(bern_log_psi(a, t, delta), bern_log_psi(a, p, -delta))
     return np.maximum(val, 0.0) / (a - 1)
 
 
@@ -196,7 +196,7 @@ def wor_substitution_rr_rdp(
             for t4 in (t, 1 - t):
                 # P(z = 0) under x and x' (|0 - tau| = tau); they differ by w (t2 - t4)
                 q = (1 - w) * t1 + w * t4
-                best = np.maximum(best, _bern_log_psi(a, q, w * (t2 - t4)))
+                best = np.maximum(best, bern_log_psi(a, q, w * (t2 - t4)))
     return np.maximum(best, 0.0) / (a - 1)
 
 
@@ -269,18 +269,18 @@ def wor_addremove_rdp(mech: Mechanism, scheme: WithoutReplacement, alpha) -> np.
     j = np.arange(jmax + 1, dtype=float)
     log_psi = np.zeros(jmax + 1)
     if jmax >= 2:
-        log_psi[2:] = (j[2:] - 1) * mech._rdp(j[2:], 2)
+        log_psi[2:] = (j[2:] - 1) * mech.rdp_kernel(j[2:], 2)
 
     def cgf_at(ints):
         out = np.empty(ints.size)
         for idx, nn in enumerate(ints):
             js = np.arange(nn + 1, dtype=float)
-            terms = _log_binom(float(nn), js) + js * math.log(w) + (nn - js) * math.log1p(-w)
+            terms = log_binom(float(nn), js) + js * math.log(w) + (nn - js) * math.log1p(-w)
             out[idx] = math.log(2.0) + logsumexp(terms + log_psi[: nn + 1])
         return out * (1 + 1e-14)
 
-    eps = _interpolate_cgf(a, cgf_at)
-    return np.minimum(eps, mech._rdp(a, 2))
+    eps = interpolate_cgf(a, cgf_at)
+    return np.minimum(eps, mech.rdp_kernel(a, 2))
 
 
 @rdp_method(

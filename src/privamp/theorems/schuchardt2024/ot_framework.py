@@ -58,7 +58,7 @@ from ...results import Bound
 from ...sampling.schemes import CustomSampler
 from ..mironov2019 import poisson_exact_rdp
 from ..registry import rdp_method
-from .core import _bern_log_psi, gaussian_mixture_log_moments
+from .core import bern_log_psi, gaussian_mixture_log_moments
 
 __all__ = [
     "ChainEvents",
@@ -162,7 +162,7 @@ def _log_pair_cost(mech: Mechanism, a: np.ndarray, d: int) -> np.ndarray:
     """log max_{d(y,y') <= d} Psi_a(b_y || b_y') = (a - 1) eps_M(a, d) (white-box group)."""
     if d == 0:
         return np.zeros_like(a)
-    return (a - 1.0) * np.asarray(mech._rdp(a, int(d)), dtype=float)
+    return (a - 1.0) * np.asarray(mech.rdp_kernel(a, int(d)), dtype=float)
 
 
 def _one_sided(mech: Mechanism, a: np.ndarray, ps: np.ndarray, ws: np.ndarray
@@ -178,7 +178,7 @@ def _one_sided(mech: Mechanism, a: np.ndarray, ps: np.ndarray, ws: np.ndarray
         u = float(ws[ps > 0].sum())
         t = mech.theta
         dlt = u * (1 - 2 * t)
-        val = np.maximum(_bern_log_psi(a, t, dlt), _bern_log_psi(a, t + dlt, -dlt))
+        val = np.maximum(bern_log_psi(a, t, dlt), bern_log_psi(a, t + dlt, -dlt))
         return val, "randomized response: extreme points (exact)"
     if isinstance(mech, Laplace) and (ps > 0).sum() == 1:
         p = int(ps[ps > 0][0])
@@ -255,7 +255,7 @@ def _two_sided(mech: Mechanism, a: np.ndarray, left: ChainEvents, right: ChainEv
                 for t2 in (t, 1 - t):
                     p = (1 - ul) * t0 + ul * t1  # P(z = 0), left
                     q = (1 - ur) * t0 + ur * t2
-                    best = np.maximum(best, _bern_log_psi(a, q, p - q))
+                    best = np.maximum(best, bern_log_psi(a, q, p - q))
         return best, "randomized response: extreme points (exact)"
     out = np.empty_like(a)
     for i, al in enumerate(a):

@@ -1,0 +1,253 @@
+"""Discretisation numerics of one step's grid pair (no PLD objects): the connect-the-dots
+bin split (Doroshenko et al. 2022, arXiv:2207.04380, Sec. 3), privamp's optimistic masses
+(lowered chords chained at the tents, then the convex minorant), and the bounds on the float
+error of the tail evaluations with their relative/additive split.
+
+Split from :mod:`privamp.pld.grid` (issue 26); the soundness arguments are in that module's
+docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import isotonic_regression
+
+from ..numerics.fft import UNIT_ROUNDOFF
+
+__all__ = [
+    "bin_split",
+    "optimistic_masses",
+    "relative_split",
+    "split_tail_errors",
+    "tail_errors",
+    "vertex_lowering",
+]
+
+
+_U = UNIT_ROUNDOFF
+
+
+_U_LD = float(np.finfo(np.longdouble).eps) / 2.0
+
+
+def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
+                 ) -> np.ndarray:
+    """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
+
+    The tails are evaluated within 4 ulp (relative) and each bin mass is the rounded
+    difference of the two smaller tails, so the tails telescoped from the stored masses are
+    within 12 u of the true ones relative to R_k = (stored mass above l_k) above the
+    distribution's switch point (where the upper tail becomes the smaller one), and within
+    12 u (total + R_k) below it.  The profile at a_k is P(L > l_k) - a_k Q(L > l_k), so
+    ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
+    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
+    """
+    return 6.0 * ulps * _U * (tail_side(pm) + a * tail_side(qm)) + 1e-300
+
+
+def tail_side(m: np.ndarray) -> np.ndarray:
+    """Per grid point l_k, the stored mass above l_k if that is the smaller tail there, else
+    the total plus it: what the 12 u error of the telescoped tails of :func:`tail_errors` is
+    relative to."""
+    inner = m[1:-1]
+    above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+    tot = float(m.sum())
+    below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
+    # switch: first k whose mass above is below the mass at or below
+    return np.where(above <= below, above, tot + above)
+
+
+def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
+                       w: float, acc: np.ndarray) -> np.ndarray:
+    """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
+    mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
+    cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
+    (:meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`).
+
+    ``acc``: per edge, the relative accuracy of the base tails there.  Telescoped from the
+    stored masses (each the rounded difference of the smaller tails), the tails of qm and
+    pb above l_k err by eta^Q_k, eta^P_k <= (2 acc_k + u) :func:`tail_side` at l_k plus
+    acc_K times the top cell's mass (the other end of the telescope; below the switch the
+    lower tails' ends, within the total); with ``acc = 4 u`` this is the 12 u of
+    :func:`tail_errors`.  The combination rounds each P-mass by a relative 3.01 u.  So the
+    profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
+    above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
+    em = np.expm1(l)
+    c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
+    above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
+    r = 3.0 * np.maximum(acc, 4.0 * _U) + _U  # >= 2 acc + u, and 12 u at acc = 4 u
+    top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
+    eta = r * (c * tail_side(qm) + w * tail_side(pb)) + c * top_q + w * top_p
+    return 2.0 * eta + 8.0 * _U * above + 1e-300
+
+
+def relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
+                    ) -> tuple[float, float]:
+    """(rho, s) with ``rho * G(a) + s >= Err(a)`` on every segment, for a grid profile G
+    with values ``vertex`` at the grid points and an error Err at most ``max(E_k, E_k+1)``
+    on segment k (G decreases, so G >= G_{k+1} there).
+
+    A relative part rho costs a T-fold composition ``T rho`` times the (small) delta it is
+    queried at, an additive part ``T s``; rho is the largest ratio E / G over the segments
+    where G is not tiny, at most ``rho_max``; s covers the rest.  ``vertex`` is lowered by the
+    float error of its own summation and by E first (it stands in for the true profile).
+    """
+    n = len(vertex)
+    if n < 2:
+        return 0.0, float(err.max()) if len(err) else 0.0
+    e_seg = np.maximum(err[:-1], err[1:])
+    g_low = np.maximum(vertex[1:] * (1.0 - 4.0 * n * _U) - err[1:], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(g_low > 0, e_seg / g_low, np.inf)
+    rho = float(min(np.max(np.where(ratio <= rho_max, ratio, 0.0)), rho_max)) * (1.0 + 1e-6)
+    s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
+    return rho, s * (1.0 + 1e-6)
+
+
+def bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float | np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(Delta_i = a_{i+1} - a_i, e_i = the Q-mass of bin i sent to its upper end) for bins
+    (l_i, l_{i+1}] of P- and Q-masses pb, qb on the grid a_i = e^{l_i} of step h (or of
+    steps h_i = l_{i+1} - l_i): the connect-the-dots split keeping each bin's P- and
+    Q-mass."""
+    em1 = np.expm1(h)
+    return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+
+
+def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
+                       e: np.ndarray, qgt: np.ndarray, q_ge) -> np.ndarray:
+    """P-masses on the grid of a pair whose profile lies below D everywhere.
+
+    Chord slopes m_i = -Q(L > l_{i+1}) - e_i; with A = Q_i - e_i, B = e_i, D lies above the
+    tangents at both ends of segment i (slopes m_i - A and m_i + B), i.e. above the chord
+    minus a tent of height g_i = Delta_i A B / (A + B) peaked at relative position
+    t_i = B / (A + B); vertex lowerings mu_i come from :func:`vertex_lowering`; values
+    v_i = W_i - mu_i with W_i = D(a_i) - D(a_K) <= D(a_i).  The grid ends at the first K'
+    with v_K' <= 0, where the value is set to 0 and v_{K'-1} <= Q(L >= l_K') Delta (the
+    tangent through (a_K', 0) with the left derivative, a subgradient);
+    a virtual point at a = 0 on the line of slope -Q(L >= l_0) through (a_0, v_0) covers
+    [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
+    slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.
+
+    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i).
+    """
+    K = len(l) - 1
+    qge0 = float(q_ge(0))  # Q(L >= l_0)
+    m = -qgt[1:] - e
+    A = qb - e
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pos = qb > 0
+        safe = np.where(pos, qb, 1.0)
+        g = np.where(pos, dlt * A * e / safe, 0.0)
+        t = np.clip(np.where(pos, e / safe, 0.5), 0.0, 1.0)
+    w = np.zeros(K + 1)
+    w[:K] = np.cumsum((-m * dlt)[::-1])[::-1]
+    mu = vertex_lowering(g, t, cap=w)
+    v = w - mu
+    nonpos = np.nonzero(v[1:] <= 0)[0]
+    kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
+    # slopes on segments 0..kend-1
+    s = m[:kend] - (mu[1 : kend + 1] - mu[:kend]) / dlt[:kend]
+    # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
+    q_at = float(q_ge(kend))
+    v_last = min(float(v[kend - 1]), q_at * float(dlt[kend - 1]))
+    v_last = max(v_last, 0.0)
+    s[kend - 1] = -v_last / dlt[kend - 1]
+    if kend >= 2:
+        # keep v_{kend-1} consistent: the segment before ends at the (possibly lowered) value
+        s[kend - 2] = (v_last - v[kend - 2]) / dlt[kend - 2]
+    slopes = np.concatenate(([-qge0], s))
+    weights = np.concatenate(([a[0]], dlt[:kend]))
+    fit = isotonic_regression(slopes, weights=weights, increasing=True).x
+    fit = np.minimum(fit, 0.0)
+    # Q'-mass at a_j = slope increment there (slope after the last point is 0)
+    inc = np.diff(np.concatenate((fit, [0.0])))
+    q = np.maximum(inc, 0.0)
+    out = np.zeros(K + 1)
+    out[: kend + 1] = a[: kend + 1] * q
+    # a pooled slope (weighted mean of m slopes of one sign) carries a relative error
+    # <= (m + 2) u, and the profile at a is the integral of |slope| to its right, so scaling
+    # the masses down by 4 (m + 2) u covers it (m: the longest run of pooled slopes)
+    runs = np.flatnonzero(np.diff(fit) != 0.0)
+    m = int(np.max(np.diff(np.concatenate(([-1], runs, [len(fit) - 1]))))) if len(fit) else 1
+    out *= 1.0 - 4.0 * (m + 2) * _U
+    return out
+
+
+#: segments per block of the chained vertex lowering (blocks are chained in parallel)
+_CHAIN_BLOCK = 32
+
+
+#: a tent peak at relative position t < _CHAIN_LEFT loads the segment's left vertex instead
+_CHAIN_LEFT = 1e-3
+
+
+def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
+                     ) -> np.ndarray:
+    """Lowerings mu_0..mu_K >= 0 of the chord vertices such that every lowered segment lies
+    below the tent envelope of its segment (hence below D).
+
+    The lowered segment i runs from (a_i, D_i - mu_i) to (a_{i+1}, D_{i+1} - mu_{i+1}); the
+    envelope is the chord minus a tent of height g_i at relative position t_i (zero at both
+    ends).  Line minus envelope is concave and piecewise linear with its only kink at the
+    tent's peak, so the segment lies below the envelope iff it does at the ends and at the
+    peak: mu_i, mu_{i+1} >= 0 and ``(1 - t_i) mu_i + t_i mu_{i+1} >= g_i``.
+
+    Any such mu is sound; small ones give a tight optimistic PLD.  ``mu_i = max(g_{i-1},
+    g_i)`` satisfies the constraints but lowers both ends of a segment by its whole gap; the
+    chain ``mu_{i+1} = max(0, (g_i - (1 - t_i) mu_i) / t_i)`` makes every constraint tight
+    (this is the optimistic analogue of connect-the-dots: each segment touches the envelope
+    at its peak, and for a pair with one atom per bin -- where the envelope *is* the profile --
+    it is a post-processing of the pair).  For speed the chain runs in blocks of
+    ``_CHAIN_BLOCK`` segments in parallel, each block starting from the max-rule value
+    (feasible on both sides); a block's last vertex takes the max of both values.  Where
+    the chain would lower the right vertex below zero value (beyond ``cap``, the chord's
+    value there) or the peak sits at the left end (t < ``_CHAIN_LEFT``), the segment loads
+    its left vertex instead (``mu_i >= g_i / (1 - t_i)``, ``mu_{i+1} = 0``), or both ends by
+    g_i if that too exceeds the cap.  A final check in float (with g inflated by 1e-9
+    relative) raises any vertex of a violated constraint to the max-rule value, which
+    satisfies it.
+    """
+    K = len(g)
+    gi = g * (1.0 + 1e-9)
+    mu_max = np.empty(K + 1)
+    mu_max[0] = gi[0]
+    mu_max[K] = gi[K - 1]
+    if K > 1:
+        mu_max[1:K] = np.maximum(gi[:-1], gi[1:])
+    L = _CHAIN_BLOCK
+    nb = -(-K // L)
+    pad = nb * L - K
+    gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L)
+    tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L)
+    mm = np.concatenate((mu_max, np.zeros(pad))).reshape(-1)  # vertices 0..nb L
+    up = 1.0 + 4.0 * _U
+    # vertex values of block b: columns 0..L (columns 0 and L shared with the neighbours)
+    if cap is None:
+        cap = np.full(K + 1, np.inf)
+    cp = np.concatenate((cap, np.full(pad, np.inf)))  # vertices 0..nb L
+    vidx = np.arange(nb) * L
+    chain = np.zeros((nb, L + 1))
+    chain[:, 0] = mm[0 : nb * L : L]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(L):
+            tk, gk = tp[:, i], gp[:, i]
+            fwd = np.maximum((gk - (1.0 - tk) * chain[:, i]) / np.where(tk > 0, tk, 1.0),
+                             0.0) * up
+            left = (tk < _CHAIN_LEFT) | (fwd > cp[vidx + i + 1])
+            need = gk / np.where(tk < 1.0, 1.0 - tk, 1.0) * up
+            both = left & (need > cp[vidx + i])  # left vertex cannot take it alone
+            new_left = np.where(both, gk * up, need)
+            chain[:, i] = np.where(left, np.maximum(chain[:, i], new_left), chain[:, i])
+            chain[:, i + 1] = np.where(both, gk * up, np.where(left, 0.0, fwd))
+    mu = np.zeros(nb * L + 1)
+    mu[: nb * L] = chain[:, :L].reshape(-1)
+    # a block's last vertex is the next block's first: both values must hold
+    mu[L : nb * L + 1 : L] = np.maximum(mu[L : nb * L + 1 : L], chain[:, L])
+    mu = mu[: K + 1]
+    lhs = (1.0 - t) * mu[:-1] + t * mu[1:]
+    bad = np.nonzero(lhs < gi)[0]
+    if len(bad):
+        mu[bad] = np.maximum(mu[bad], mu_max[bad])
+        mu[bad + 1] = np.maximum(mu[bad + 1], mu_max[bad + 1])
+    return mu

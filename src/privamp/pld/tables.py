@@ -1,0 +1,198 @@
+"""Array numerics of grid PLDs (no PLD objects): the discounted suffix sums behind
+``PLD.delta`` / ``PLD.epsilon`` (:func:`discounted_suffix`, :func:`profile_at`) and the
+mass/slack arithmetic of a product of grid pairs (:func:`product_allowances`).
+
+Split from :mod:`privamp.pld.grid` (issue 26); the soundness arguments are in that module's
+docstring.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..numerics.fft import UNIT_ROUNDOFF
+
+if TYPE_CHECKING:
+    from .grid import PLD
+
+__all__ = [
+    "band_tables",
+    "decay_weights",
+    "discounted_suffix",
+    "product_allowances",
+    "profile_at",
+    "underflow",
+]
+
+
+_U = UNIT_ROUNDOFF
+
+
+@functools.lru_cache(maxsize=16)
+def decay_table(h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(n) * h
+    w = np.where(k <= 700.0, np.exp(-np.minimum(k, 700.0)), 0.0)
+    om = -np.expm1(-k)
+    w.flags.writeable = om.flags.writeable = False
+    return w, om
+
+
+def decay_weights(h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """e^{-k h} (0 where k h > 700) and 1 - e^{-k h} for k = 0 .. n - 1 (read-only views
+    of a cached table of the next power of two)."""
+    w, om = decay_table(h, 1 << max(n - 1, 1).bit_length())
+    return w[:n], om[:n]
+
+
+def discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
+    """r_j = sum_{i >= j} m_i e^{-(i - j) h} for nonnegative m, in blocks of B <= 1024 points
+    with B h <= 30: within a block, weights e^{-(i - s) h} >= e^{-30} and one reversed cumsum
+    (a chain of nonnegative additions, like the first-order recursion it replaces); blocks
+    are chained by r_s = (block sum) + e^{-B h} r_{s + B}.  Terms m_i e^{-(i-s)h} that
+    round among subnormals err by at most 2^-1075 e^{30} each (either way); with ``up`` that
+    allowance is added, else taken off (clipped at 0), so the tables stay on their side.
+    (Replaces scipy.signal.lfilter: importing scipy.signal cost a tenth of privamp's import
+    time.)"""
+    n = len(m)
+    B = int(max(1, min(1024, math.floor(30.0 / h))))
+    nb = -(-n // B)
+    wrev, tailrev, decay = suffix_weights(B, h)
+    mm = np.zeros(nb * B)
+    mm[:n] = m
+    # the blocks from the top down, each read backwards (contiguous rows): the same products
+    # and the same chains of additions as summing each block backwards in place
+    inner = np.cumsum(mm[::-1].reshape(nb, B) * wrev, axis=1)
+    inner /= wrev
+    starts = inner[:, -1]
+    carry = np.zeros(nb)
+    acc = 0.0
+    for b in range(nb):  # r at the start of the block above, chained
+        carry[b] = acc
+        acc = float(starts[b]) + decay * acc
+    inner += carry[:, None] * tailrev
+    r = inner.ravel()[::-1][:n]
+    return underflow(r, n * math.exp(30.0), up)
+
+
+def underflow(x, count: float, up: bool):
+    """x raised (``up``), or lowered and clipped at 0, by ``count`` times 5e-324: products
+    rounded among subnormals are each within 2^-1075 of the exact value; ``count`` is their
+    number times the largest factor they are then divided by."""
+    a = count * 5e-324
+    return x + a if up else np.maximum(x - a, 0.0)
+
+
+def suffix_weights(B: int, h: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """For :func:`discounted_suffix`: e^{-k h} for k = B - 1 .. 0 and e^{-(B - k) h} for
+    k = 0 .. B - 1 read backwards (read-only views of :func:`decay_weights`; B h <= 30),
+    and e^{-B h}."""
+    w = decay_weights(h, B + 1)[0]
+    return w[B - 1 :: -1], w[1 : B + 1], math.exp(-B * h)
+
+
+def profile_at(m: np.ndarray, l: np.ndarray) -> np.ndarray:
+    """G_j = sum_{i > j} m_i (1 - e^{-(l_i - l_j)}) for masses m >= 0 at increasing losses l
+    (any spacing): the raw profile at eps = l_j, as in :meth:`PLD._get_tables`, from sums of
+    nonnegative terms only: r_k = sum_{i >= k} m_i e^{-(l_i - l_k)} in blocks spanning at
+    most 30 in loss (one reversed cumsum each, chained), then
+    G_j = sum_{k > j} (1 - e^{-(l_k - l_{k-1})}) r_k.  (Underflowing terms are dropped:
+    the result may be low by ~1e-300, covered with the rest by :func:`relative_split`.)"""
+    n = len(m)
+    r = np.empty(n)
+    carry, end = 0.0, n  # r at index `end` (0 beyond the top)
+    starts = np.searchsorted(l, np.arange(float(l[0]), float(l[-1]) + 30.0, 30.0))
+    for b in starts[::-1]:
+        b = int(b)
+        if b >= end:
+            continue
+        seg = slice(b, end)
+        d = l[seg] - l[b]  # in [0, 30]
+        inner = np.cumsum((m[seg] * np.exp(-d))[::-1])[::-1] * np.exp(d)
+        if end < n:
+            inner += carry * np.exp(-(l[end] - l[seg]))
+        r[seg] = inner
+        carry, end = float(r[b]), b
+    inc = -np.expm1(-np.diff(l)) * r[1:]
+    g = np.zeros(n)
+    g[:-1] = np.cumsum(inc[::-1])[::-1]
+    return g
+
+
+def product_allowances(factors: list[tuple[PLD, int]], mass_sums: list[float] | None = None
+                        ) -> tuple[float, float]:
+    """(mass at +inf, slack growth) of the product of the grid pairs ``factors`` (pairs
+    (PLD, how many times), all of one kind), each rounded the safe way.
+
+    The finite masses m_i and masses at +inf p_i multiply to ``prod (m_i + p_i) - prod m_i``
+    at +inf, computed as ``prod m_i expm1(sum log1p(p_i / m_i))``.  Slack: ``H(P1 x P2 ||
+    Q1 x Q2)`` changes by at most sup|D1 - D1'| times the total P-mass of pair 2 when D1
+    does (the composition formula in the module docstring), so composing the true pairs
+    (mass 1) and the grid pairs (mass M_i) gives slack ``<= prod (M'_i + s_i) - prod M'_i``
+    with ``M'_i = max(M_i, 1)``.  The exponents carry about n u (n factors in all): the
+    relative allowance 16 (n + 8) u + 1e-15 covers them.  ``mass_sums``: the factors'
+    ``float(np.sum(masses))`` if already known."""
+    pess = factors[0][0].kind == "pessimistic"
+    log_m = log_mp = log_mm = ratio = ratio_s = 0.0
+    total = 0
+    for i, (f, c) in enumerate(factors):
+        n = len(f.masses)
+        m_sum = float(np.sum(f.masses)) if mass_sums is None else mass_sums[i]
+        m_hi = m_sum * (1.0 + (n + 2) * _U)
+        m = m_hi if pess else m_sum * (1.0 - (n + 2) * _U)
+        mm = max(m_hi * (1.0 + 2 * _U) + f.inf_mass, 1.0)
+        total += c
+        log_mm += c * math.log(mm)
+        ratio_s += c * math.log1p(f.slack / mm)
+        log_mp += c * math.log(m + f.inf_mass) if m + f.inf_mass > 0 else -math.inf
+        if m > 0:
+            log_m += c * math.log(m)
+            ratio += c * math.log1p(f.inf_mass / m)
+        else:
+            log_m = -math.inf
+    rel = 16.0 * (total + 8) * _U + 1e-15
+    # some factor without finite mass: the product's mass is all at +inf
+    inf_t = math.exp(log_m) * math.expm1(ratio) if log_m > -math.inf else math.exp(log_mp)
+    inf_t *= (1.0 + rel) if pess else (1.0 - rel)
+    grow = math.exp(log_mm) * math.expm1(ratio_s) * (1.0 + rel) if ratio_s > 0 else 0.0
+    return inf_t, grow
+
+
+def band_tables(masses: np.ndarray, h: float, offset: int, up: bool, j0: int, j1: int
+                ) -> tuple:
+    """``PLD._get_tables`` of the grid PLD with ``masses`` at losses ``(offset + i) h``
+    (``up``: pessimistic) on the grid points j0..j1 only (0 < j0 < j1 < n - 1), equal
+    there to the full tables up to float error: at j1, R and G are one sum each over
+    the masses from j1 up (weights e^{-kh} and 1 - e^{-kh}: nonnegative terms, relative
+    error <= n u, within QUERY_REL); below it, the recursions of the full tables
+    (R_j = p_j + e^{-h} R_{j+1}, G_j = G_{j+1} + (1 - e^{-h}) R_{j+1}).  Weights that
+    underflow (k h > 700) lose <= e^{-700} per mass, added back when pessimistic.
+    An answer read from them is the full tables' if its segment lies inside: G at j1 at
+    most the query's level (checked by the caller) and the "inside" flag of
+    ``PLD._invert_one`` at j0 (the first loss must be > 0 there)."""
+    m = masses
+    top = m[j1:]
+    w, om = decay_weights(h, len(top))
+    # products rounding among subnormals err by <= 2^-1075 each (either way)
+    r_top = underflow(float(np.dot(top, w)), len(top), up)
+    g_top = underflow(float(np.dot(top[1:], om[1:])), len(top), up)
+    cut = 700.0 / h  # weights zeroed beyond: each such term <= its mass e^{-700}
+    if up and len(top) > cut:
+        r_top += float(np.sum(top[int(math.floor(cut)):])) * math.exp(-700.0)
+    seg = np.concatenate((m[j0:j1], [r_top]))
+    if len(seg) * h <= 30.0:  # one block of discounted_suffix, on the cached weights
+        ws = w[: len(seg)] if len(seg) <= len(w) else decay_weights(h, len(seg))[0]
+        r = underflow(np.cumsum((seg * ws)[::-1])[::-1] / ws, len(seg) * math.exp(30.0),
+                       up)
+    else:
+        r = discounted_suffix(seg, h, up)
+    inc = -math.expm1(-h) * r
+    g_up = np.empty(len(seg) + 1)
+    g_up[0] = g_top
+    g_up[1:] = inc[::-1]
+    g_up = np.cumsum(g_up)[:-1]
+    losses = (offset + np.arange(j0, j1 + 1)) * h
+    return losses, r, g_up[::-1], g_up
