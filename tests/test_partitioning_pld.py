@@ -12,12 +12,13 @@ import pytest
 from scipy import integrate, stats
 
 import privamp as pa
+from privamp.theorems.dong2025 import bis_lattice as lat
 from privamp.theorems.dong2025 import bis_pld as bp
 
 
 def test_cell_masses_and_error_bound_vs_mpmath():
     s, d, n = 1.0, 2e-3, 4096
-    cells, top, eta = bp._cell_masses(s, s * s, d, n)
+    cells, top, eta = lat._cell_masses(s, s * s, d, n)
     mpmath.mp.dps = 40
 
     def cdf(w):  # P(e^{s^2} Z <= w), Z = exp(s X - s^2/2)
@@ -197,8 +198,8 @@ def test_lattice_indices_beyond_the_circle_are_clipped_not_cast_out_of_range():
     import warnings
 
     s, T, d = 1.0, 10, 2e-3
-    n = bp._fft_size(s, T, d)
-    law = bp._SumLaw(s, T, s * s, d, n)
+    n = lat._fft_size(s, T, d)
+    law = lat.SumLaw(s, T, s * s, d, n)
     y = np.array([0.0, 1.0, 1e25, np.inf])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -231,8 +232,8 @@ def test_split_long_double_spectrum_vs_mpmath_dft():
     within the certified l2 bound of _factor of the exact DFT (mpmath, 30 digits) at every
     sampled bin, including bins of the conjugate-symmetric half and across chunks."""
     s, d, n = 1.0, 2e-3, 2048
-    spec, _, _, bound = bp._factor(s, 0.3, d, n, {})
-    cells = bp._cell_masses(s, 0.3, d, n)[0]
+    spec, _, _, bound = lat.factor(s, 0.3, d, n, {})
+    cells = lat._cell_masses(s, 0.3, d, n)[0]
     mpmath.mp.dps = 30
     xs = [mpmath.mpf(float(v)) for v in cells]
     worst = 0.0
@@ -248,7 +249,7 @@ def test_circle_fits_counts_plain_and_shifted_drops():
     """The circle-size check uses the same dropped mass as _SumLaw (T - m plain coordinates,
     m shifted): a block of 100 steps at sigma = 1 fits on 2^21 points, and _SumLaw's own
     certified drop + wrap there is within the budget."""
-    d, n = bp._lattice(1.0, 100, 1e-3, 3)
+    d, n = lat.lattice(1.0, 100, 1e-3, 3)
     assert (d, n) == (1e-3, 1 << 21)
-    law = bp._SumLaw(1.0, 100, 1.0, d, n)
-    assert law.drop + law.wrap - 100 * 16.0 * bp._U <= bp._ALIAS_BUDGET
+    law = lat.SumLaw(1.0, 100, 1.0, d, n)
+    assert law.drop + law.wrap - 100 * 16.0 * lat._U <= lat._ALIAS_BUDGET

@@ -10,7 +10,7 @@ Q and, under P (by symmetry, given that the record is in step 1), W_1 = e^{s^2} 
 pair is realised by neighbouring datasets (one record contributing 1 to one coordinate, all
 others 0), so any pair it dominates gives certified LOWER bounds.
 
-*Tails with certified bounds* (:class:`_SumLaw`).  Floor each W_i to the lattice d N:
+*Tails with certified bounds* (:class:`SumLaw`).  Floor each W_i to the lattice d N:
 K = sum_i floor(W_i / d) satisfies d K <= S < d K + T d.  Coordinates with W_i >= N d are
 dropped (event E^c, P(E^c) <= sum_i P(W_i >= N d)); the law of K on E is the T-fold
 convolution of the cell masses, computed on the circle Z_N by one real FFT per factor, a
@@ -25,7 +25,7 @@ doubled, up to 3 times, when N would exceed 2^24).
 direction, D(a) = E_Q[(r - a)_+] (remove) and E_Q[(1 - a r)_+] (add), r = S / T = dP/dQ,
 is bounded above by U_i: on each cell {K = j}, r lies in [d j / T, d j / T + d] and
 E_Q[r; K = j] = P(K = j), so the convex integrand below its chord over the cell bounds the
-cell's share by P- and Q-masses of K (:func:`_chord_upper`; exact where the integrand is
+cell's share by P- and Q-masses of K (:func:`chord_upper`; exact where the integrand is
 linear, so the lattice costs second order in d), and also by tail differences
 P(L > l) - a Q(L > l) (first order in d).  D is convex and nonincreasing with D(0) = 1, so it
 lies below the piecewise-linear interpolation of (0, 1), (e^{l_i}, U_i) (flat after the last
@@ -37,30 +37,36 @@ the true pair (Blackwell), and domination survives composition (:mod:`privamp.pl
 tests {K >= j}, {K < j} on the lattice statistic K itself: post-processing, no lattice
 shift, :func:`_threshold_lower`), lowered chords (gap to the end tangents, whose slopes
 are bounded by the Q-tails) and the greatest convex minorant give a grid pair whose
-profile lies below D (:func:`_lower_profile_pld`).
+profile lies below D (:func:`lower_profile_pld`).
 Epochs compose by FFT (Remark 3.10).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 import numpy as np
-from scipy import fft as sfft
-from scipy import special
 
 from ...errors import NotApplicable
 from ...mechanisms.gaussian import Gaussian
 from ...numerics.arrays import shaped
-from ...numerics.logspace import log_diff_ndtr
 from ...pld.grid import PLD
-from ...pld.profiles import lower_hull, upper_profile_pld
+from ...pld.profiles import upper_profile_pld
 from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
 from ..registry import BoundPair, RunAnalysis, run_accountant
-from .rdp import block_counts, reverse_divergence
+from .bis_lattice import (
+    DegenerateProfile,
+    SumLaw,
+    add_tail_upper,
+    chord_upper,
+    factor,
+    lower_profile_pld,
+    prefix_sums,
+    suffix_sums,
+)
+from .moments import block_counts, reverse_divergence
 
 __all__ = [
     "bis_epoch_plds",
@@ -88,539 +94,6 @@ SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.
           "dominating grid pair, FFT composition)")
 
 
-_U = float(np.finfo(float).eps) / 2.0
-
-
-_MAX_FFT = 1 << 24  # largest circular lattice (beyond: the accountant abstains)
-
-
-_ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
-
-
-class _DegenerateProfile(NotApplicable):
-    """The certified lower-bound points admit no dominated grid pair (only the lower bound
-    is lost; raised by :func:`_lower_profile_pld`)."""
-
-
-def _index(x: np.ndarray | float, bound: int) -> np.ndarray:
-    """Integer lattice indices of the float array ``x`` (already floored or ceiled), clipped
-    to [-bound, bound] before the int64 cast (values beyond the lattice, up to inf, keep their
-    meaning for callers that clip to [0, n] after shifting by at most ``bound - n``).  A NaN
-    is a bug upstream and raises."""
-    x = np.asarray(x, dtype=float)
-    if np.isnan(x).any():
-        raise FloatingPointError("NaN lattice index in the BIS PLD")
-    return np.clip(x, -bound, bound).astype(np.int64)
-
-
-def _log_w(v: np.ndarray | float, z: float = 0.0) -> np.ndarray:
-    """log of the coordinate W at which the lattice coordinate V = g_z(W) equals ``v``:
-    z = 0: V = W (log v); z > 0: the saddle-point statistic V = log(1 + z W) / z, so
-    W = expm1(z v) / z, taken as z v + log(-expm1(-z v)) - log z (no overflow)."""
-    v = np.asarray(v, dtype=float)
-    with np.errstate(divide="ignore"):
-        if z <= 0.0:
-            return np.log(v)
-        return z * v + np.log(-np.expm1(-z * v)) - math.log(z)
-
-
-def _cell_masses(s: float, log_scale: float, d: float, n: int, z: float = 0.0
-                 ) -> tuple[np.ndarray, float, float]:
-    """P(V in [j d, (j+1) d)), j < n, V = g_z(W) (:func:`_log_w`; V = W when z = 0),
-    W = e^{log_scale} Z, Z = exp(s X - s^2/2), X ~ N(0, 1);
-    the mass P(V >= n d); and eta, a bound on the Kolmogorov distance between the computed
-    cells (as a sub-probability law) and the exact ones.
-
-    Below the median the cells are differences of computed CDF values, above it differences
-    of computed survival values (scipy ndtr, a few ulp relative), so the computed law is
-    exactly the law with CDF G, |G - F| <= 4u (CDF values) + 4u (survival values) + u (the
-    subtractions, each rounding <= u cell, summing to <= u): eta = 16u with margin.
-    Kolmogorov distance is subadditive under convolution, |mu^{*T} - nu^{*T}| <= T eta.
-    """
-    def xs(i0: int, i1: int) -> np.ndarray:  # x at the edges j d, i0 <= j < i1
-        with np.errstate(divide="ignore"):
-            return (_log_w(np.arange(i0, i1) * d, z) - log_scale + s * s / 2) / s
-
-    # in chunks (memory: the cells are the only full-length array); the same values as
-    # differences of ndtr(x) below the median and of ndtr(-x) above it, each computed only
-    # where it is used (x is nondecreasing)
-    chunk = 1 << 18
-    m = n + 1  # first edge with x > 0
-    for i0 in range(0, n + 1, chunk):
-        pos = int(np.searchsorted(xs(i0, min(i0 + chunk, n + 1)), 0.0, side="right"))
-        if pos < min(chunk, n + 1 - i0):
-            m = i0 + pos
-            break
-    cells = np.empty(n)
-    for j0 in range(0, n, chunk):
-        j1 = min(j0 + chunk, n)
-        x = xs(j0, j1 + 1)
-        c_end = min(max(m - 1, 0), j1)  # cells j < m - 1 from CDF values
-        if c_end > j0:
-            cdf = special.ndtr(x[: c_end - j0 + 1])
-            cells[j0:c_end] = cdf[1:] - cdf[:-1]
-        s0 = max(c_end, j0)
-        if j1 > s0:
-            sf = special.ndtr(-x[s0 - j0:])
-            cells[s0:j1] = sf[:-1] - sf[1:]
-    np.maximum(cells, 0.0, out=cells)
-    top = float(special.ndtr(-xs(n, n + 1))[0])
-    return cells, top * (1 + 1e-12) + 8.0 * _U, 16.0 * _U
-
-
-def _log_mgf_upper(s: float, log_scale: float, top: float, thetas: np.ndarray, z: float = 0.0
-                   ) -> np.ndarray:
-    """Upper bound on log E[e^{theta V}; V < top], V = g_z(W) (:func:`_log_w`),
-    W = e^{log_scale} Z, from coarse cells (each cell's mass times e^{theta x (cell's right
-    end)})."""
-    edges = np.concatenate([np.linspace(0.0, min(top, 50.0), 2001),
-                            np.geomspace(max(min(top, 50.0), 1e-300), top, 4001)[1:]])
-    edges = np.unique(np.minimum(edges, top))
-    with np.errstate(divide="ignore"):
-        x = (_log_w(edges, z) - log_scale + s * s / 2) / s
-    logm = log_diff_ndtr(x[:-1], x[1:])
-    right = edges[1:]
-    vals = logm[None, :] + thetas[:, None] * right[None, :]
-    mx = vals.max(axis=1)
-    return mx + np.log(np.exp(vals - mx[:, None]).sum(axis=1)) + 1e-9
-
-
-def _wrap_bound(s: float, T: int, first_log_scale: float, top: float, shifted: int = 1,
-                z: float = 0.0) -> float:
-    """Chernoff bound on P(sum of the T lattice-floored, truncated coordinates >= top):
-    min_theta e^{-theta top} prod_{i <= m} E[e^{theta W_i}; W_i < top]
-    prod_{i > m} E[e^{theta Z}; Z < top], with m = ``shifted`` coordinates W_i = e^{first} Z_i
-    (of V_i = g_z(W_i) when z > 0)."""
-    lm = _log_mgf_on_grid(s, 0.0, top, z)
-    lm1 = _log_mgf_on_grid(s, first_log_scale, top, z)
-    logb = (T - shifted) * lm + shifted * lm1 - _THETAS * top
-    return float(np.exp(min(float(np.min(logb)), 0.0)))
-
-
-_THETAS = np.geomspace(1e-6, 50.0, 300)  # the Chernoff parameters tried by _wrap_bound
-
-
-@functools.lru_cache(maxsize=64)
-def _log_mgf_on_grid(s: float, log_scale: float, top: float, z: float) -> np.ndarray:
-    """:func:`_log_mgf_upper` at ``_THETAS`` (cached, read-only: the circle-size check and
-    the laws on that circle ask for the same values)."""
-    out = _log_mgf_upper(s, log_scale, top, _THETAS, z)
-    out.flags.writeable = False
-    return out
-
-
-def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
-    """x**n (complex, elementwise) by binary powering; returns the number of products."""
-    result = None
-    base = x  # never written to: the first squaring makes the copy (memory: two arrays)
-    count = 0
-    while True:
-        if n & 1:
-            if result is None:
-                result = base.copy()
-            else:
-                result *= base
-                count += 1
-        n >>= 1
-        if not n:
-            break
-        if base is x:
-            base = base * base
-        else:
-            np.multiply(base, base, out=base)
-        count += 1
-    assert result is not None
-    return result, count
-
-
-_SPLIT = 4  # radix of the split in _rfft_ld
-_SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
-
-
-def _rfft_ld(x: np.ndarray) -> np.ndarray:
-    """rfft(x) (length n = len(x), n // 2 + 1 bins) computed in extended precision and rounded
-    to complex128, in R = ``_SPLIT`` decimated sub-transforms (memory: scipy's long double
-    rfft needs about three times its output in work space, so one full-length call was the
-    largest buffer of the BIS PLD).  X[k] = sum_r w^{r k} F_r[k mod m], m = n / R, F_r = rfft
-    of x[r::R] (conjugate-symmetric), w = e^{-2 pi i / n}, combined in long double chunks.
-
-    Error (l2, as in :func:`_factor`): the sub-transforms obey Higham's bound at length m,
-    12 u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is sqrt(R) times a unitary
-    map on (F_r), so together <= 12 u_ld log2(n) sqrt(n) ||x||_2.  The combination's own
-    rounding: the angle 2 pi / n (8 atanl(1) / n, n a power of two) times k0 <= n / 2 is
-    within 3 u_ld pi of the true angle, cosl / sinl add ~1 u_ld each, so the chunk start
-    and the table entries are within 11 u_ld of the true twiddles; w^k (one complex product,
-    <= 3 u_ld) within 16 u_ld, w^{2k} within 35 u_ld, w^{3k} within 54 u_ld; then R products
-    and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
-    whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
-    <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
-    which :func:`_factor` adds."""
-    n = len(x)
-    R = _SPLIT
-    if n % (2 * R) or n < 64 * R:
-        return sfft.rfft(x.astype(np.longdouble)).astype(np.complex128)
-    m = n // R  # length of each sub-transform
-    subs = [sfft.rfft(x[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
-    two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
-    chunk = min(1 << 15, n // 2)
-    ang = np.arange(chunk, dtype=np.longdouble) * two_pi_n
-    table = np.cos(ang) - 1j * np.sin(ang)  # w^j, j < chunk
-    del ang
-    out = np.empty(n // 2 + 1, dtype=np.complex128)
-    for k0 in range(0, n // 2 + 1, chunk):
-        k = np.arange(k0, min(k0 + chunk, n // 2 + 1), dtype=np.int64)
-        a0 = np.longdouble(k0) * two_pi_n
-        w1 = table[: len(k)] * (np.cos(a0) - 1j * np.sin(a0))  # w^k
-        j = k % m
-        hi = j > m // 2  # F_r[j] = conj(F_r[m - j]) (real input)
-        jj = np.where(hi, m - j, j)
-        acc = subs[0][jj]
-        w = w1
-        for r in range(1, R):
-            f = subs[r][jj] * w
-            acc += f
-            if r + 1 < R:
-                w = w * w1
-        # the conjugated bins: conj(sum_r conj(w^{rk}) ... ) -- recompute them directly
-        if hi.any():
-            acc_hi = np.conj(subs[0][jj[hi]])
-            w = w1[hi]
-            for r in range(1, R):
-                acc_hi += np.conj(subs[r][jj[hi]]) * w
-                if r + 1 < R:
-                    w = w * w1[hi]
-            acc[hi] = acc_hi
-        out[k0:k0 + len(k)] = acc
-    return out
-
-
-def _factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float = 0.0
-            ) -> tuple[np.ndarray, float, float, float]:
-    """(spectrum, dropped mass, l1 cell error, l2 spectral error bound) of one coordinate.
-
-    The real FFT is taken in extended precision (np.longdouble, unit roundoff u_ld) and
-    rounded to complex128: ||X_hat - X||_2 <= (12 u_ld log2 N + 2u) sqrt(N) ||x||_2
-    (Higham 2002, Thm 24.2 with eta = 6 u_ld per stage and safety factor 2, then one rounding
-    of each component)."""
-    key = (s, log_scale, d, n, z)
-    if key not in cache:
-        cells, top, err = _cell_masses(s, log_scale, d, n, z)
-        l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
-        spec = _rfft_ld(cells)
-        del cells
-        u_ld = float(np.finfo(np.longdouble).eps) / 2.0
-        k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
-        a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
-        cache[key] = (spec, top, err, a)
-    return cache[key]
-
-
-class _SumLaw:
-    """Certified description of S = sum_{i<=T} W_i, W_i = e^{first} Z_i for the first
-    ``shifted`` coordinates (1 by default), W_i = Z_i for the others,
-    through the floored lattice sum K = sum_i floor(W_i / d) on the circle Z_N.
-
-    ``c`` (length N, the computed circular law of K over the event E that no W_i >= N d)
-    satisfies ``c >= rho - e`` and ``c <= rho + wrap + e`` with rho the exact law of K on E
-    restricted to [0, N), ``wrap >= 0`` summing to <= ``self.wrap`` and ``e`` a signed error
-    whose sum over any range is <= ``self.err`` (weighted by a monotone weight in [0, w]:
-    <= ``self.err`` w);
-    ``self.drop >= P(E^c)``.  On E: d K <= S < d K + T d.
-    """
-
-    def __init__(self, s: float, T: int, first: float, d: float, n: int,
-                 cache: dict | None = None, shifted: int = 1, release: bool = False,
-                 sums: bool = True, z: float = 0.0) -> None:
-        """``release``: empty ``cache`` once the spectra are raised to their powers (the
-        caller's last law on this lattice; memory).  ``sums=False``: the caller sets
-        ``_suffix`` / ``_prefix`` (:func:`_suffix`, :func:`_prefix` of ``c``) when needed.
-        ``z > 0``: the coordinates are V_i = log(1 + z W_i) / z instead of W_i
-        (:func:`_log_w`; then S is their sum, not the likelihood ratio's)."""
-        self.T, self.d, self.n = T, d, n
-        m = int(shifted)
-        if not 1 <= m <= T:
-            raise ValueError(f"shifted must be in [1, {T}], got {shifted}")
-        cache = {} if cache is None else cache
-        f0, top, e0, a0 = _factor(s, 0.0, d, n, cache, z)
-        f1, top1, e1, a1 = _factor(s, first, d, n, cache, z)
-        self.drop = min(((T - m) * top + m * top1) * (1 + 1e-9), 1.0)
-        self.wrap = _wrap_bound(s, T, first, n * d, m, z) * 1.01
-        # circular convolution power: binary powering of the spectra, one inverse FFT
-        y, count = _power(f0, T - m) if T > m else (np.ones_like(f0), 0)
-        y1, count1 = (f1, 0) if m == 1 else _power(f1, m)
-        y *= y1
-        del y1, f0, f1
-        if release:
-            cache.clear()
-        count += count1 + 1
-        c = sfft.irfft(y, n)
-        # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see _factor); powers:
-        # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
-        # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
-        # (Higham 2002, Thm 24.2, eta = 6u per stage, safety factor 2); with
-        # ||F v||_2 = sqrt(N) ||v||_2 and l1 <= sqrt(N) l2 on the output the l1 error is
-        # <= ||dY||_2 + 12 u log2(N) ||Y_hat||_2 (+ its own error).
-        k = max(math.log2(n), 1.0)
-        eta = 2.0 * 6.0 * _U * k
-        r_pow = (1.0 + max(a0, a1)) ** T
-        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
-        del y
-        rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
-        d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
-        # input cells: Kolmogorov distance <= T eta_in after convolution; range sums then move
-        # by <= 2 T eta_in, monotone-weighted sums by <= 3 T eta_in max(weight) (Abel
-        # summation), the mass wrapped from >= N by <= T eta_in more
-        e_in = T * max(e0, e1)
-        self.err = 1.01 * (d_y + eta * (y_norm + d_y)) + 3.0 * e_in
-        self.wrap += e_in
-        np.maximum(c, 0.0, out=c)  # clipping moves entries towards the nonnegative exact ones
-        self.c: np.ndarray | None = c  # dropped by callers once only the sums are needed
-        # suffix / prefix sums of nonnegative entries: relative error <= gamma_N each
-        self._suffix: np.ndarray | None = _suffix(c) if sums else None
-        self._prefix: np.ndarray | None = _prefix(c) if sums else None
-        self._g = 2.0 * (n + 2) * _U
-        self._bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
-
-    def _sfx(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self._suffix[np.clip(j, 0, self.n)]
-        return v * (1 + self._g) if up else v * (1 - self._g)
-
-    def _pfx(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self._prefix[np.clip(j, 0, self.n)]
-        return v * (1 + self._g) if up else v * (1 - self._g)
-
-    def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
-        """Bound on P(S > y) (upper or lower)."""
-        if upper:  # S > y on E => K > y/d - T;  K >= N on E costs <= wrap
-            j = _index(np.floor(y / self.d), self._bound) - self.T + 1
-            v = self._sfx(j, True) + self.err + self.wrap + self.drop
-            return np.minimum(v, 1.0)
-        j = _index(np.floor(y / self.d), self._bound) + 1  # K > y/d => S > y
-        v = self._sfx(j, False) - self.err - self.wrap
-        return np.maximum(v, 0.0)
-
-    def below(self, y: np.ndarray, upper: bool) -> np.ndarray:
-        """Bound on P(S < y) (upper or lower)."""
-        if upper:  # S < y on E => K < y/d
-            j = _index(np.ceil(y / self.d), self._bound)
-            v = self._pfx(j, True) + self.err + self.drop
-            v = v + np.where(j > self.n, self.wrap, 0.0)
-            return np.minimum(v, 1.0)
-        j = _index(np.floor(y / self.d), self._bound) - self.T + 1  # K <= y/d - T => S < y
-        v = self._pfx(j, False) - self.err - self.wrap
-        return np.maximum(v, 0.0)
-
-
-def _lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
-                       q_low: np.ndarray, lines: bool = False) -> PLD:
-    """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
-    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}); or, with
-    ``lines``, D(a) >= d_low[i] - q_up[i] (a - a_i) for all a (the value of a test A at a_i,
-    P(A) - a Q(A) with the Q(A) bound q_up[i] = q_low[i]: a line below D), which gives the
-    same two tangents below.
-
-    D is convex with right derivative -Q(L > l) and left derivative -Q(L >= l) at a = e^l,
-    so on [a_i, a_{i+1}] it lies above both tangents d_low_i - q_up_i (a - a_i) and
-    d_low_{i+1} + q_low_{i+1} (a_{i+1} - a).  The chord through the two lower values exceeds
-    their maximum by at most g_i = Delta_i A B / (A + B) (A, B = the chord's slope excess
-    over the two tangents, clipped at 0), so the chord lowered by max(g_{i-1}, g_i) at each
-    vertex lies below D.  Left of a_0 the tangent with slope -q_low_0 gives the value at
-    a = 0 (<= 1: a sub-probability P', i.e. P-mass dropped; also lowered to
-    min_i v_i + a_i so that the total Q'-mass is <= 1); at the first vertex j with a
-    value <= 0, the value at j - 1 is set to 0 (the segment before then lies below the old
-    one) and the profile is 0 afterwards.  The greatest convex minorant of these points is
-    the profile of a grid pair below D, i.e. dominated by the true pair (Blackwell), and this
-    survives composition.  Raises :class:`_DegenerateProfile` (a NotApplicable) if that pair
-    would need Q-mass > 1.
-    """
-    # (clipping at 1 keeps the tangents below D, whose slopes are >= -1; the running minimum
-    # only for bounds on the nonincreasing Q(L > l), not for the slopes of given lines)
-    q_up = np.clip(q_up, 0.0, 1.0)
-    if not lines:
-        q_up = np.minimum.accumulate(q_up)
-    q_low = np.clip(q_low, 0.0, 1.0)
-    a = np.exp(l_idx * h)
-    dl = np.minimum(d_low, 1.0)
-    delta_a = np.diff(a)
-    m_c = np.diff(dl) / delta_a
-    A = np.maximum(m_c + q_up[:-1], 0.0)
-    B = np.maximum(-(m_c + q_low[1:]), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(A + B > 0, delta_a * A * B / np.where(A + B > 0, A + B, 1.0), 0.0)
-    mu = np.concatenate([[g[0]], np.maximum(g[:-1], g[1:]), [g[-1]]])
-    v = dl - mu * (1 + 1e-9) - 1e-15
-    nonpos = np.nonzero(v[1:] <= 0.0)[0]
-    if len(nonpos):
-        j = int(nonpos[0]) + 1
-        v = v[:j].copy()
-        v[j - 1] = 0.0
-    else:
-        v = v.copy()
-        v[-1] = 0.0
-    # value at a = 0, lowered so that every slope from (0, y0) is >= -1 (total Q-mass <= 1)
-    y0 = min(float(v[0] + q_low[0] * a[0]), 1.0, float(np.min(v + a[: len(v)]))) - 1e-12
-    xs = np.concatenate([[0.0], a[: len(v)]])
-    ys = np.concatenate([[y0], v])
-    hull = lower_hull(xs, ys)
-    hx, hy = xs[hull], ys[hull]
-    slopes = np.diff(hy) / np.diff(hx)
-    if -slopes[0] > 1.0 + 1e-9:
-        raise _DegenerateProfile("the optimistic BIS profile would need Q-mass > 1")
-    after = np.concatenate([slopes[1:], [0.0]])
-    qm = np.maximum(after - slopes, 0.0)
-    masses = np.zeros(len(l_idx))
-    masses[np.array(hull[1:]) - 1] = qm * hx[1:]
-    masses *= 1.0 - 1e-12
-    # slack: float error of the chord / hull arithmetic (values are sums of terms <= 1)
-    return PLD(h, int(l_idx[0]), masses, 0.0, "optimistic", 1e-12)
-
-
-def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None,
-          z: float = 0.0) -> bool:
-    """Whether the circle of n cells of width d keeps the certified wrapped + dropped mass
-    within the budget.  Coordinates W = exp(s X - s^2/2), X ~ N(0, 1), ``shifted`` of them
-    with X ~ N(``signal``, 1) (default ``signal`` = s: the likelihood ratio itself); with
-    z > 0 the lattice holds V = g_z(W) (:func:`_log_w`)."""
-    mu = s if signal is None else float(signal)
-    x = (float(_log_w(n * d, z)) + s * s / 2) / s
-    # P(W >= n d) for the T - shifted plain and the shifted coordinates (as _SumLaw's drop)
-    tails = np.exp(log_diff_ndtr(np.array([x, x - mu]), np.array([np.inf, np.inf])))
-    drop = (T - shifted) * float(tails[0]) + shifted * float(tails[1])
-    return drop <= _ALIAS_BUDGET / 2 and (
-        _wrap_bound(s, T, s * mu, n * d, shifted, z) <= _ALIAS_BUDGET / 2)
-
-
-def _fft_size(s: float, T: int, d: float, shifted: int = 1, signal: float | None = None,
-              z: float = 0.0) -> int | None:
-    """Smallest power of two N <= _MAX_FFT with certified wrapped + dropped mass <= the
-    budget, or None."""
-    n = 1 << 10
-    while n <= _MAX_FFT:
-        if _fits(s, T, d, n, shifted, signal, z):
-            return n
-        n <<= 1
-    return None
-
-
-def _lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
-             signal: float | None = None, z: float = 0.0) -> tuple[float, int]:
-    """(lattice step, circle size) for the sums of T log-normals: the step ``d`` doubled up to
-    ``doublings`` times (first-order cost in d) until the circle fits in _MAX_FFT points.
-
-    Raises NotApplicable, naming the smallest noise multiplier the lattice covers at these
-    steps, when it never fits: small sigma gives log-normal coordinates with heavy right
-    tails (log W ~ N(+-1/(2 sigma^2), 1/sigma^2)), which a uniform lattice in S cannot hold."""
-    s = 1.0 / sigma
-    for i in range(doublings + 1):
-        n = _fft_size(s, T, d * 2.0**i, shifted, signal, z)
-        if n is not None:
-            return d * 2.0**i, n
-    d_max = d * 2.0**doublings
-    lo, hi = sigma, 2.0 * sigma
-    while hi < 1e3 and not _fits(1.0 / hi, T, d_max, _MAX_FFT, shifted, None, z):
-        lo, hi = hi, 2.0 * hi
-    for _ in range(14):  # geometric bisection: hi fits, lo does not
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if _fits(1.0 / mid, T, d_max, _MAX_FFT, shifted, None, z) else (mid, hi)
-    raise NotApplicable(
-        f"noise multiplier sigma={sigma:g} is too small for the Balanced Iteration PLD with "
-        f"steps={T} per one-participation block: its lattice would need more than "
-        f"{_MAX_FFT} points; it covers sigma >= {hi:.3g} at these steps (the RDP "
-        f"accountant, e.g. 'dong-tight', still gives an upper bound)")
-
-
-def _prefix(x: np.ndarray) -> np.ndarray:
-    """[sum(x[:j]) for j in 0..len(x)] (sequential sums), one allocation."""
-    out = np.empty(len(x) + 1)
-    out[0] = 0.0
-    np.cumsum(x, out=out[1:])
-    return out
-
-
-def _suffix(x: np.ndarray) -> np.ndarray:
-    """[sum(x[j:]) for j in 0..len(x)] (sequential sums from the end), one allocation."""
-    out = np.empty(len(x) + 1)
-    out[-1] = 0.0
-    np.cumsum(x[::-1], out=out[-2::-1])
-    return out
-
-
-_CHORD_GROUPS = 128  # groups of lattice cells across the straddling window of a chord bound
-
-
-def _block_sum(sums: np.ndarray, bounds: np.ndarray, w: np.ndarray, suffix: bool
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """sum_t w_t (mass of the cells [bounds_t, bounds_{t+1})) per row, from the suffix
-    (``suffix``) or prefix sums ``sums`` of the cells, in the Abel form
-    +- sum_t (w_t - w_{t-1}) sums[bounds_t] (w_{-1} = w_G = 0, G blocks, bounds clipped to
-    the circle).  Returns (value, sum_t |w_t - w_{t-1}| sums[bounds_t], sum_t |w_t - w_{t-1}|):
-    the second bounds the effect of relative errors of the sums, the third (the total
-    variation of w) that of range-sum errors of the cells (Abel summation)."""
-    n = len(sums) - 1
-    zero = np.zeros(w.shape[:-1] + (1,))
-    dw = np.diff(np.concatenate([zero, w, zero], axis=-1), axis=-1)
-    f = sums[np.clip(bounds, 0, n)]
-    val = (dw * f).sum(axis=-1)
-    return (val if suffix else -val), (np.abs(dw) * f).sum(axis=-1), np.abs(dw).sum(axis=-1)
-
-
-def _chord_upper(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool) -> np.ndarray:
-    """Certified upper bounds on the k = 1 profiles D(a) through the cells of the lattice
-    sum K, without the lattice shift: with r = S / T = dP/dQ, remove D(a) = E_Q[(r - a)_+],
-    add D(a) = E_Q[(1 - a r)_+], f convex; on the cells {K = j}, r lies in
-    [alpha_j, beta_j] = [d j / T, d j / T + d] and E_Q[r; K = j] = P(K = j), so
-    E_Q[f(r); K = j] <= (f(alpha)(beta Q_j - P_j) + f(beta)(P_j - alpha Q_j)) / (beta - alpha)
-    (f below its chord), exact where f is linear on the cell.  Cells are merged into blocks
-    (one interval per block): one below the window where f changes slope, ``_CHORD_GROUPS``
-    across it, one above; the error is second order in d (only cells straddling the kink
-    lose, each at most (beta - alpha) / 4 times its Q-mass).  The events K >= N and E^c add
-    at most their P-mass (remove: f(r) <= r) or Q-mass (add: f <= 1)."""
-    T, d, n = law_q.T, law_q.d, law_q.n
-    a = np.asarray(a, dtype=float)
-    kink = a if remove else 1.0 / a  # f is linear on each side of r = kink
-    J = _index(np.floor(kink * T / d), law_q._bound)  # the cell holding the kink
-    gs = -(-(T + 3) // _CHORD_GROUPS)  # cells per group
-    G = -(-(T + 3) // gs)
-    inner = J[:, None] - T - 1 + gs * np.arange(G + 1)[None, :]
-    inner = np.minimum(inner, J[:, None] + 2)
-    bounds = np.concatenate([np.zeros((len(a), 1), dtype=np.int64), inner,
-                             np.full((len(a), 1), n, dtype=np.int64)], axis=1)
-    bounds = np.clip(bounds, 0, n)
-    lo_cell = bounds[:, :-1].astype(float)
-    hi_cell = np.maximum(bounds[:, 1:] - 1, bounds[:, :-1]).astype(float)
-    al = (d * lo_cell / T) * (1.0 - 1e-12)  # the interval widened (rounding)
-    be = (d * hi_cell / T + d) * (1.0 + 1e-12)
-    if remove:
-        fa, fb = np.maximum(al - a[:, None], 0.0), np.maximum(be - a[:, None], 0.0)
-    else:
-        fa, fb = np.maximum(1.0 - a[:, None] * al, 0.0), np.maximum(1.0 - a[:, None] * be, 0.0)
-    wid = be - al
-    wp = (fb - fa) / wid  # coefficient of P_j
-    wq = (fa * be - fb * al) / wid  # coefficient of Q_j
-    out = np.zeros(len(a))
-    for law, w in ((law_p, wp), (law_q, wq)):
-        sums = law._suffix if remove else law._prefix
-        assert sums is not None
-        val, mag, tv = _block_sum(sums, bounds, w, remove)
-        gam = law._g + 2.0 * (G + 4) * _U
-        wneg = np.max(np.maximum(-w, 0.0), axis=1)  # c <= rho + wrap + e: only -w sees wrap
-        out += val + 1.01 * gam * mag + law.err * tv + law.wrap * wneg
-    beyond = law_p.wrap + law_p.drop if remove else law_q.wrap + law_q.drop
-    out += beyond + 1e-13 * (1.0 + a)  # + the weights' own rounding
-    return np.minimum(np.maximum(out, 0.0), 1.0)
-
-
-def _add_tail_upper(s: float, T: int, l: np.ndarray) -> np.ndarray:
-    """Upper bounds on the add-order profile E_Q[(1 - e^l r)_+] <= Q(r < e^{-l}) of one
-    epoch (k = 1, r = S / T, S = sum_i exp(s y_i - s^2 / 2), y ~ N(0, I_T) under Q): r <
-    e^{-l} needs every term below T e^{-l}, i.e. every y_i < z = (log T - l + s^2 / 2) / s,
-    so the bound is Phi(z)^T -- the tail the lattice chords cannot resolve (their floor is
-    about the Q-mass of the first lattice cell: 0.05 at T = 2, sigma = 0.56).  log Phi by
-    scipy's log_ndtr (a few ulp), the power and exp rounded up by a relative 1e-9."""
-    z = (math.log(T) - np.asarray(l, dtype=float) + 0.5 * s * s) / s
-    return np.minimum(np.exp(T * special.log_ndtr(z)) * (1.0 + 1e-9), 1.0)
-
-
 def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
                         tail: float = 1e-15) -> dict[str, PLD | None]:
     """Pessimistic and optimistic PLDs of one epoch of Balanced Iteration Subsampling with
@@ -632,7 +105,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     """
     s = 1.0 / sigma
     T = int(steps)
-    d, n = _lattice(float(sigma), T, float(lattice), 3)
+    d, n = lattice(float(sigma), T, float(lattice), 3)
     # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
     # unshifted coordinate is shared through the cache, which goes once both laws are built
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
@@ -647,18 +120,18 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
     cache: dict = {}
     for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
-        _factor(s, scale, d, n, cache)
-    law_q = _SumLaw(s, T, 0.0, d, n, cache)
-    law_p = _SumLaw(s, T, s * s, d, n, cache, release=True)
+        factor(s, scale, d, n, cache)
+    law_q = SumLaw(s, T, 0.0, d, n, cache)
+    law_p = SumLaw(s, T, s * s, d, n, cache, release=True)
     del cache
     # upper: chords over the lattice cells (second order in d); lower: threshold tests on K
     # (a statistic of the output, also second order); the tail differences (first order
     # in d) where they are sharper
     u_rem = np.minimum(law_p.above(y_rem, True) - a * law_q.above(y_rem, False),
-                       _chord_upper(law_p, law_q, a, True))
+                       chord_upper(law_p, law_q, a, True))
     u_add = np.minimum(np.minimum(law_q.below(y_add, True) - a * law_p.below(y_add, False),
-                                  _chord_upper(law_p, law_q, a, False)),
-                       _add_tail_upper(s, T, l_idx * h))
+                                  chord_upper(law_p, law_q, a, False)),
+                       add_tail_upper(s, T, l_idx * h))
     lo_rem = np.maximum(law_p.above(y_rem, False) - a * law_q.above(y_rem, True),
                         _threshold_lower(law_p, law_q, a, True)[0])
     lo_add = np.maximum(law_q.below(y_add, False) - a * law_p.below(y_add, True),
@@ -666,26 +139,26 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     out: dict[str, PLD | None] = {"remove": upper_profile_pld(l_idx, h, u_rem),
                                   "add": upper_profile_pld(l_idx, h, u_add)}
     try:  # a degenerate lower profile only loses the lower bound
-        out["remove_opt"] = _lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
+        out["remove_opt"] = lower_profile_pld(l_idx, h, lo_rem, law_q.above(y_rem, True),
                                                law_q.above(y_rem, False))
-        out["add_opt"] = _lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
+        out["add_opt"] = lower_profile_pld(l_idx, h, lo_add, law_p.below(y_add, True),
                                             law_p.below(y_add, False))
-    except _DegenerateProfile:
+    except DegenerateProfile:
         out["remove_opt"] = out["add_opt"] = None
     return out
 
 
-def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
+def _threshold_lower(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool
                      ) -> tuple[np.ndarray, np.ndarray]:
     """Certified lower bounds on the profile D(a) of the pair (law of K' under P, under Q),
-    K' the lattice statistic of :class:`_SumLaw` (K on the event E that no coordinate is
+    K' the lattice statistic of :class:`SumLaw` (K on the event E that no coordinate is
     dropped, an overflow symbol otherwise), from the threshold tests A_j = {K' >= j}
     (``remove``: D(a) >= P(A_j) - a Q(A_j)) or {K' < j} (add: Q(A_j) - a P(A_j)).
 
     Any j gives a valid bound; privamp takes, for each a, the first j at which the running
     maximum of the computed likelihood ratio exceeds a (the optimal test when the ratio of K
     is monotone) and its two neighbours.  Range sums of the computed law c are off from the
-    exact law rho of K on E by ``err`` (plus ``wrap`` from above, see :class:`_SumLaw`);
+    exact law rho of K on E by ``err`` (plus ``wrap`` from above, see :class:`SumLaw`);
     the overflow symbol has mass <= drop + wrap."""
     n = law_q.n
     if remove:
@@ -709,13 +182,13 @@ def _threshold_lower(law_p: _SumLaw, law_q: _SumLaw, a: np.ndarray, remove: bool
     for off in (-1, 0, 1):
         j = np.clip(j0 + off, 0, n)
         if remove:  # A_j = {K' >= j} (overflow included)
-            p_low = law_p._sfx(j, False) - law_p.err - law_p.wrap
-            q_up = law_q._sfx(j, True) + law_q.err + law_q.wrap + law_q.drop
+            p_low = law_p.suffix_at(j, False) - law_p.err - law_p.wrap
+            q_up = law_q.suffix_at(j, True) + law_q.err + law_q.wrap + law_q.drop
             v = p_low - a * q_up
         else:  # reversed index: A = {K' < n - j} (overflow excluded)
             jj = n - j
-            q_low = law_q._pfx(jj, False) - law_q.err - law_q.wrap
-            p_up = law_p._pfx(jj, True) + law_p.err + law_p.drop
+            q_low = law_q.prefix_at(jj, False) - law_q.err - law_q.wrap
+            p_up = law_p.prefix_at(jj, True) + law_p.err + law_p.drop
             v = q_low - a * p_up
         better = v > best
         best = np.where(better, v, best)
@@ -738,12 +211,12 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     ratio e_k(W) / C(T, k) = [x^k] prod_i (1 + x W_i) / C(T, k), see
     :func:`statistic_saddle`): under Q the sum of T i.i.d. floored coordinates, under P the
     same with k of them shifted (by symmetry), both certified on a circle
-    (:class:`_SumLaw`).  At each grid loss l_i the
+    (:class:`SumLaw`).  At each grid loss l_i the
     threshold tests {K >= j} (remove) and {K < j} (add) at the likelihood-ratio crossing
     (:func:`_threshold_lower`) bound the true profile from below -- no lattice shift: both
     probabilities are range sums of the same statistic --; a grid pair below those points
     (lowered chords whose tangents are the tests' lines, greatest convex minorant,
-    :func:`_lower_profile_pld`) is dominated by the true pair.  Its looseness: K is not
+    :func:`lower_profile_pld`) is dominated by the true pair.  Its looseness: K is not
     sufficient for k > 1 (the exact loss is log(e_k(W) / C(T, k))).  None when the lattice
     would be too large or the profile degenerate.
     """
@@ -758,14 +231,14 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     if not 0.0 <= z <= 1.0:
         raise ValueError(f"saddle must be in [0, 1] (0: the plain sum), got {saddle}")
     try:
-        d, n = _lattice(1.0 / c, T, float(lattice), 3, k, signal=s, z=z)
+        d, n = lattice(1.0 / c, T, float(lattice), 3, k, signal=s, z=z)
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
     for scale in (0.0, c * s):  # both spectra first: their FFT work space is then the peak
-        _factor(c, scale, d, n, cache, z)
-    law_q = _SumLaw(c, T, 0.0, d, n, cache, sums=False, z=z)
-    law_p = _SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True, sums=False, z=z)
+        factor(c, scale, d, n, cache, z)
+    law_q = SumLaw(c, T, 0.0, d, n, cache, sums=False, z=z)
+    law_p = SumLaw(c, T, c * s, d, n, cache, shifted=k, release=True, sums=False, z=z)
     l_top = math.log(n * d / T)
     top = k * l_top + 1.0
     l_idx = np.arange(int(math.floor(-top / h)) - 1, int(math.ceil(top / h)) + 2)
@@ -773,17 +246,17 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     # remove reads the suffix sums, add the prefix sums: one kind at a time (memory)
     for law in (law_q, law_p):
         assert law.c is not None
-        law._suffix = _suffix(law.c)
+        law.suffix = suffix_sums(law.c)
     d_rem, s_rem = _threshold_lower(law_p, law_q, a, True)
     for law in (law_q, law_p):
         assert law.c is not None
-        law._suffix, law._prefix = None, _prefix(law.c)
+        law.suffix, law.prefix = None, prefix_sums(law.c)
     d_add, s_add = _threshold_lower(law_p, law_q, a, False)
     del law_q, law_p
     try:  # each value is a test's line: its slope bounds the tangents (no first-order loss)
-        return (_lower_profile_pld(l_idx, h, d_rem, s_rem, s_rem, lines=True),
-                _lower_profile_pld(l_idx, h, d_add, s_add, s_add, lines=True))
-    except _DegenerateProfile:
+        return (lower_profile_pld(l_idx, h, d_rem, s_rem, s_rem, lines=True),
+                lower_profile_pld(l_idx, h, d_add, s_add, s_add, lines=True))
+    except DegenerateProfile:
         return None
 
 
