@@ -249,7 +249,7 @@ def test_circle_fits_counts_plain_and_shifted_drops():
     """The circle-size check uses the same dropped mass as _SumLaw (T - m plain coordinates,
     m shifted): a block of 100 steps at sigma = 1 fits on 2^21 points, and _SumLaw's own
     certified drop + wrap there is within the budget."""
-    d, n = lat.lattice(1.0, 100, 1e-3, 3)
+    d, n = lat.choose_lattice(1.0, 100, 1e-3, 3)
     assert (d, n) == (1e-3, 1 << 21)
     law = lat.SumLaw(1.0, 100, 1.0, d, n)
     assert law.drop + law.wrap - 100 * 16.0 * lat._U <= lat._ALIAS_BUDGET

@@ -28,7 +28,7 @@ __all__ = [
     "add_tail_upper",
     "chord_upper",
     "factor",
-    "lattice",
+    "choose_lattice",
     "lower_profile_pld",
     "prefix_sums",
     "suffix_sums",
@@ -449,7 +449,7 @@ def _fft_size(s: float, T: int, d: float, shifted: int = 1, signal: float | None
     return None
 
 
-def lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
+def choose_lattice(sigma: float, T: int, d: float, doublings: int, shifted: int = 1,
              signal: float | None = None, z: float = 0.0) -> tuple[float, int]:
     """(lattice step, circle size) for the sums of T log-normals: the step ``d`` doubled up to
     ``doublings`` times (first-order cost in d) until the circle fits in _MAX_FFT points.

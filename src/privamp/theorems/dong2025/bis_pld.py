@@ -50,8 +50,9 @@ import numpy as np
 from ...errors import NotApplicable
 from ...mechanisms.gaussian import Gaussian
 from ...numerics.arrays import shaped
-from ...pld.grid import PLD
+from ...pld.grid import PLD, zero_pld
 from ...pld.profiles import upper_profile_pld
+from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
@@ -60,6 +61,7 @@ from .bis_lattice import (
     DegenerateProfile,
     SumLaw,
     add_tail_upper,
+    choose_lattice,
     chord_upper,
     factor,
     lower_profile_pld,
@@ -105,7 +107,7 @@ def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: floa
     """
     s = 1.0 / sigma
     T = int(steps)
-    d, n = lattice(float(sigma), T, float(lattice), 3)
+    d, n = choose_lattice(float(sigma), T, float(lattice), 3)
     # one law after the other (memory: one set of FFT buffers at a time); the spectrum of an
     # unshifted coordinate is shared through the cache, which goes once both laws are built
     alphas = np.array([2.0, 3.0, 5.0, 9.0, 17.0, 33.0, 65.0, 129.0, 257.0])
@@ -231,7 +233,7 @@ def bis_statistic_lower_plds(sigma: float, steps: int, participations: int,
     if not 0.0 <= z <= 1.0:
         raise ValueError(f"saddle must be in [0, 1] (0: the plain sum), got {saddle}")
     try:
-        d, n = lattice(1.0 / c, T, float(lattice), 3, k, signal=s, z=z)
+        d, n = choose_lattice(1.0 / c, T, float(lattice), 3, k, signal=s, z=z)
     except NotApplicable:  # no lattice: no lower bound (the upper bound is computed apart)
         return None
     cache: dict = {}
@@ -309,7 +311,7 @@ def statistic_saddle(steps: int, participations: int) -> float:
 
 
 def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
-             h: float = 2e-3, tail: float = 1e-12) -> tuple[PLD, PLD]:
+             h: float = 2e-3, tail: float = 1e-12, refine: bool = True) -> tuple[PLD, PLD]:
     """(remove, add) pessimistic PLDs of ``epochs`` epochs of Balanced Iteration Subsampling
     with any k = ``participations``.
 
@@ -319,12 +321,13 @@ def bis_plds(sigma: float, steps: int, participations: int = 1, epochs: int = 1,
     convexity of the hockey-stick divergence its profile (both directions) is at most that of
     the product, which therefore dominates it (and domination survives composition).
     Blocks of one step are plain Gaussian releases.  Raises NotApplicable when a block's
-    lattice would be too large (sigma too small for its steps).
+    lattice would be too large (sigma too small for its steps).  ``refine=False``: keep the
+    grid step ``h`` as given (by default short blocks move to a finer one, at most 1e-3).
     """
     T, k, E = int(steps), int(participations), int(epochs)
     rem: PLD | None = None
     add: PLD | None = None
-    if any(1 < size <= 20 for size, _ in block_counts(T, k)):
+    if refine and any(1 < size <= 20 for size, _ in block_counts(T, k)):
         h = min(h, 1e-3)  # short blocks: finer lattice and grid (cheap)
     for size, count in block_counts(T, k):
         if size == 1:
@@ -399,6 +402,77 @@ class BISPLDAnalysis(RunAnalysis):
         _ = self.plds
         return self._opt
 
+    def grid_step(self) -> float:
+        """The loss-grid step h this analysis picks by itself: 1e-3 for one participation
+        per epoch (:func:`bis_lower_plds`), else 2e-3, or 1e-3 when a block of the k > 1
+        reduction has 2 to 20 steps (:func:`bis_plds`).
+
+        Returns:
+            The grid step h > 0.
+        """
+        if self.k == 1 and self.T > 1:
+            return 1e-3
+        if any(1 < size <= 20 for size, _ in block_counts(self.T, self.k)):
+            return 1e-3
+        return 2e-3
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLDs on the loss grid of step ``h`` (None: :meth:`grid_step`), as
+        the directions [remove, add], each (pessimistic, optimistic).
+
+        Pessimistic: the dominating grid pair of :func:`bis_epoch_two_sided` (k = 1) or of
+        the k-block reduction (:func:`bis_plds`), composed over the epochs.  Optimistic: the
+        dominated grid pair of the realised worst-case pair (k = 1) or of a statistic of its
+        output (k > 1, :func:`bis_statistic_lower_plds`), composed over the epochs -- lower
+        sides of one pair of neighbouring datasets, so they compose with other phases on the
+        same datasets; the zero PLD where there is no lower side.
+
+        Args:
+            h: grid step in (0, 0.1], or None.
+
+        Returns:
+            A :class:`~privamp.pld.two_sided.TwoSidedPLD` with two directions on step h.
+
+        Raises:
+            ValueError: h outside (0, 0.1].
+            NotApplicable: a lattice would be too large (sigma too small for the steps).
+        """
+        own = self.grid_step()
+        if h is None:
+            h = own
+        h = float(h)
+        if not (0.0 < h <= 0.1):
+            raise ValueError(f"h must be in (0, 0.1], got {h}")
+        pess: list[PLD] | None = None
+        if h == own:  # the analysis's own PLDs (the k > 1 lower side is on a finer step)
+            pess, opt = self.plds, [_on_step(o, h) for o in self.optimistic]
+            if any(o is None for o in opt):
+                pess = None
+        if pess is None:
+            if self._refusal is not None:
+                raise self._refusal
+            pess, opt = self._build_plds(h)
+        if not opt:
+            opt = [zero_pld(h), zero_pld(h)]
+        return TwoSidedPLD([(pess[0], opt[0]), (pess[1], opt[1])])
+
+    def _build_plds(self, h: float) -> tuple[list[PLD], list[PLD]]:
+        """(pessimistic, optimistic) [remove, add] PLDs of the run on grid step h."""
+        lat = lattice_step(self.sigma, self.T)
+        if self.k == 1 and self.T > 1:
+            out = bis_lower_plds(self.sigma, self.T, self.epochs, h=h, lattice=lat)
+            opt = [p for p in out[2:] if p is not None]
+            return list(out[:2]), opt if len(opt) == 2 else []
+        pess = list(bis_plds(self.sigma, self.T, self.k, self.epochs, h=h, refine=False))
+        opt: list[PLD] = []
+        if 1 < self.k < self.T:
+            low = bis_statistic_lower_plds(self.sigma, self.T, self.k, h=h, shape=1.0,
+                                           lattice=lat,
+                                           saddle=statistic_saddle(self.T, self.k))
+            if low is not None:
+                opt = [o.self_compose(self.epochs) for o in low]
+        return pess, opt
+
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
         up = np.max([p.epsilon(d) for p in self.plds], axis=0)
@@ -425,6 +499,15 @@ class BISPLDAnalysis(RunAnalysis):
             low = np.max([p.delta(e) for p in self.optimistic], axis=0)
             lo = Bound(shaped(np.minimum(low, up), e), "lower", SOURCE_LOWER)
         return Bound(shaped(up, e), "upper", SOURCE), lo
+
+
+def _on_step(p: PLD, h: float) -> PLD | None:
+    """p on grid step h, if h is p's step times an integer (:meth:`PLD.coarsen`, which
+    keeps p's kind), else None."""
+    r = round(h / p.h)
+    if r >= 1 and p.h * r == h:
+        return p.coarsen(r)
+    return None
 
 
 def _applies(run) -> bool:
