@@ -64,8 +64,8 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     minorant (see module docstring), anchored at value 0 at the grid's end.
 
     ``optimistic=False`` skips the optimistic side (returned as None), ``pessimistic=False``
-    the pessimistic one.  ``rho_max`` caps the
-    relative part of the float-error allowance (:func:`_relative_split`); a T-fold
+    the pessimistic one.  ``rho_max`` caps the relative part of the float-error allowance
+    (:func:`privamp.pld.binning.relative_split`); a T-fold
     composition multiplies its deltas by up to ``(1 + rho)^T``, so callers composing many
     steps may raise it to about ``1e-4 / T`` to turn more of the allowance relative.
 

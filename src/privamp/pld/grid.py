@@ -25,10 +25,11 @@ number of compositions, and one below (``optimistic``) stays below; additive err
   atoms (:func:`_aligned_step`).
 * Float error: one-step masses carry a relative safety factor (1 +- 1e-12, for relative
   errors of the splits and the isotonic regression); the tail evaluations' error at each
-  grid point is bounded (:func:`tail_errors`) and covered by a relative part (masses scaled
-  by 1 +- rho) where the profile is large against it and an additive part (``slack``)
-  elsewhere (:func:`relative_split`) -- a relative error costs a T-fold composition T rho
-  times delta, an additive one T s; direct-sum convolutions are corrected by their
+  grid point is bounded (:func:`privamp.pld.binning.tail_errors`) and covered by a
+  relative part (masses scaled by 1 +- rho) where the profile is large against it and an
+  additive part (``slack``) elsewhere (:func:`privamp.pld.binning.relative_split`) -- a
+  relative error costs a T-fold composition T rho times delta, an additive one T s;
+  direct-sum convolutions are corrected by their
   relative error bound; FFT convolutions add a certified l1 bound (Higham 2002, Thm 24.2)
   to ``slack``; queries add a relative 1e-9.  All of these are in the safe direction.
 * Composition: FFT convolution of the P-masses (:func:`privamp.numerics.fft.convolve_nonneg`)
