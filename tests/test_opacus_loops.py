@@ -114,3 +114,17 @@ def test_accumulated_shuffle_micro_batches_are_a_bigger_shuffle():
 def test_accumulated_poisson_is_refused():
     with pytest.raises(pa.NotApplicable, match="not Poisson"):
         PrivampAccountant(pa.Poisson(0.1), accumulation_steps=4)
+
+
+def test_digits_shuffle_example_prints_one_line_per_epoch():
+    import importlib.util
+    from pathlib import Path
+
+    pytest.importorskip("sklearn")
+    path = Path(__file__).resolve().parents[1] / "examples" / "opacus_digits_shuffle.py"
+    spec = importlib.util.spec_from_file_location("opacus_digits_shuffle", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lines = module.main(["--epochs", "2"])
+    assert len(lines) == 2 and lines[1].startswith("epoch 2: 36 steps")  # ceil(1797 / 100)
+    assert "epsilon in [" in lines[1] or "not accounted yet" in lines[1]
