@@ -128,3 +128,13 @@ def test_digits_shuffle_example_prints_one_line_per_epoch():
     lines = module.main(["--epochs", "2"])
     assert len(lines) == 2 and lines[1].startswith("epoch 2: 36 steps")  # ceil(1797 / 100)
     assert "epsilon in [" in lines[1] or "not accounted yet" in lines[1]
+
+
+def test_a_distributed_loader_is_not_batch_checked_against_the_global_batch():
+    ds = _data(24)
+    ss = torch.utils.data.DistributedSampler(ds, num_replicas=2, rank=0, shuffle=True, seed=0)
+    loader = torch.utils.data.DataLoader(
+        ds, batch_sampler=torch.utils.data.BatchSampler(ss, 4, False))
+    acc = PrivampAccountant()
+    acc.attach(loader, set_epoch=True)
+    assert acc.scheme == pa.Shuffle(8, 24) and acc.world_size == 2

@@ -164,7 +164,7 @@ class PrivampAccountant(IAccountant):
         self.scheme = accumulated(scheme_of(data_loader, **scheme_of_kwargs),
                                   self.accumulation_steps)
         self.dataset_size = len(data_loader.dataset)
-        self.world_size = int(getattr(data_loader.batch_sampler, "world_size", 1))
+        self.world_size = _ranks(data_loader.batch_sampler)
 
     def _bound(self) -> Scheme:
         if self.scheme is None:
@@ -433,6 +433,16 @@ class PrivampAccountant(IAccountant):
         run = self._run(phases[0][0], steps[-1])
         return run.epsilon_curve(float(check_delta(delta)), steps=steps,
                                  accountant=self.accountant)
+
+
+def _ranks(batch_sampler: Any) -> int:
+    """Ranks that share each global batch (1 unless a distributed sampler is found; a rank's
+    accountant then sees only its share, so batch sizes are not checked)."""
+    for obj in (batch_sampler, getattr(batch_sampler, "sampler", None)):
+        for name in ("world_size", "num_replicas"):
+            if isinstance(getattr(obj, name, None), int):
+                return int(getattr(obj, name))
+    return 1
 
 
 def _identity(acc: PrivampAccountant) -> dict[str, Any]:
