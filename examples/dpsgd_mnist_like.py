@@ -60,14 +60,14 @@ class Setting:
 SETTINGS = [
     Setting(
         "Poisson",
-        lambda b, e, s: PoissonBatchSampler(N_TRAIN, b / N_TRAIN, e * N_TRAIN // b, seed=s),
+        lambda b, e, s: PoissonBatchSampler(N_TRAIN, b / N_TRAIN, epochs=e, seed=s),
         pa.AddRemove(),
     ),
     Setting("shuffle", lambda b, e, s: ShuffleBatchSampler(b, N_TRAIN, e, seed=s), pa.AddRemove()),
     # privamp's fixed-size (Balle et al. 2018) analysis is under substitution: sensitivity 2C
     Setting(
         "fixed-size WOR",
-        lambda b, e, s: WithoutReplacementBatchSampler(b, N_TRAIN, e * N_TRAIN // b, seed=s),
+        lambda b, e, s: WithoutReplacementBatchSampler(b, N_TRAIN, epochs=e, seed=s),
         pa.Substitution(),
     ),
     Setting(
@@ -103,11 +103,14 @@ def train_one(
             None, model, opt, ds, sampler, sigma, clip, relation=setting.relation
         )
         steps = 0
-        for xb, yb in loader:
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(xb), yb).backward()
-            opt.step()
-            steps += 1
+        for _epoch in range(epochs):  # one pass over the loader is one epoch
+            for xb, yb in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+                opt.step()
+                steps += 1
+                if max_steps is not None and steps >= max_steps:
+                    break
             if max_steps is not None and steps >= max_steps:
                 break
     with torch.no_grad():

@@ -156,8 +156,8 @@ def test_balls_in_bins_sampler_law() -> None:
 
     n, m, epochs = 200, 8, 400
     s = BallsInBinsSampler(n, m, epochs=epochs, seed=0)
-    assert s.scheme == pa.BallsInBins(m) and len(s) == m * epochs
-    batches = list(s)
+    assert s.scheme == pa.BallsInBins(m) and len(s) == m  # one iter() is one epoch
+    batches = [x for _ in range(epochs) for x in s]
     assert len(batches) == m * epochs
     counts = np.zeros((n, m))
     for e in range(epochs):

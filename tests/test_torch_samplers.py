@@ -89,8 +89,8 @@ def test_shuffle_epochs_are_fresh_uniform_partitions():
     n, b, epochs = 12, 3, 3000
     s = ShuffleBatchSampler(b, n, epochs, seed=3)
     nb = n // b
-    assert s.scheme == pa.Shuffle(b, n) and s.steps == epochs * nb and len(s) == s.steps
-    batches = list(s)
+    assert s.scheme == pa.Shuffle(b, n) and s.steps == epochs * nb and len(s) == nb
+    batches = [x for _ in range(epochs) for x in s]  # one iter() is one epoch
     assert len(batches) == epochs * nb
     position = np.zeros((epochs, n), dtype=int)  # batch index of each example in each epoch
     for e in range(epochs):
@@ -116,7 +116,7 @@ def test_shuffle_epochs_are_fresh_uniform_partitions():
 def test_deterministic_batches_are_fixed():
     s = DeterministicBatchSampler(4, 12, epochs=2)
     assert s.scheme == pa.Deterministic(4, 12) and s.steps == 6
-    expected = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]] * 2
+    expected = [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert list(s) == expected
     assert list(s) == expected  # same again
 
@@ -126,8 +126,8 @@ def test_balanced_iteration_exact_balance_and_uniform_subsets(steps, k):
     n, epochs = 300, 20
     s = BalancedIterationSampler(n, steps, k, epochs, seed=4)
     assert s.scheme == pa.BalancedIteration(steps, k)
-    assert s.steps == steps * epochs and len(s) == s.steps
-    batches = list(s)
+    assert s.steps == steps * epochs and len(s) == steps
+    batches = [x for _ in range(epochs) for x in s]
     assert len(batches) == steps * epochs
     subsets: Counter[tuple[int, ...]] = Counter()
     same_pairs = 0  # disjoint pairs (2j, 2j+1) with the same k-subset in an epoch
@@ -163,6 +163,7 @@ def test_balanced_iteration_exact_balance_and_uniform_subsets(steps, k):
         lambda seed: PoissonBatchSampler(30, 0.2, 7, seed=seed),
         lambda seed: WithoutReplacementBatchSampler(5, 30, 7, seed=seed),
         lambda seed: ShuffleBatchSampler(5, 30, 2, seed=seed),
+        lambda seed: ShuffleBatchSampler(7, 30, drop_last=True, seed=seed),
         lambda seed: BalancedIterationSampler(30, 6, 2, 2, seed=seed),
     ],
 )
@@ -171,9 +172,9 @@ def test_reproducible_under_a_seed(make):
     first = list(a)
     assert first == list(b)
     assert first != list(c)
-    assert list(a) != first  # iterating again continues the stream
+    assert list(a) != first  # iterating again draws the next epoch
     g = make(None)  # OS entropy: still a valid run
-    assert len(list(g)) == g.steps
+    assert len(list(g)) == g.steps_per_epoch
 
 
 def test_generator_argument_and_errors():
@@ -190,6 +191,10 @@ def test_generator_argument_and_errors():
         BalancedIterationSampler(10, 3, 4)
     with pytest.raises(ValueError, match="steps"):
         WithoutReplacementBatchSampler(3, 10, 0)
+    with pytest.raises(ValueError, match="seed must be given"):
+        ShuffleBatchSampler(3, 10, rank=0, world_size=2)
+    with pytest.raises(ValueError, match="rank"):
+        PoissonBatchSampler(10, 0.5, seed=0, rank=2, world_size=2)
 
 
 def test_training_uses_the_sampler_scheme():
@@ -197,6 +202,7 @@ def test_training_uses_the_sampler_scheme():
     run = s.training(pa.Gaussian(1.0))
     assert run.scheme == pa.Shuffle(10, 100) and run.steps == 30
     assert run.relation == pa.AddRemove()
+    assert s.training(pa.Gaussian(1.0), epochs=5).steps == 50
 
 
 def test_scheme_of_standard_and_opacus_loaders():
@@ -212,10 +218,9 @@ def test_scheme_of_standard_and_opacus_loaders():
     assert scheme_of(DataLoader(ds, batch_sampler=with_repl)) == pa.WithReplacement(4, 24)
     own = ShuffleBatchSampler(4, 24, seed=0)
     assert scheme_of(DataLoader(ds, batch_sampler=own)) == pa.Shuffle(4, 24)
-    with pytest.raises(ValueError, match="partial batch"):
-        scheme_of(DataLoader(ds, batch_size=5, shuffle=True))
-    with pytest.raises(ValueError, match="partial batch"):
-        scheme_of(DataLoader(ds, batch_size=5, shuffle=True, drop_last=True))
+    assert scheme_of(DataLoader(ds, batch_size=5, shuffle=True)) == pa.Shuffle(5, 24)
+    assert scheme_of(DataLoader(ds, batch_size=5, shuffle=True, drop_last=True)) == \
+        pa.Shuffle(5, 24, drop_last=True)
     with pytest.raises(ValueError, match="batch_sampler"):
         scheme_of(DataLoader(ds, batch_size=None))
     opacus_dl = pytest.importorskip("opacus.data_loader")

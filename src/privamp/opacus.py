@@ -1,6 +1,11 @@
 """``privamp.opacus``: the Opacus integration (:mod:`privamp.integrations.opacus`) under a
 short name: :class:`PrivampAccountant`, :func:`make_private`,
-:func:`make_private_with_epsilon`, :func:`from_opacus_history`.  Needs Opacus and PyTorch."""
+:func:`make_private_with_epsilon`, :func:`from_opacus_history`.  Needs Opacus and PyTorch.
+
+Importing it registers :class:`PrivampAccountant` with Opacus under the name ``"privamp"``,
+so that ``opacus.PrivacyEngine(accountant="privamp")`` accounts for the data loader actually
+used (Opacus's Poisson loader, or the loader's own shuffle/deterministic batches with
+``poisson_sampling=False``)."""
 
 from .integrations.opacus import (
     PrivampAccountant,

@@ -15,7 +15,8 @@ privamp's bound for that scheme::
     model, optimizer, loader, accountant = make_private(
         None, model, optimizer, ds, sampler, noise_multiplier=1.0, max_grad_norm=1.0,
         relation=pa.ZeroOut())
-    for x, y in loader: ...                  # one pass = the planned 5 epochs
+    for epoch in range(5):
+        for x, y in loader: ...              # one pass = one epoch
     accountant.get_guarantee(1e-5)           # Guarantee: privamp's [lower, upper] interval
     accountant.get_epsilon(1e-5)             # float: the upper bound (what Opacus reports)
 
@@ -25,12 +26,21 @@ clipping norm the base mechanism is ``Gaussian(noise_multiplier, sensitivity)`` 
 sensitivity 1 under add/remove and zero-out and 2 under substitution (privamp's convention,
 see :mod:`privamp.mechanisms`).
 
+Importing this module (or ``privamp.opacus``) registers the accountant with Opacus under the
+name ``"privamp"`` (``opacus.accountants.register_accountant``), so that
+``PrivacyEngine(accountant="privamp")`` works: ``make_private`` then tells the accountant its
+data loader, and the accountant accounts for that loader's scheme
+(:func:`privamp.integrations.loaders.scheme_of`: Opacus's Poisson loader with the default
+``poisson_sampling=True``, the loader's own shuffle/deterministic batches with
+``poisson_sampling=False``) or refuses it in one line.
+
 Needs Opacus and PyTorch (``pip install "privamp[opacus]"``).
 """
 
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from typing import Any
 
@@ -39,9 +49,12 @@ from ..accounting.training import Training
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
-from ..sampling.schemes import Poisson, Scheme
+from ..sampling.schemes import Scheme
 from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity
+from .loaders import accumulated, scheme_of
+from .opacus_checks import BatchSizes, batch_check, empty_safe_collate
+from .opacus_history import from_opacus_history, runs_from_opacus_history
 
 __all__ = [
     "from_opacus_history",
@@ -54,6 +67,7 @@ __all__ = [
 
 try:
     import torch
+    from opacus.accountants import register_accountant
     from opacus.accountants.accountant import IAccountant
     from torch.utils.data import DataLoader
 except ImportError as exc:  # pragma: no cover - exercised only without opacus
@@ -81,7 +95,16 @@ class PrivampAccountant(IAccountant):
     ----------
     sampler:
         The privamp batch sampler attached to the data loader (any object with a ``.scheme``)
-        or directly a privamp :class:`~privamp.Scheme`.
+        or directly a privamp :class:`~privamp.Scheme`; None (what
+        ``PrivacyEngine(accountant="privamp")`` does): the scheme of the data loader that
+        ``make_private`` prepares, found when Opacus attaches the accountant (or given with
+        :meth:`attach`).
+    accumulation_steps:
+        micro-batches of ``sampler`` per optimizer step (gradient accumulation without a
+        step in between): the accounted scheme is
+        :func:`privamp.integrations.loaders.accumulated` of the sampler's, and a step of more
+        micro-batches is refused.  Opacus's ``BatchMemoryManager`` (physical batches of one
+        logical batch) needs nothing: its logical steps are recognised.
     relation:
         Neighbouring relation protected: a privamp relation or a
         ``dp_accounting.NeighboringRelation`` (default add/remove, as Opacus).
@@ -104,20 +127,52 @@ class PrivampAccountant(IAccountant):
 
     def __init__(
         self,
-        sampler: Any,
+        sampler: Any = None,
         *,
         relation: Relation | None = None,
         sensitivity: float | None = None,
         accountant: str = "best",
+        accumulation_steps: int = 1,
     ) -> None:
         super().__init__()
-        self.scheme = _scheme_of(sampler)
+        self.accumulation_steps = check_int("accumulation_steps", accumulation_steps,
+                                            minimum=1)
+        self.scheme: Scheme | None = None
+        if sampler is not None:
+            self.scheme = accumulated(_scheme_of(sampler), self.accumulation_steps)
         self.relation = as_relation(relation)
         self.sensitivity = clipped_sensitivity(self.relation, sensitivity)
         self.accountant = accountant
         self.dataset_size: int | None = getattr(sampler, "dataset_size", None)
+        self.world_size = int(getattr(sampler, "world_size", 1))
         self.history: list[tuple[float, float, int]] = []
-        self._sizes = _BatchSizes()
+        self.split_steps = 0  # logical steps made of BatchMemoryManager's physical batches
+        self._sizes = BatchSizes()
+
+    def attach(self, data_loader: Any, **scheme_of_kwargs: Any) -> None:
+        """Account for the batches ``data_loader`` draws (the scheme
+        :func:`~privamp.integrations.loaders.scheme_of` finds, accumulated
+        ``accumulation_steps`` times); for an accountant built without a sampler.  On an
+        accountant that has its scheme, check the loader against it instead.
+
+        Raises:
+            ValueError: the loader's law is unknown or not this accountant's scheme.
+        """
+        if self.scheme is not None:
+            self.check_data_loader(data_loader, **scheme_of_kwargs)
+            return
+        self.scheme = accumulated(scheme_of(data_loader, **scheme_of_kwargs),
+                                  self.accumulation_steps)
+        self.dataset_size = len(data_loader.dataset)
+        self.world_size = _ranks(data_loader.batch_sampler)
+
+    def _bound(self) -> Scheme:
+        if self.scheme is None:
+            raise ValueError(
+                "PrivampAccountant has no data loader: build it with a sampler, let "
+                "PrivacyEngine.make_private attach it, or call accountant.attach(loader)"
+            )
+        return self.scheme
 
     @classmethod
     def for_data_loader(cls, data_loader: DataLoader, **kwargs: Any) -> PrivampAccountant:
@@ -128,8 +183,6 @@ class PrivampAccountant(IAccountant):
         constructor.  Raises
         ``ValueError`` for a loader whose sampling law privamp does not know.
         """
-        from .torch import scheme_of
-
         sampler = getattr(data_loader, "batch_sampler", None)
         n = getattr(sampler, "dataset_size", None)
         if n is not None and hasattr(data_loader.dataset, "__len__"):
@@ -138,8 +191,8 @@ class PrivampAccountant(IAccountant):
                     f"the sampler's dataset_size={n} differs from len(dataset)="
                     f"{len(data_loader.dataset)}"
                 )
-        acc = cls(scheme_of(data_loader), **kwargs)
-        acc.dataset_size = len(data_loader.dataset)
+        acc = cls(**kwargs)
+        acc.attach(data_loader)
         return acc
 
     # ---- Opacus interface ----------------------------------------------------------------
@@ -155,20 +208,32 @@ class PrivampAccountant(IAccountant):
     def get_optimizer_hook_fn(self, sample_rate: float):  # noqa: ANN201 - Opacus signature
         """Hook that Opacus attaches to the ``DPOptimizer``: one call per optimizer step.
 
-        Gradient accumulation over several batches per step (virtual steps) changes the
-        sampling scheme, so it is refused with a ``ValueError``."""
+        An accountant without a scheme takes the data loader that Opacus 1.6's
+        ``PrivacyEngine.make_private`` is attaching it for (its local ``data_loader``).
+        A step made of more micro-batches than ``accumulation_steps`` is refused with a
+        ``ValueError``; the logical steps of ``BatchMemoryManager`` (the optimizer skipped the
+        physical batches before it) count once, without a batch-size check (the hook sees
+        only the last physical batch)."""
+        if self.scheme is None:
+            loader = sys._getframe(1).f_locals.get("data_loader")
+            if isinstance(loader, DataLoader):
+                self.attach(loader)
 
         def hook_fn(optim: Any) -> None:
+            scheme = self._bound()
             acc = optim.accumulated_iterations
-            if acc != 1:
+            if acc > self.accumulation_steps:
                 raise ValueError(
-                    f"PrivampAccountant: the optimizer step used {acc} accumulated batches; "
-                    "privamp accounts for one batch of the sampler per step (accumulated "
-                    "iterations must be 1)"
+                    f"PrivampAccountant: the optimizer step accumulated {acc} batches, but "
+                    f"the accountant accounts for {self.accumulation_steps} per step; give "
+                    f"PrivampAccountant(..., accumulation_steps={acc}) for a shuffle or "
+                    "deterministic loader, or use BatchMemoryManager on a Poisson loader"
                 )
+            split = bool(getattr(optim, "_is_last_step_skipped", False))
+            self.split_steps += split
             samples = optim.grad_samples
-            if samples:
-                self._check_batch(int(samples[0].shape[0]))
+            if samples and not split and self.world_size == 1:
+                self._check_batch(scheme, int(samples[0].shape[0]))
             self.step(noise_multiplier=optim.noise_multiplier, sample_rate=sample_rate)
 
         return hook_fn
@@ -186,6 +251,7 @@ class PrivampAccountant(IAccountant):
 
         Raises ``ValueError`` when no sound upper bound is known for this scheme."""
         g = self.get_guarantee(delta)
+        self._bound()
         if g.upper is None:
             lower = "" if g.lower is None else f" (a lower bound is {float(g.lower.value):.6g})"
             raise ValueError(
@@ -224,13 +290,12 @@ class PrivampAccountant(IAccountant):
         self.history = [(float(a), float(b), int(c)) for a, b, c in state_dict["history"]]
 
     # ---- checks on the loader ------------------------------------------------------------
-    def check_data_loader(self, data_loader: Any) -> None:
+    def check_data_loader(self, data_loader: Any, **scheme_of_kwargs: Any) -> None:
         """Raise ``ValueError`` unless ``data_loader`` draws its batches from this
-        accountant's scheme (see :func:`privamp.integrations.torch.scheme_of`)."""
-        from .torch import scheme_of
-
+        accountant's scheme (see :func:`privamp.integrations.loaders.scheme_of`)."""
         try:
-            found = scheme_of(data_loader)
+            found = accumulated(scheme_of(data_loader, **scheme_of_kwargs),
+                                self.accumulation_steps)
         except ValueError as exc:
             raise ValueError(
                 f"cannot check the data loader against {self.scheme}: {exc}"
@@ -247,10 +312,10 @@ class PrivampAccountant(IAccountant):
                 f"dataset_size={self.dataset_size}"
             )
 
-    def _check_batch(self, size: int) -> None:
-        """Refuse a batch the scheme cannot draw (see :func:`_batch_check`)."""
+    def _check_batch(self, scheme: Scheme, size: int) -> None:
+        """Refuse a batch the scheme cannot draw (see :func:`batch_check`)."""
         self._sizes.observe(size)
-        why = _batch_check(self.scheme, self.dataset_size, self._sizes)
+        why = batch_check(scheme, self.dataset_size, self._sizes)
         if why:
             raise ValueError(
                 f"PrivampAccountant: {why}; the data loader is not the accountant's sampler "
@@ -283,7 +348,8 @@ class PrivampAccountant(IAccountant):
 
     def _run(self, noise: float, steps: int) -> Training:
         return Training(
-            Gaussian(noise, self.sensitivity), self.scheme, steps=steps, relation=self.relation
+            Gaussian(noise, self.sensitivity), self._bound(), steps=steps,
+            relation=self.relation
         )
 
     def training(self) -> Any:
@@ -301,11 +367,12 @@ class PrivampAccountant(IAccountant):
 
     def _plan(self) -> tuple[Any, str]:
         """(run or composition, note); a non-empty note means only the upper bound holds."""
+        self._bound()
         phases = self.phases()
         if not phases:
             raise ValueError("no optimizer step recorded yet (steps must be >= 1)")
         total = sum(s for _, s in phases)
-        if not self.scheme.per_epoch:  # steps are independent: any count is a run
+        if not self._bound().per_epoch:  # steps are independent: any count is a run
             if len(phases) == 1:
                 return self._run(*phases[0]), ""
             return compose_phases([self._run(nm, s) for nm, s in phases],
@@ -360,7 +427,7 @@ class PrivampAccountant(IAccountant):
                 "epsilon_per_epoch needs one noise multiplier over the run; got "
                 f"{len(phases)} phases"
             )
-        per = int(round(self.scheme.steps_per_epoch))
+        per = int(round(self._bound().steps_per_epoch))
         count = epochs if epochs is not None else max(1, len(self) // per)
         steps = [per * (e + 1) for e in range(check_int("epochs", count, minimum=1))]
         run = self._run(phases[0][0], steps[-1])
@@ -368,38 +435,14 @@ class PrivampAccountant(IAccountant):
                                  accountant=self.accountant)
 
 
-def runs_from_opacus_history(
-    history: Any, relation: Any = None, sensitivity: float | None = None
-) -> list[Training]:
-    """The phases of an Opacus accountant's ``history`` (``(noise_multiplier, sample_rate,
-    steps)`` triples, as kept by Opacus's RDP, PRV and GDP accountants, which assume Poisson
-    sampling): one ``Training(Gaussian(noise), Poisson(rate), steps)`` per distinct
-    (noise, rate), steps summed, in order of first appearance.  ``relation`` and
-    ``sensitivity`` as for :class:`PrivampAccountant`.  Pass the phases to
-    ``privamp.compose``, or use :func:`from_opacus_history`."""
-    rel = as_relation(relation)
-    sens = clipped_sensitivity(rel, sensitivity)
-    counts: dict[tuple[float, float], int] = {}
-    for noise, rate, steps in history:
-        key = (float(noise), float(rate))
-        counts[key] = counts.get(key, 0) + check_int("steps", steps, minimum=0)
-    runs = [Training(Gaussian(nm, sens), Poisson(q), steps=c, relation=rel)
-            for (nm, q), c in counts.items() if c > 0]
-    if not runs:
-        raise ValueError("the history holds no step (steps must add up to >= 1)")
-    return runs
-
-
-def from_opacus_history(history: Any, relation: Any = None,
-                        sensitivity: float | None = None) -> Any:
-    """privamp's run for an Opacus accountant's ``history`` (Poisson sampling, as Opacus
-    assumes): a :class:`~privamp.Training`, or the composition of its phases
-    (``privamp.compose``) when the noise or the rate changed.  E.g.
-    ``from_opacus_history(engine.accountant.history).epsilon(1e-5)``."""
-    runs = runs_from_opacus_history(history, relation, sensitivity)
-    if len(runs) == 1:
-        return runs[0]
-    return compose_phases(runs, "the noise multiplier or the sample rate changed")
+def _ranks(batch_sampler: Any) -> int:
+    """Ranks that share each global batch (1 unless a distributed sampler is found; a rank's
+    accountant then sees only its share, so batch sizes are not checked)."""
+    for obj in (batch_sampler, getattr(batch_sampler, "sampler", None)):
+        for name in ("world_size", "num_replicas"):
+            if isinstance(getattr(obj, name, None), int):
+                return int(getattr(obj, name))
+    return 1
 
 
 def _identity(acc: PrivampAccountant) -> dict[str, Any]:
@@ -409,89 +452,6 @@ def _identity(acc: PrivampAccountant) -> dict[str, Any]:
         "relation": repr(acc.relation),
         "sensitivity": float(acc.sensitivity),
     }
-
-
-class _BatchSizes:
-    """The batch sizes seen so far: first value and whether they all agreed."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total = 0
-        self.first: int | None = None
-        self.constant = True
-        self.last = 0
-
-    def observe(self, size: int) -> None:
-        self.count += 1
-        self.total += size
-        self.last = size
-        if self.first is None:
-            self.first = size
-        elif size != self.first:
-            self.constant = False
-
-
-#: a Poisson accountant refuses a loader once constant batch sizes have probability below this
-_FALSE_ALARM = 1e-9
-
-
-def _batch_check(scheme: Scheme, n: int | None, seen: _BatchSizes) -> str:
-    """Why the batch sizes ``seen`` cannot come from ``scheme`` on ``n`` examples ("" if they
-    can).  Fixed-size schemes must see their batch size at every step; a Poisson scheme on a
-    known ``n`` refuses batch sizes that stay constant for so long that the chance of that
-    under Binomial(n, rate) is below ``_FALSE_ALARM`` (a fixed-size loader, e.g. shuffle)."""
-    size = seen.last
-    fixed = getattr(scheme, "batch_size", None)
-    if fixed is not None and size != fixed:
-        return f"a batch of {size} examples, but {scheme} draws batches of exactly {fixed}"
-    if n is not None and size > n:
-        return f"a batch of {size} examples from a dataset of {n}"
-    if isinstance(scheme, Poisson) and n is not None:
-        return _poisson_check(scheme.rate, n, seen)
-    return ""
-
-
-def _poisson_check(q: float, n: int, seen: _BatchSizes) -> str:
-    """Batch sizes that Poisson sampling at rate ``q`` from ``n`` examples gives with
-    probability below ``_FALSE_ALARM`` over the whole run: the same size every step, or a
-    total off its Binomial(n * steps, q) law (tested at level ``_FALSE_ALARM / (m (m + 1))``
-    after step m, so that all the tests of a run together stay below ``_FALSE_ALARM``)."""
-    from scipy.stats import binom
-
-    m = seen.count
-    tail = min(binom.cdf(seen.total, n * m, q), binom.sf(seen.total - 1, n * m, q))
-    if 2 * tail < _FALSE_ALARM / (m * (m + 1)):
-        return (
-            f"{m} batches of {seen.total / m:.1f} examples on average, where Poisson sampling "
-            f"at rate {q:g} from {n} examples averages {n * q:.1f} (probability below "
-            f"{_FALSE_ALARM:g}: another rate or dataset size?)"
-        )
-    if seen.constant and m > 1:
-        mode = math.floor((n + 1) * q)
-        top = float(binom.pmf(min(mode, n), n, q))
-        # P(count equal sizes) = sum_k p_k^count <= max_k p_k^(count - 1)
-        if top < 1 and (m - 1) * math.log(top) < math.log(_FALSE_ALARM):
-            return (
-                f"{m} batches of exactly {seen.first} examples in a row, which Poisson "
-                f"sampling at rate {q:g} from {n} examples gives with probability below "
-                f"{_FALSE_ALARM:g} (a fixed-size loader, e.g. shuffle=True?)"
-            )
-    return ""
-
-
-def _empty_safe_collate(dataset: Any, collate_fn: Any) -> Any:
-    """Opacus's collate wrapper that turns an empty batch (possible under Poisson sampling)
-    into tensors with a zero-length batch dimension."""
-    from opacus.data_loader import wrap_collate_with_empty
-    from torch.utils.data._utils.collate import default_collate
-
-    first = dataset[0]
-    items = first if isinstance(first, (tuple, list)) else (first,)
-    shapes = [(0, *tuple(getattr(x, "shape", ()))) for x in items]
-    dtypes = [getattr(x, "dtype", type(x)) for x in items]
-    return wrap_collate_with_empty(
-        collate_fn=collate_fn or default_collate, sample_empty_shapes=shapes, dtypes=dtypes
-    )
 
 
 def make_private(
@@ -525,6 +485,9 @@ def make_private(
     """
     from opacus import PrivacyEngine
 
+    if "accumulation_steps" in make_private_kwargs:
+        raise ValueError("make_private steps once per batch of the sampler; for accumulation "
+                         "build PrivampAccountant(sampler, accumulation_steps=k) yourself")
     if not hasattr(batch_sampler, "scheme") or not hasattr(batch_sampler, "__iter__"):
         raise ValueError(
             "batch_sampler must be a privamp batch sampler from privamp.integrations.torch "
@@ -555,7 +518,7 @@ def make_private(
     loader = DataLoader(
         dataset,
         batch_sampler=batch_sampler,
-        collate_fn=_empty_safe_collate(dataset, collate_fn),
+        collate_fn=empty_safe_collate(dataset, collate_fn),
         num_workers=num_workers,
     )
     out = privacy_engine.make_private(
@@ -624,3 +587,9 @@ def make_private_with_epsilon(
     )
     out[3].calibration = noise
     return out
+
+
+try:  # PrivacyEngine(accountant="privamp")
+    register_accountant("privamp", PrivampAccountant)
+except ValueError:  # already registered (a reload of this module): keep the newest class
+    register_accountant("privamp", PrivampAccountant, force=True)

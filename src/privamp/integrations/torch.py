@@ -1,22 +1,33 @@
 """PyTorch batch samplers that know which privamp scheme they realise.
 
 Each sampler is a ``torch.utils.data.Sampler`` yielding lists of dataset indices, one list per
-training step, to be passed as ``DataLoader(dataset, batch_sampler=sampler)``.  Each exposes
+training step, to be passed as ``DataLoader(dataset, batch_sampler=sampler)``.  They behave
+like PyTorch's samplers:
 
-* ``.scheme`` — the :class:`privamp.Scheme` whose law it draws from, so that the accounting
-  is computed for the sampler that is actually used (``sampler.training(mechanism)``);
-* ``.steps`` — the number of batches one pass over the sampler yields (the planned run:
-  ``epochs`` epochs for the epoch-based samplers); ``len(sampler) == sampler.steps``;
-* ``.expected_batch_size`` — the mean batch size (for averaging clipped gradients).
+* one ``iter()`` (one ``for x, y in loader``) is ONE epoch; ``len(sampler)`` is the number of
+  batches in it (``steps_per_epoch``).  For the samplers whose steps are independent
+  (Poisson, truncated Poisson, fixed-size without replacement) an "epoch" is
+  ``round(1 / rate)`` steps (``round(n / b)``) unless ``steps_per_epoch=`` says otherwise;
+* ``set_epoch(e)`` as in ``DistributedSampler``: epoch ``e``'s batches are a function of
+  ``(seed, e)`` only, so a resumed run continues the same law.  Without ``set_epoch`` every
+  ``iter()`` draws the next epoch (fresh batches: no need to call it);
+* the planned run length is ``epochs=`` (optional) and lives in the accounting:
+  ``sampler.training(mechanism)`` accounts for ``max(planned epochs, epochs drawn)``.  Drawing
+  more epochs than planned is counted in ``sampler.epochs_drawn`` and logged as a warning
+  (logger ``"privamp"``); an epoch index drawn twice by a sampler with fresh randomness per
+  epoch (the same batches again) makes ``training()`` refuse;
+* ``state_dict()`` / ``load_state_dict()`` save and restore seed and epoch counters.
 
-Randomness comes from a NumPy ``Generator`` (``seed=`` or ``generator=``): two samplers built
-with the same seed yield the same batches; iterating one sampler again continues its stream
-(fresh batches, fresh permutations).
+Each sampler exposes ``.scheme`` (the :class:`privamp.Scheme` of the GLOBAL batches),
+``.steps_per_epoch`` and ``.expected_batch_size``.
 
-Memory: Poisson and without-replacement batches cost O(batch) per step (the batch size is
-drawn first, then a uniform subset of that size; NumPy draws small subsets with Floyd's
-hash-set method); shuffle costs one permutation, O(n), per epoch; balanced iteration keeps
-one counter per example, O(n), and never a T x n participation mask.
+Distributed data parallel: ``rank=r, world_size=W`` (and the same ``seed`` on every rank)
+makes every rank draw the same global batch and yield its share ``batch[r::W]``, so that the
+union of the ranks' t-th batches is the accounted global batch (``batch_size`` is the global
+batch size).  See :mod:`privamp.integrations.loaders` for ``DistributedSampler``.
+
+Memory: Poisson and without-replacement batches cost O(batch) per step; shuffle one
+permutation, O(n), per epoch; balanced iteration and balls-in-bins O(n) per epoch.
 
 This module needs PyTorch (``pip install "privamp[torch]"``); ``import privamp`` does not
 import it.
@@ -24,7 +35,9 @@ import it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -36,24 +49,28 @@ from ..sampling.schemes import (
     BalancedIteration,
     BallsInBins,
     Deterministic,
+    PersistentBallsInBins,
     Poisson,
     Scheme,
     Shuffle,
+    TruncatedPoisson,
     WithoutReplacement,
-    WithReplacement,
 )
+from .loaders import accumulated, scheme_of
 
 __all__ = [
     "scheme_of",
+    "accumulated",
     "PrivampBatchSampler",
     "PoissonBatchSampler",
+    "TruncatedPoissonBatchSampler",
     "WithoutReplacementBatchSampler",
     "ShuffleBatchSampler",
     "DeterministicBatchSampler",
     "BalancedIterationSampler",
     "BallsInBinsSampler",
+    "PersistentBallsInBinsSampler",
 ]
-
 
 try:
     import torch  # noqa: F401
@@ -61,12 +78,14 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError(
         "privamp.integrations.torch needs PyTorch; install it with "
-        "`pip install \"privamp[torch]\"` "
-        "(or `pip install torch`)"
+        "`pip install \"privamp[torch]\"` (or `pip install torch`)"
     ) from exc
 
+logger = logging.getLogger("privamp")
 
-def _rng(seed: int | None, generator: np.random.Generator | None) -> np.random.Generator:
+
+def _base_seed(seed: int | None, generator: np.random.Generator | None) -> int:
+    """The sampler's base seed: ``seed``, one drawn from ``generator``, or OS entropy."""
     if generator is not None:
         if seed is not None:
             raise ValueError("give at most one of seed and generator")
@@ -74,287 +93,338 @@ def _rng(seed: int | None, generator: np.random.Generator | None) -> np.random.G
             raise ValueError(
                 f"generator must be a numpy.random.Generator, got {type(generator).__name__}"
             )
-        return generator
+        return int(generator.integers(0, 2**63))
     if seed is not None:
-        check_int("seed", seed, minimum=0)
-    return np.random.default_rng(seed)
+        return check_int("seed", seed, minimum=0)
+    return int(np.random.SeedSequence().entropy % 2**63)
 
 
 class PrivampBatchSampler(Sampler[list[int]]):
-    """Base class: a batch sampler with a privamp ``scheme`` and a planned number of ``steps``."""
+    """Base class: a batch sampler with a privamp ``scheme``; one ``iter()`` is one epoch.
+
+    Subclasses define ``_epoch(rng)`` (the global batches of one epoch) and set ``scheme``,
+    ``dataset_size``, ``steps_per_epoch``; ``fresh`` says whether each epoch draws new
+    randomness (then an epoch index must not be drawn twice)."""
 
     scheme: Scheme
-    steps: int
     dataset_size: int
+    steps_per_epoch: int
+    fresh = True
 
-    def __init__(self) -> None:  # torch's Sampler takes no data source here
+    def __init__(self, epochs: int | None, seed: int | None,
+                 generator: np.random.Generator | None, rank: int, world_size: int) -> None:
         super().__init__()
+        self.epochs = None if epochs is None else check_int("epochs", epochs, minimum=1)
+        self.world_size = check_int("world_size", world_size, minimum=1)
+        self.rank = check_int("rank", rank, minimum=0, maximum=self.world_size - 1)
+        if self.world_size > 1 and seed is None and self.fresh:
+            raise ValueError(
+                "seed must be given (the same on every rank) when world_size > 1: the ranks "
+                "must draw the same global batches"
+            )
+        self.seed = _base_seed(seed, generator)
+        self.epoch = 0
+        self.epochs_drawn = 0
+        self._drawn: set[int] = set()
+        self._repeated: set[int] = set()
 
+    # ---- PyTorch interface --------------------------------------------------------------
     def __len__(self) -> int:
-        return self.steps
+        return self.steps_per_epoch
 
-    def __iter__(self) -> Iterator[list[int]]:  # pragma: no cover - abstract
+    def __iter__(self) -> Iterator[list[int]]:
+        e = self.epoch
+        self.epoch = e + 1
+        self.epochs_drawn += 1
+        if self.fresh and e in self._drawn:
+            self._repeated.add(e)
+            logger.warning(
+                "%s: epoch %d drawn again (the same batches twice); the run is no longer %s "
+                "and training() will refuse it; call set_epoch with a new epoch",
+                type(self).__name__, e, self.scheme,
+            )
+        self._drawn.add(e)
+        if self.epochs is not None and self.epochs_drawn > self.epochs:
+            logger.warning(
+                "%s: %d epochs drawn, %d planned; the accounting (training()) follows the "
+                "%d epochs drawn", type(self).__name__, self.epochs_drawn, self.epochs,
+                self.epochs_drawn,
+            )
+        rng = np.random.default_rng([self.seed, e] if self.fresh else [self.seed])
+        r, w = self.rank, self.world_size
+        for batch in self._epoch(rng):
+            yield batch[r::w].tolist() if w > 1 else batch.tolist()
+
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:  # pragma: no cover
         raise NotImplementedError
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next ``iter()`` draw epoch ``epoch`` (as ``DistributedSampler.set_epoch``):
+        its batches are a function of ``(seed, epoch)``.  Raises ``ValueError`` for a
+        negative epoch."""
+        self.epoch = check_int("epoch", epoch, minimum=0)
+
+    def state_dict(self) -> dict[str, Any]:
+        """Seed, next epoch, epochs drawn (and which), and the scheme's repr (checked on
+        load); plain Python values."""
+        return {"scheme": repr(self.scheme), "seed": self.seed, "epoch": self.epoch,
+                "epochs_drawn": self.epochs_drawn, "drawn": sorted(self._drawn),
+                "repeated": sorted(self._repeated), "rank": self.rank,
+                "world_size": self.world_size}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`state_dict` saved by a sampler of the same scheme and world
+        size.  Raises ``ValueError`` naming the field that differs."""
+        for key in ("scheme", "world_size"):
+            mine = repr(self.scheme) if key == "scheme" else self.world_size
+            if state.get(key) != mine:
+                raise ValueError(f"state_dict {key} is {state.get(key)!r} but this sampler "
+                                 f"has {mine!r}")
+        self.seed = int(state["seed"])
+        self.epoch = int(state["epoch"])
+        self.epochs_drawn = int(state["epochs_drawn"])
+        self._drawn = {int(e) for e in state["drawn"]}
+        self._repeated = {int(e) for e in state["repeated"]}
+
+    # ---- privamp ------------------------------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Steps of the planned run: ``epochs * steps_per_epoch`` (one epoch if no plan)."""
+        return (self.epochs or 1) * self.steps_per_epoch
 
     @property
     def expected_batch_size(self) -> float:
-        """Mean number of examples in a batch: ``scheme.rate * dataset_size``."""
+        """Mean number of examples in a global batch."""
         return self.scheme.rate * self.dataset_size
 
-    def training(self, mechanism: Mechanism, relation: Relation | None = None) -> Training:
-        """The privamp run this sampler realises: ``Training(mechanism, self.scheme,
-        steps=self.steps, relation)`` (add/remove by default)."""
-        return Training(
-            mechanism, self.scheme, steps=self.steps, relation=relation or AddRemove()
-        )
+    def training(self, mechanism: Mechanism, relation: Relation | None = None,
+                 epochs: int | None = None) -> Training:
+        """The privamp run this sampler realises: ``Training(mechanism, self.scheme, steps=
+        E * steps_per_epoch, relation)`` (add/remove by default) for ``E`` = the largest of
+        ``epochs`` (default: the planned ``epochs``) and ``epochs_drawn``.
+
+        Raises:
+            ValueError: no epoch planned, asked or drawn; or an epoch index was drawn twice by
+                a sampler with fresh randomness per epoch (its batches repeated).
+        """
+        if self._repeated:
+            raise ValueError(
+                f"epochs {sorted(self._repeated)} were drawn twice with the same batches, "
+                f"which is not {self.scheme}; give every epoch a new set_epoch value"
+            )
+        asked = self.epochs if epochs is None else check_int("epochs", epochs, minimum=1)
+        e = max(asked or 0, self.epochs_drawn)
+        if e == 0:
+            raise ValueError("epochs must be given (no epoch planned or drawn yet)")
+        return Training(mechanism, self.scheme, steps=e * self.steps_per_epoch,
+                        relation=relation or AddRemove())
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(scheme={self.scheme}, steps={self.steps})"
+        ddp = f", rank={self.rank}, world_size={self.world_size}" if self.world_size > 1 else ""
+        return f"{type(self).__name__}(scheme={self.scheme}, epochs={self.epochs}{ddp})"
+
+
+def _per_epoch(value: int | None, default: float) -> int:
+    if value is None:
+        return max(1, int(round(default)))
+    return check_int("steps_per_epoch", value, minimum=1)
 
 
 class PoissonBatchSampler(PrivampBatchSampler):
-    """Poisson sampling: at each of ``steps`` steps every example joins the batch independently
-    with probability ``rate`` (the sampler assumed by DP-SGD's moments accountant, Abadi et al.
-    2016; privamp scheme :class:`privamp.Poisson`).
+    """Poisson sampling: at each step every example joins the batch independently with
+    probability ``rate`` (Abadi et al. 2016; privamp scheme :class:`privamp.Poisson`).
 
-    The batch size is drawn from Binomial(n, rate), then a uniform subset of that size: the same
-    law as n independent coin flips, at O(batch) memory.  Batches may be empty.
-    """
+    One epoch is ``steps_per_epoch`` steps (default ``round(1 / rate)``).  The batch size is
+    drawn from Binomial(n, rate), then a uniform subset of that size: the law of n
+    independent coin flips at O(batch) memory.  Batches may be empty."""
 
-    def __init__(
-        self,
-        dataset_size: int,
-        rate: float,
-        steps: int,
-        *,
-        seed: int | None = None,
-        generator: np.random.Generator | None = None,
-    ) -> None:
-        super().__init__()
+    def __init__(self, dataset_size: int, rate: float, steps_per_epoch: int | None = None, *,
+                 epochs: int | None = None, seed: int | None = None,
+                 generator: np.random.Generator | None = None, rank: int = 0,
+                 world_size: int = 1) -> None:
         self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
-        self.scheme = Poisson(check_rate("rate", rate))
-        self.steps = check_int("steps", steps, minimum=1)
-        self._rng = _rng(seed, generator)
+        q = check_rate("rate", rate)
+        if q == 0:
+            raise ValueError("rate must be in (0, 1], got 0")
+        self.scheme = Poisson(q)
+        self.steps_per_epoch = _per_epoch(steps_per_epoch, 1 / q)
+        super().__init__(epochs, seed, generator, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        n, q, rng = self.dataset_size, self.scheme.rate, self._rng
-        for _ in range(self.steps):
-            m = int(rng.binomial(n, q))
-            yield rng.choice(n, size=m, replace=False).tolist()
+    def _size(self, rng: np.random.Generator) -> int:
+        return int(rng.binomial(self.dataset_size, self.scheme.rate))
+
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        for _ in range(self.steps_per_epoch):
+            yield rng.choice(self.dataset_size, size=self._size(rng), replace=False)
+
+
+class TruncatedPoissonBatchSampler(PoissonBatchSampler):
+    """Truncated Poisson sampling (privamp scheme :class:`privamp.TruncatedPoisson`): a
+    Poisson batch at ``rate`` cut to a uniformly random ``max_batch_size`` of its examples
+    when larger (dp-accounting's ``TruncatedSubsampledGaussianDpEvent``).  One epoch is
+    ``steps_per_epoch`` steps (default ``round(1 / rate)``)."""
+
+    def __init__(self, dataset_size: int, rate: float, max_batch_size: int,
+                 steps_per_epoch: int | None = None, **kwargs: Any) -> None:
+        super().__init__(dataset_size, rate, steps_per_epoch, **kwargs)
+        self.scheme = TruncatedPoisson(rate, max_batch_size, self.dataset_size)
+
+    def _size(self, rng: np.random.Generator) -> int:
+        # a uniform subset of a Poisson batch is a uniform subset of the data of that size
+        return min(super()._size(rng), self.scheme.max_batch_size)
+
+    @property
+    def expected_batch_size(self) -> float:
+        """Mean batch size E[min(Binomial(n, rate), max_batch_size)]."""
+        from scipy.stats import binom
+
+        n, q, m = self.dataset_size, self.scheme.rate, self.scheme.max_batch_size
+        k = np.arange(m)
+        return float(m - np.sum(binom.cdf(k, n, q)))
 
 
 class WithoutReplacementBatchSampler(PrivampBatchSampler):
-    """Fixed-size sampling without replacement: each of ``steps`` steps draws a uniformly random
-    set of ``batch_size`` distinct examples, independently of the other steps (privamp scheme
-    :class:`privamp.WithoutReplacement`; Balle et al. 2018 Thm 9)."""
+    """Fixed-size sampling without replacement: each step draws a uniformly random set of
+    ``batch_size`` distinct examples, independently of the other steps (privamp scheme
+    :class:`privamp.WithoutReplacement`; Balle et al. 2018 Thm 9).  One epoch is
+    ``steps_per_epoch`` steps (default ``round(dataset_size / batch_size)``)."""
 
-    def __init__(
-        self,
-        batch_size: int,
-        dataset_size: int,
-        steps: int,
-        *,
-        seed: int | None = None,
-        generator: np.random.Generator | None = None,
-    ) -> None:
-        super().__init__()
+    def __init__(self, batch_size: int, dataset_size: int, steps_per_epoch: int | None = None,
+                 *, epochs: int | None = None, seed: int | None = None,
+                 generator: np.random.Generator | None = None, rank: int = 0,
+                 world_size: int = 1) -> None:
         self.scheme = WithoutReplacement(batch_size, dataset_size)
         self.dataset_size = self.scheme.dataset_size
-        self.steps = check_int("steps", steps, minimum=1)
-        self._rng = _rng(seed, generator)
+        self.steps_per_epoch = _per_epoch(steps_per_epoch, dataset_size / batch_size)
+        super().__init__(epochs, seed, generator, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        b, n, rng = self.scheme.batch_size, self.dataset_size, self._rng
-        for _ in range(self.steps):
-            yield rng.choice(n, size=b, replace=False).tolist()
-
-
-class _EpochSampler(PrivampBatchSampler):
-    def _setup_epochs(self, epochs: int, steps_per_epoch: int) -> None:
-        self.epochs = check_int("epochs", epochs, minimum=1)
-        self.steps_per_epoch = int(steps_per_epoch)
-        self.steps = self.epochs * self.steps_per_epoch
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        for _ in range(self.steps_per_epoch):
+            yield rng.choice(self.dataset_size, size=self.scheme.batch_size, replace=False)
 
 
-class ShuffleBatchSampler(_EpochSampler):
-    """Shuffling: every epoch a fresh uniformly random permutation of the ``dataset_size``
-    examples is cut into consecutive batches of ``batch_size`` (Chua et al. 2024, ABLQ_S;
-    privamp scheme :class:`privamp.Shuffle`).  ``batch_size`` must divide ``dataset_size``."""
+def _cut(order: np.ndarray, b: int, drop_last: bool) -> Iterator[np.ndarray]:
+    n = len(order)
+    stop = n - n % b if drop_last else n
+    for start in range(0, stop, b):
+        yield order[start : start + b]
 
-    def __init__(
-        self,
-        batch_size: int,
-        dataset_size: int,
-        epochs: int = 1,
-        *,
-        seed: int | None = None,
-        generator: np.random.Generator | None = None,
-    ) -> None:
-        super().__init__()
-        self.scheme = Shuffle(batch_size, dataset_size)
+
+class ShuffleBatchSampler(PrivampBatchSampler):
+    """Shuffling (Chua et al. 2024, ABLQ_S; privamp scheme :class:`privamp.Shuffle`): a
+    uniformly random permutation of the ``dataset_size`` examples cut into consecutive
+    batches of ``batch_size``, as ``DataLoader(shuffle=True)``: the last batch is short
+    (``drop_last=False``) or dropped (``drop_last=True``) when ``batch_size`` does not divide
+    ``dataset_size``.  A fresh permutation every epoch, or (``persistent=True``) one drawn
+    from the seed and kept for the whole run (``set_epoch`` then changes nothing)."""
+
+    def __init__(self, batch_size: int, dataset_size: int, epochs: int | None = None, *,
+                 drop_last: bool = False, persistent: bool = False, seed: int | None = None,
+                 generator: np.random.Generator | None = None, rank: int = 0,
+                 world_size: int = 1) -> None:
+        self.scheme = Shuffle(batch_size, dataset_size, drop_last=drop_last,
+                              persistent=persistent)
         self.dataset_size = self.scheme.dataset_size
-        self._setup_epochs(epochs, self.scheme.steps_per_epoch)
-        self._rng = _rng(seed, generator)
+        self.steps_per_epoch = self.scheme.steps_per_epoch
+        self.fresh = not persistent
+        if world_size > 1 and seed is None:
+            raise ValueError("seed must be given (the same on every rank) when world_size > 1")
+        super().__init__(epochs, seed, generator, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        b, n = self.scheme.batch_size, self.dataset_size
-        for _ in range(self.epochs):
-            perm = self._rng.permutation(n)
-            for start in range(0, n, b):
-                yield perm[start : start + b].tolist()
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        yield from _cut(rng.permutation(self.dataset_size), self.scheme.batch_size,
+                        self.scheme.drop_last)
 
 
-class DeterministicBatchSampler(_EpochSampler):
-    """Deterministic batches: the examples are cut into the consecutive batches
-    ``[0, b), [b, 2b), ...``, in the same order every epoch (Chua et al. 2024, ABLQ_D; privamp
-    scheme :class:`privamp.Deterministic`).  ``batch_size`` must divide ``dataset_size``.
+class DeterministicBatchSampler(PrivampBatchSampler):
+    """Deterministic batches (Chua et al. 2024, ABLQ_D; privamp scheme
+    :class:`privamp.Deterministic`): ``[0, b), [b, 2b), ...`` in the same order every epoch,
+    the short last batch kept (``drop_last=False``) or dropped (``drop_last=True``).  Shuffle
+    the dataset once beforehand if its order carries information."""
 
-    Shuffle the dataset once beforehand if its order carries information; the order must not
-    depend on the data."""
+    fresh = False
 
-    def __init__(self, batch_size: int, dataset_size: int, epochs: int = 1) -> None:
-        super().__init__()
-        self.scheme = Deterministic(batch_size, dataset_size)
+    def __init__(self, batch_size: int, dataset_size: int, epochs: int | None = None, *,
+                 drop_last: bool = False, rank: int = 0, world_size: int = 1) -> None:
+        self.scheme = Deterministic(batch_size, dataset_size, drop_last=drop_last)
         self.dataset_size = self.scheme.dataset_size
-        self._setup_epochs(epochs, self.scheme.steps_per_epoch)
+        self.steps_per_epoch = self.scheme.steps_per_epoch
+        super().__init__(epochs, 0, None, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        b, n = self.scheme.batch_size, self.dataset_size
-        for _ in range(self.epochs):
-            for start in range(0, n, b):
-                yield list(range(start, start + b))
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        yield from _cut(np.arange(self.dataset_size), self.scheme.batch_size,
+                        self.scheme.drop_last)
 
 
-class BalancedIterationSampler(_EpochSampler):
+class BalancedIterationSampler(PrivampBatchSampler):
     """Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Sec. 3.3, Thm 3.8): in each
-    epoch of ``steps`` steps every example takes part in exactly ``participations`` steps, the
-    set of its steps drawn uniformly among the C(steps, participations) subsets, independently
-    across examples and epochs (privamp scheme :class:`privamp.BalancedIteration`).
+    epoch of ``steps`` steps every example takes part in exactly ``participations`` steps,
+    drawn uniformly among the C(steps, participations) subsets, independently across
+    examples and epochs (privamp scheme :class:`privamp.BalancedIteration`).
 
-    The subsets are drawn sequentially (selection sampling): at step t an example that still
-    needs r participations joins with probability r / (steps - t).  This gives exactly the
-    uniform law on k-subsets, with one small counter per example (O(n) memory, never a
-    steps x n mask); each step costs O(n) time.
-    """
+    Drawn sequentially (selection sampling): at step t an example that still needs r
+    participations joins with probability r / (steps - t), exactly the uniform law on
+    k-subsets, with one counter per example (O(n) memory, never a steps x n mask)."""
 
-    def __init__(
-        self,
-        dataset_size: int,
-        steps: int,
-        participations: int = 1,
-        epochs: int = 1,
-        *,
-        seed: int | None = None,
-        generator: np.random.Generator | None = None,
-    ) -> None:
-        super().__init__()
+    def __init__(self, dataset_size: int, steps: int, participations: int = 1,
+                 epochs: int | None = None, *, seed: int | None = None,
+                 generator: np.random.Generator | None = None, rank: int = 0,
+                 world_size: int = 1) -> None:
         self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
         self.scheme = BalancedIteration(steps, participations)
-        self._setup_epochs(epochs, self.scheme.steps)
-        self._rng = _rng(seed, generator)
+        self.steps_per_epoch = self.scheme.steps
+        super().__init__(epochs, seed, generator, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        n, rng = self.dataset_size, self._rng
-        t_total, k = self.scheme.steps, self.scheme.participations
-        dtype = np.int32 if k > np.iinfo(np.int16).max else np.int16
-        for _ in range(self.epochs):
-            remaining = np.full(n, k, dtype=dtype)
-            for t in range(t_total):
-                left = t_total - t
-                # join with probability remaining / left (certain once remaining == left)
-                chosen = np.flatnonzero(rng.integers(0, left, size=n) < remaining)
-                remaining[chosen] -= 1
-                yield chosen.tolist()
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        n, t_total, k = self.dataset_size, self.scheme.steps, self.scheme.participations
+        remaining = np.full(n, k, dtype=np.int32 if k > 32767 else np.int16)
+        for t in range(t_total):
+            chosen = np.flatnonzero(rng.integers(0, t_total - t, size=n) < remaining)
+            remaining[chosen] -= 1
+            yield chosen
 
 
-def scheme_of(data_loader: object) -> Scheme:
-    """The privamp scheme that a PyTorch ``DataLoader`` samples its batches from.
-
-    Recognises a privamp batch sampler (its ``.scheme``); Opacus's Poisson loader
-    (``UniformWithReplacementSampler``: ``Poisson(sample_rate)``); and the standard loaders
-    ``DataLoader(ds, batch_size=b, shuffle=True)`` (``Shuffle(b, n)``, a fresh permutation per
-    epoch, Chua et al. 2024 ABLQ_S), ``shuffle=False`` (``Deterministic(b, n)``, ABLQ_D) and a
-    ``RandomSampler(replacement=True)`` (``WithReplacement(b, n)``: b independent uniform
-    draws per batch).  For the standard loaders ``b`` must divide the number of examples drawn
-    per epoch (otherwise the last batch is smaller, or dropped, and the run is none of these
-    schemes).  Anything else raises ``ValueError`` naming the sampler.
-    """
-    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
-
-    bs = getattr(data_loader, "batch_sampler", None)
-    if bs is None:
-        raise ValueError(
-            "data_loader must batch its data (a batch_sampler); got a loader without one "
-            f"({type(data_loader).__name__})"
-        )
-    scheme = getattr(bs, "scheme", None)
-    if isinstance(scheme, Scheme):
-        return scheme
-    kind = type(bs).__name__
-    if kind == "UniformWithReplacementSampler" and hasattr(bs, "sample_rate"):
-        return Poisson(float(bs.sample_rate))
-    if type(bs) is not BatchSampler:
-        raise ValueError(f"privamp does not know the law of the batch sampler {kind}")
-    b, inner = int(bs.batch_size), bs.sampler
-    n = len(data_loader.dataset)
-    if type(inner) is SequentialSampler:
-        if n % b:
-            raise ValueError(
-                f"sequential batches of {b} from {n} examples leave a partial batch; "
-                "privamp's Deterministic scheme needs batch_size to divide the dataset size"
-            )
-        return Deterministic(b, n)
-    if type(inner) is RandomSampler:
-        drawn = inner.num_samples
-        if drawn % b:
-            raise ValueError(
-                f"{drawn} draws per epoch in batches of {b} leave a partial batch "
-                f"(drop_last={bs.drop_last}; dropping drops a random {drawn % b} examples "
-                f"each epoch, which is not pa.Shuffle); choose a batch size that divides {drawn}"
-            )
-        if inner.replacement:
-            return WithReplacement(b, n)
-        if drawn != n:
-            raise ValueError(
-                f"RandomSampler without replacement drawing {drawn} of {n} examples per "
-                "epoch is not a privamp scheme"
-            )
-        return Shuffle(b, n)
-    raise ValueError(
-        f"privamp does not know the law of the sampler {type(inner).__name__} inside the "
-        "BatchSampler"
-    )
+def _bins(rng: np.random.Generator, n: int, m: int) -> Iterator[np.ndarray]:
+    bins = rng.integers(0, m, size=n)
+    order = np.argsort(bins, kind="stable")
+    yield from np.split(order, np.searchsorted(bins[order], np.arange(1, m)))
 
 
-
-class BallsInBinsSampler(_EpochSampler):
+class BallsInBinsSampler(PrivampBatchSampler):
     """Balls-in-bins batching (Chua et al. 2025, arXiv:2412.16802; privamp scheme
-    :class:`privamp.BallsInBins`): every epoch each of the ``dataset_size`` examples is put
-    in one of the ``batches`` batches uniformly at random, independently of the others, so
-    batch sizes are binomial(dataset_size, 1 / batches).  For the accounting this is random
-    allocation 1-of-``batches`` per epoch (Balanced Iteration with one participation).
-    Each epoch costs O(dataset_size) time and memory (one bin index per example)."""
+    :class:`privamp.BallsInBins`): every epoch each example is put in one of the ``batches``
+    batches uniformly at random, independently (binomial batch sizes); a fresh bin every
+    epoch.  O(dataset_size) time and memory per epoch."""
 
-    def __init__(
-        self,
-        dataset_size: int,
-        batches: int,
-        epochs: int = 1,
-        *,
-        seed: int | None = None,
-        generator: np.random.Generator | None = None,
-    ) -> None:
-        super().__init__()
+    def __init__(self, dataset_size: int, batches: int, epochs: int | None = None, *,
+                 seed: int | None = None, generator: np.random.Generator | None = None,
+                 rank: int = 0, world_size: int = 1) -> None:
         self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
         self.scheme = BallsInBins(batches)
-        self._setup_epochs(epochs, self.scheme.steps)
-        self._rng = _rng(seed, generator)
+        self.steps_per_epoch = self.scheme.steps
+        super().__init__(epochs, seed, generator, rank, world_size)
 
-    def __iter__(self) -> Iterator[list[int]]:
-        n, m = self.dataset_size, self.scheme.steps
-        for _ in range(self.epochs):
-            bins = self._rng.integers(0, m, size=n)
-            order = np.argsort(bins, kind="stable")
-            cuts = np.searchsorted(bins[order], np.arange(1, m))
-            for part in np.split(order, cuts):
-                yield part.tolist()
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        yield from _bins(rng, self.dataset_size, self.scheme.steps)
+
+
+class PersistentBallsInBinsSampler(PrivampBatchSampler):
+    """Balls-in-bins with the bin kept for the run (privamp scheme
+    :class:`privamp.PersistentBallsInBins`, jax_privacy's cyclic ``BallsInBinsSampling``):
+    each example's batch among ``batches`` is drawn once from the seed, and every epoch yields
+    the same batches in the same order."""
+
+    fresh = False
+
+    def __init__(self, dataset_size: int, batches: int, epochs: int | None = None, *,
+                 seed: int | None = None, generator: np.random.Generator | None = None,
+                 rank: int = 0, world_size: int = 1) -> None:
+        self.dataset_size = check_int("dataset_size", dataset_size, minimum=1)
+        self.scheme = PersistentBallsInBins(batches)
+        self.steps_per_epoch = self.scheme.batches
+        if world_size > 1 and seed is None:
+            raise ValueError("seed must be given (the same on every rank) when world_size > 1")
+        super().__init__(epochs, seed, generator, rank, world_size)
+
+    def _epoch(self, rng: np.random.Generator) -> Iterator[np.ndarray]:
+        yield from _bins(rng, self.dataset_size, self.scheme.batches)

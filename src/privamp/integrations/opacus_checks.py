@@ -1,0 +1,99 @@
+"""Checks that the batches an Opacus run feeds its accountant can come from the accountant's
+scheme (batch sizes), and Opacus's collate wrapper for empty Poisson batches."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..sampling.schemes import Deterministic, Poisson, Scheme, Shuffle
+
+__all__ = ["BatchSizes", "FALSE_ALARM", "batch_check", "poisson_check", "empty_safe_collate"]
+
+
+class BatchSizes:
+    """The batch sizes seen so far: first value and whether they all agreed."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0
+        self.first: int | None = None
+        self.constant = True
+        self.last = 0
+
+    def observe(self, size: int) -> None:
+        self.count += 1
+        self.total += size
+        self.last = size
+        if self.first is None:
+            self.first = size
+        elif size != self.first:
+            self.constant = False
+
+
+#: a Poisson accountant refuses a loader once constant batch sizes have probability below this
+FALSE_ALARM = 1e-9
+
+
+def batch_check(scheme: Scheme, n: int | None, seen: BatchSizes) -> str:
+    """Why the batch sizes ``seen`` cannot come from ``scheme`` on ``n`` examples ("" if they
+    can).  Fixed-size schemes must see their batch size at every step; a Poisson scheme on a
+    known ``n`` refuses batch sizes that stay constant for so long that the chance of that
+    under Binomial(n, rate) is below ``FALSE_ALARM`` (a fixed-size loader, e.g. shuffle)."""
+    size = seen.last
+    fixed = getattr(scheme, "batch_size", None)
+    allowed = {fixed}
+    if isinstance(scheme, (Shuffle, Deterministic)) and scheme.remainder and \
+            not scheme.drop_last:
+        allowed.add(scheme.remainder)  # the epoch's short last batch
+    if fixed is not None and size not in allowed:
+        sizes = " or ".join(str(a) for a in sorted(allowed))
+        return f"a batch of {size} examples, but {scheme} draws batches of exactly {sizes}"
+    if n is not None and size > n:
+        return f"a batch of {size} examples from a dataset of {n}"
+    if isinstance(scheme, Poisson) and n is not None:
+        return poisson_check(scheme.rate, n, seen)
+    return ""
+
+
+def poisson_check(q: float, n: int, seen: BatchSizes) -> str:
+    """Batch sizes that Poisson sampling at rate ``q`` from ``n`` examples gives with
+    probability below ``FALSE_ALARM`` over the whole run: the same size every step, or a
+    total off its Binomial(n * steps, q) law (tested at level ``FALSE_ALARM / (m (m + 1))``
+    after step m, so that all the tests of a run together stay below ``FALSE_ALARM``)."""
+    from scipy.stats import binom
+
+    m = seen.count
+    tail = min(binom.cdf(seen.total, n * m, q), binom.sf(seen.total - 1, n * m, q))
+    if 2 * tail < FALSE_ALARM / (m * (m + 1)):
+        return (
+            f"{m} batches of {seen.total / m:.1f} examples on average, where Poisson sampling "
+            f"at rate {q:g} from {n} examples averages {n * q:.1f} (probability below "
+            f"{FALSE_ALARM:g}: another rate or dataset size?)"
+        )
+    if seen.constant and m > 1:
+        mode = math.floor((n + 1) * q)
+        top = float(binom.pmf(min(mode, n), n, q))
+        # P(count equal sizes) = sum_k p_k^count <= max_k p_k^(count - 1)
+        if top < 1 and (m - 1) * math.log(top) < math.log(FALSE_ALARM):
+            return (
+                f"{m} batches of exactly {seen.first} examples in a row, which Poisson "
+                f"sampling at rate {q:g} from {n} examples gives with probability below "
+                f"{FALSE_ALARM:g} (a fixed-size loader, e.g. shuffle=True?)"
+            )
+    return ""
+
+
+def empty_safe_collate(dataset: Any, collate_fn: Any) -> Any:
+    """Opacus's collate wrapper that turns an empty batch (possible under Poisson sampling)
+    into tensors with a zero-length batch dimension."""
+    from opacus.data_loader import wrap_collate_with_empty
+    from torch.utils.data._utils.collate import default_collate
+
+    first = dataset[0]
+    items = first if isinstance(first, (tuple, list)) else (first,)
+    shapes = [(0, *tuple(getattr(x, "shape", ()))) for x in items]
+    dtypes = [getattr(x, "dtype", type(x)) for x in items]
+    return wrap_collate_with_empty(
+        collate_fn=collate_fn or default_collate, sample_empty_shapes=shapes, dtypes=dtypes
+    )
