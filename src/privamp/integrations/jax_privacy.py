@@ -36,8 +36,9 @@ Strategies (``jax_privacy.batch_selection``) and their privamp schemes:
 - ``FixedBatchSampling(b, T)``: ``WithoutReplacement(b, n)``; ``replace=True``:
   ``WithReplacement(b, n)``.
 - ``UserSelectionStrategy(base, ...)``: the base strategy's scheme over the *users*
-  (``dataset_size`` = number of users): each selected user's examples are clipped together,
-  so one user is one record of the privamp run (user-level privacy).
+  (``dataset_size`` = number of users), assuming, as jax_privacy expects, that each selected
+  user's examples (its row) are clipped together: one user is one record of the privamp run
+  (user-level privacy).
 
 Configurations: ``BandMFExecutionPlanConfig`` with one band (DP-SGD) and a ``DPExecutionPlan``
 built from one; ``accounting.DpParams`` (with its number of updates; noise and batch-size
