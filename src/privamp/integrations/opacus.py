@@ -40,7 +40,7 @@ Needs Opacus and PyTorch (``pip install "privamp[opacus]"``).
 from __future__ import annotations
 
 import math
-import sys
+import inspect
 import warnings
 from typing import Any
 
@@ -215,7 +215,8 @@ class PrivampAccountant(IAccountant):
         physical batches before it) count once, without a batch-size check (the hook sees
         only the last physical batch)."""
         if self.scheme is None:
-            loader = sys._getframe(1).f_locals.get("data_loader")
+            caller = getattr(inspect.currentframe(), "f_back", None)
+            loader = caller.f_locals.get("data_loader") if caller is not None else None
             if isinstance(loader, DataLoader):
                 self.attach(loader)
 
