@@ -39,8 +39,8 @@ Needs Opacus and PyTorch (``pip install "privamp[opacus]"``).
 
 from __future__ import annotations
 
-import math
 import inspect
+import math
 import warnings
 from typing import Any
 
