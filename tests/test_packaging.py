@@ -99,3 +99,16 @@ def test_the_entry_point_is_the_cli_package_main():
     assert callable(main)
     for path in (ROOT / "src" / "privamp" / "cli").glob("*.py"):
         assert len(path.read_text().splitlines()) < 600, path.name
+
+
+def test_every_listed_slow_test_exists():
+    import ast
+
+    from conftest import SLOW_TESTS
+
+    for key in SLOW_TESTS:
+        path, name = key.split("::", 1)
+        tree = ast.parse((ROOT / path).read_text())
+        defined = {n.name for n in tree.body
+                   if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+        assert name.split("::")[0] in defined, key
