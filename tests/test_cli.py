@@ -345,3 +345,11 @@ def test_subprocess_smoke_new_flags():
     for flag in ("--drop-last", "--persistent", "--max-batch-size", "balls-in-bins-persistent",
                  "truncated-poisson"):
         assert flag in out
+
+
+def test_compare_takes_a_batch_size_that_does_not_divide_the_dataset(capsys):
+    assert main(["compare", "--sigma", "1", "--batch-size", "7", "--dataset-size", "100",
+                 "--epochs", "2", "--delta", "1e-5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["inputs"]["run"]["steps"] == 2 * 15  # ceil(100 / 7) steps an epoch
+    assert len(out["rows"]) == 4

@@ -134,11 +134,22 @@ def register_scheme(
     aliases: tuple[str, ...] = (),
     from_flags: Callable[[Mapping[str, Any]], Any] | None = None,
 ) -> Callable[[T], T]:
-    """Class (or constructor-function) decorator registering a sampling scheme; see
-    :class:`SchemeEntry` for the arguments.  Returns the decorated object unchanged.
+    """Class (or constructor-function) decorator registering a sampling scheme.
+
+    Args:
+        summary: one line saying how the scheme picks each step's data.
+        example: positional arguments of an example value (the support matrix's row).
+        flags: the constructor's arguments as command-line flags.
+        name: the ``--scheme`` name (default: the class's ``name`` attribute).
+        aliases: other accepted ``--scheme`` names.
+        from_flags: a builder from the flag values, for schemes whose flags are not plain
+            keyword arguments of the constructor.
+
+    Returns:
+        The decorator; it registers and returns the decorated object unchanged.
 
     Raises:
-        ValueError: the name (or an alias) is taken.
+        ValueError: the name (or an alias) is taken (raised when decorating).
     """
 
     def decorate(factory: T) -> T:

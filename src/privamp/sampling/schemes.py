@@ -3,6 +3,11 @@
 Each scheme is a small immutable value, validated on construction.  ``steps_per_epoch`` says
 how many steps make one pass over the data, so that ``Training(..., epochs=E)`` knows its
 number of steps.
+
+Each public scheme registers itself with ``@register_scheme(...)``
+(:mod:`privamp.sampling.registry`): its ``--scheme`` name, a one-line summary, its
+command-line flags and an example; the exports, ``privamp support`` and the command line read
+the registry.
 """
 
 from __future__ import annotations
