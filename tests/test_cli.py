@@ -12,7 +12,12 @@ import pytest
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-from privamp.cli import SCHEMES, SchemeEntry, main
+import privamp as pa
+from privamp.cli import build_parser, main
+from privamp.cli.values import make_scheme
+from privamp.errors import NotApplicable
+from privamp.results import Bound, Guarantee
+from privamp.sampling.registry import Flag, register_scheme, unregister_scheme
 
 
 def run_cli(*args: str) -> tuple[int, str, str]:
@@ -41,8 +46,11 @@ def run_cli(*args: str) -> tuple[int, str, str]:
          "the following arguments are required: --delta"),
         (["delta", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps", "2.5",
           "--epsilon", "1"], "expected a whole number >= 1, got '2.5'"),
-        (["delta", "--sigma", "1", "--scheme", "shuffle", "--batch-size", "7",
-          "--dataset-size", "100", "--epochs", "1", "--epsilon", "1"], "divide"),
+        (["delta", "--sigma", "1", "--scheme", "shuffle", "--dataset-size", "100", "--epochs",
+          "1", "--epsilon", "1"], "--batch-size is required for --scheme shuffle"),
+        (["delta", "--sigma", "1", "--scheme", "truncated-poisson", "--rate", "0.1",
+          "--dataset-size", "100", "--steps", "3", "--epsilon", "1"],
+         "--max-batch-size is required for --scheme truncated-poisson"),
         (["delta", "--sigma", "1", "--scheme", "without-replacement", "--batch-size", "700",
           "--dataset-size", "100", "--steps", "3", "--epsilon", "1"], "batch_size must be in"),
         (["epsilon", "--sigma", "1", "--scheme", "poisson", "--steps", "10", "--delta", "1e-5"],
@@ -61,8 +69,6 @@ def test_bad_input_is_one_line_and_status_2(args, needle, capsys):
 
 
 def test_counts_accept_scientific_notation():
-    from privamp.cli import build_parser
-
     args = build_parser().parse_args(
         ["epsilon", "--sigma", "1", "--scheme", "poisson", "--rate", "1e-3", "--steps", "1e12",
          "--delta", "1e-5"])
@@ -169,8 +175,6 @@ def test_every_command_has_help_and_an_example(command, capsys):
     assert main([command, "--help"]) == 0
     out = capsys.readouterr().out
     assert f"example:\n  privamp {command}" in out
-    from privamp.cli import build_parser
-
     sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
     assert all(a.help for a in sub._actions), [a.dest for a in sub._actions if not a.help]
 
@@ -188,14 +192,22 @@ def test_curve_matches_the_closed_form_per_epoch(capsys, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_a_new_scheme_plugs_in_with_one_table_line(monkeypatch, capsys):
-    import privamp as pa
+def test_a_new_scheme_plugs_in_with_its_registration_alone(capsys):
+    @register_scheme("everyone, every step", name="test-everyone",
+                     flags=(Flag("rate", "real", "ignored", required=False),))
+    def Everyone(rate: float = 1.0) -> pa.Poisson:  # noqa: N802
+        return pa.Poisson(1.0)
 
-    monkeypatch.setitem(SCHEMES, "everyone", SchemeEntry(lambda a: pa.Poisson(1.0), "all"))
-    assert main(["delta", "--sigma", "2", "--scheme", "everyone", "--steps", "4",
-                 "--epsilon", "1", "--json"]) == 0
+    try:
+        assert main(["delta", "--sigma", "2", "--scheme", "test-everyone", "--steps", "4",
+                     "--epsilon", "1", "--json"]) == 0
+    finally:
+        unregister_scheme("test-everyone")
     out = json.loads(capsys.readouterr().out)
+    # rate 1, four Gaussian releases of sigma 2 = one of mean shift 1 (Balle & Wang, Thm 8)
     assert out["upper"]["value"] == pytest.approx(_gauss_delta(1.0, 1.0), rel=1e-3)
+    assert main(["delta", "--sigma", "2", "--scheme", "test-everyone", "--steps", "4",
+                 "--epsilon", "1"]) == 2  # gone with its registration
 
 
 def test_progress_off_a_terminal_is_whole_lines(capsys):
@@ -206,8 +218,6 @@ def test_progress_off_a_terminal_is_whole_lines(capsys):
 
 
 def test_calibrate_reports_each_probe_through_the_callback(capsys):
-
-
     assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5", "--scheme", "poisson",
                  "--rate", "1", "--steps", "1"]) == 0
     err = capsys.readouterr().err
@@ -222,3 +232,124 @@ def test_headers_cut_long_decimals_json_keeps_them(capsys):
     assert "Poisson(rate=0.00426667)" in out and "0.0042666666" not in out  # 256/60000
     assert main([*args, "--json"]) == 0
     assert "0.004266666666666667" in capsys.readouterr().out
+
+
+# -- the scheme flags of issue 25 ---------------------------------------------------------------
+def _scheme(*flags: str):
+    return make_scheme(build_parser().parse_args(
+        ["epsilon", "--sigma", "1", "--steps", "1", "--delta", "1e-5", *flags]))
+
+
+@pytest.mark.parametrize("flags,expected", [
+    (["--scheme", "shuffle", "--batch-size", "256", "--dataset-size", "60000"],
+     pa.Shuffle(256, 60000)),
+    (["--scheme", "shuffle", "--batch-size", "256", "--dataset-size", "60000", "--drop-last",
+      "--persistent"], pa.Shuffle(256, 60000, drop_last=True, persistent=True)),
+    (["--scheme", "shuffle", "--batch-size", "256", "--dataset-size", "60000", "--persistent"],
+     pa.Shuffle(256, 60000, persistent=True)),
+    (["--scheme", "deterministic", "--batch-size", "7", "--dataset-size", "100", "--drop-last"],
+     pa.Deterministic(7, 100, drop_last=True)),
+    (["--scheme", "balls-in-bins-persistent", "--batches", "10"], pa.PersistentBallsInBins(10)),
+    (["--scheme", "balls-in-bins", "--batches", "10"], pa.BallsInBins(10)),
+    (["--scheme", "truncated-poisson", "--rate", "0.01", "--max-batch-size", "20",
+      "--dataset-size", "1000"], pa.TruncatedPoisson(0.01, 20, 1000)),
+    (["--scheme", "balanced", "--balanced-steps", "10", "--participations", "2"],
+     pa.BalancedIteration(10, 2)),
+    (["--scheme", "balanced-iteration"], pa.BalancedIteration(1, 1)),  # --steps 1
+    (["--scheme", "poisson", "--batch-size", "256", "--dataset-size", "60000"],
+     pa.Poisson(256 / 60000)),
+    (["--scheme", "dropout"], pa.Dropout()),
+    (["--scheme", "partial-model-split", "--parts", "3"], pa.PartialModelSplit(3)),
+    (["--scheme", "custom", "--weights", "0.9", "0.1", "--positions", "0", "1"],
+     pa.CustomSampler((0.9, 0.1), (0, 1))),
+])
+def test_scheme_flags_build_the_scheme(flags, expected):
+    assert _scheme(*flags) == expected
+
+
+def test_switches_are_off_unless_given_and_refuse_a_value(capsys):
+    assert _scheme("--scheme", "shuffle", "--batch-size", "2", "--dataset-size", "5") == \
+        pa.Shuffle(2, 5, drop_last=False, persistent=False)
+    assert main(["epsilon", "--sigma", "1", "--scheme", "shuffle", "--batch-size", "2",
+                 "--dataset-size", "5", "--steps", "1", "--delta", "1e-5",
+                 "--drop-last=yes"]) == 2
+    assert "ignored explicit argument" in capsys.readouterr().err
+
+
+def test_shuffle_of_any_batch_size_reaches_the_accountant(monkeypatch, capsys):
+    """No divisibility refusal in the CLI: 256 does not divide 60000, and the run is handed
+    to the accountant, whose answer (or one-line refusal) is printed."""
+    from privamp.accounting.training import Training
+
+    seen = []
+
+    def fake_epsilon(self, delta, accountant="best"):
+        seen.append(self)
+        return Guarantee(Bound(2.0, "upper", "stand-in"), Bound(1.0, "lower", "stand-in"))
+
+    monkeypatch.setattr(Training, "epsilon", fake_epsilon)
+    args = ["epsilon", "--sigma", "1.1", "--scheme", "shuffle", "--batch-size", "256",
+            "--dataset-size", "60000", "--epochs", "60", "--delta", "1e-5"]
+    assert main(args) == 0
+    assert seen[0].scheme == pa.Shuffle(256, 60000)
+    assert seen[0].steps == 60 * 235  # ceil(60000 / 256) steps an epoch, PyTorch's default
+    capsys.readouterr()
+
+    def refuse(self, delta, accountant="best"):
+        raise NotApplicable("stand-in refusal:\n  not analysed")
+
+    monkeypatch.setattr(Training, "epsilon", refuse)
+    assert main(args) == 2
+    assert capsys.readouterr().err == "privamp: error: stand-in refusal: not analysed\n"
+
+
+def test_drop_last_and_persistent_reach_the_run(capsys):
+    # one batch of 10 an epoch (drop_last drops nothing): deterministic batches over E epochs
+    # are one Gaussian of mean shift sqrt(E) / sigma (Balle & Wang 2018, Thm 8)
+    assert main(["delta", "--sigma", "2", "--scheme", "deterministic", "--batch-size", "10",
+                 "--dataset-size", "10", "--drop-last", "--epochs", "4", "--epsilon", "1",
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "drop_last=True" in out["inputs"]["run"]["scheme"] and out["inputs"]["drop_last"]
+    exact = _gauss_delta(1.0, 1.0)
+    assert out["upper"]["value"] >= exact * (1 - 1e-12)
+    assert out["upper"]["value"] == pytest.approx(exact, rel=1e-3)
+
+
+@pytest.mark.parametrize("flags", [
+    ["--scheme", "balls-in-bins-persistent", "--batches", "10"],
+    ["--scheme", "truncated-poisson", "--rate", "0.01", "--max-batch-size", "20",
+     "--dataset-size", "1000"],
+    ["--scheme", "shuffle", "--batch-size", "10", "--dataset-size", "100", "--persistent"],
+])
+def test_new_schemes_answer_or_refuse_in_one_line(flags, capsys):
+    code = main(["epsilon", "--sigma", "1", "--steps", "20", "--delta", "1e-5", *flags])
+    out, err = capsys.readouterr()
+    if code == 0:  # an accountant for it has landed: an upper bound is printed
+        assert "upper" in out or "exact" in out
+    else:
+        assert code == 2 and err.startswith("privamp: error:") and err.count("\n") == 1
+
+
+def test_subprocess_smoke_new_flags():
+    code, out, err = run_cli("delta", "--sigma", "2", "--scheme", "shuffle", "--batch-size",
+                             "10", "--dataset-size", "10", "--drop-last", "--epochs", "4",
+                             "--epsilon", "1", "--json")
+    assert code == 0, err
+    g = json.loads(out)
+    assert "drop_last=True" in g["inputs"]["run"]["scheme"]
+    # shuffling one batch of everyone is the deterministic batch: a Gaussian of shift 1
+    assert g["upper"]["value"] == pytest.approx(_gauss_delta(1.0, 1.0), rel=1e-3)
+    code, out, err = run_cli("epsilon", "--help")
+    assert code == 0
+    for flag in ("--drop-last", "--persistent", "--max-batch-size", "balls-in-bins-persistent",
+                 "truncated-poisson"):
+        assert flag in out
+
+
+def test_compare_takes_a_batch_size_that_does_not_divide_the_dataset(capsys):
+    assert main(["compare", "--sigma", "1", "--batch-size", "7", "--dataset-size", "100",
+                 "--epochs", "2", "--delta", "1e-5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["inputs"]["run"]["steps"] == 2 * 15  # ceil(100 / 7) steps an epoch
+    assert len(out["rows"]) == 4

@@ -23,7 +23,8 @@ def test_every_registered_result_has_a_row_and_statuses_are_in_the_legend():
     assert {r[3] for r in rows} <= set(LEGEND)
     labels = {(r[0], r[1]) for r in rows if r[3] != "not yet"}
     for needed in [("Dropout()", "add/remove"), ("SubsampledModelSplit(4, 0.1)", "add/remove"),
-                   ("Poisson(0.01)", "substitution"), ("Poisson(0.01)", "add/remove, group=4")]:
+                   ("Poisson(0.01)", "substitution"), ("Poisson(0.01)", "add/remove, group=4"),
+                   ("BallsInBins(10)", "add/remove")]:  # issue 26: it had no row
         assert needed in labels
     assert "`black-box-group`" in page and "`balle-profile-black-box`" in page
 

@@ -11,7 +11,6 @@ below is the output of ``BLOCKS[NAME]()``, computed with the privamp of this che
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Callable
@@ -30,33 +29,26 @@ def _interval(g) -> str:
 
 
 def demo() -> str:
-    """The README's abridged ``make demo`` output (same settings as ``privamp demo``)."""
+    """The README's abridged ``make demo`` output: the same runs as ``privamp demo``
+    (``privamp.cli.demo.demo_rows``); a run no accountant covers yet says so."""
     import privamp as pa
+    from privamp.cli.demo import DELTA, demo_rows, under_report_factor
 
-    sigma, delta = 1.1, 1e-5
-    poisson = pa.Training(pa.Gaussian(sigma), pa.Poisson(256 / 60000), epochs=60)
-    rows = [
-        ("Poisson subsampling", poisson, "two-sided PLD"),
-        ("fixed-size batches (substitution)",
-         pa.Training(pa.Gaussian(sigma, 2.0), pa.WithoutReplacement(256, 60000), epochs=60,
-                     relation=pa.Substitution()), "Balle et al. 2018, Thm 9 + PLD"),
-        ("shuffled batches (zero-out)",
-         pa.Training(pa.Gaussian(sigma), pa.Shuffle(250, 60000), epochs=60,
-                     relation=pa.ZeroOut()), "Chua et al. 2024, eq. (7) / Thm 4.1"),
-        ("deterministic batches (zero-out)",
-         pa.Training(pa.Gaussian(sigma), pa.Deterministic(250, 60000), epochs=60,
-                     relation=pa.ZeroOut()), "Chua et al. 2024, Prop 3.1"),
-    ]
     lines = ["```"]
     found = {}
-    for name, run, source in rows:
-        g = run.epsilon(delta)
-        found[name] = g
+    for row in demo_rows():
+        try:
+            g = row.run.epsilon(DELTA)
+        except pa.NotApplicable:
+            lines.append(f"{row.label:<36}{'-':<20}not available yet (NotApplicable)")
+            continue
+        found[row.key] = g
         shown = f"{g:.3f} (exact)" if g.exact else _interval(g)
-        lines.append(f"{name:<36}{shown:<20}{source}")
-    ratio = float(found["shuffled batches (zero-out)"].lower) / float(found[rows[0][0]])
-    lines.append(f"Reporting the Poisson epsilon for a shuffled run under-reports it by a "
-                 f"factor of at least {math.floor(ratio * 10) / 10:.1f}.")
+        lines.append(f"{row.label:<36}{shown:<20}{row.source}")
+    factor = under_report_factor(found.get("poisson"), found.get("shuffle"))
+    if factor is not None:
+        lines.append(f"Reporting the Poisson epsilon for a shuffled run under-reports it by a "
+                     f"factor of at least {factor:.1f}.")
     lines.append("```")
     return "\n".join(lines) + "\n"
 

@@ -9,6 +9,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 >>> g = run.epsilon(1e-5)          # Guarantee: g.upper, g.lower are Bounds
 """
 
+from . import sampling as _sampling
 from . import theorems as _theorems  # noqa: F401  (imports register every result)
 from .accounting import Composition, Training, calibrate, compare, compose
 from .errors import NotApplicable
@@ -16,31 +17,14 @@ from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
-from .sampling import (
-    AddRemove,
-    BalancedIteration,
-    BallsInBins,
-    Deterministic,
-    Dropout,
-    ModelSplit,
-    PersistentBallsInBins,
-    Poisson,
-    Relation,
-    Scheme,
-    Shuffle,
-    SubsampledModelSplit,
-    Substitution,
-    TruncatedPoisson,
-    WithoutReplacement,
-    WithReplacement,
-    ZeroOut,
-)
+from .sampling import *  # noqa: F403  (relations, Scheme and every registered scheme)
 from .theorems.balle2018.profiles import profile_bound
 from .theorems.chua2024 import ABLQ, calibrate_interval
 from .theorems.dong2025.rdp import partial_split_rdp
 from .theorems.poisson_pld import poisson_pairs
 from .theorems.rdp_composition import RdpAccountant
 from .theorems.registry import rdp_curve, rdp_methods
+from .theorems.schuchardt2024 import ChainEvents, ot_coupling_rdp, ot_pairwise_rdp, ot_rdp
 
 __version__ = "0.1.0"
 
@@ -77,61 +61,40 @@ def profile(mechanism, scheme, epsilon, relation=None, group="white-box",
     b = profile_bound(mechanism, scheme, epsilon, relation, group, dataset_size)
     return Bound(b.value, "upper", b.source)
 
+
+#: the public names: the sampling schemes and relations (from the scheme registry, see
+#: privamp.sampling.registry) and the rest
 __all__ = [
+    "ABLQ",
     "Bound",
-    "Guarantee",
-    "NotApplicable",
-    "Mechanism",
+    "ChainEvents",
+    "Composition",
     "Gaussian",
+    "Guarantee",
     "Laplace",
+    "Mechanism",
+    "NotApplicable",
+    "PLD",
     "RandomizedResponse",
-    "Scheme",
-    "Poisson",
-    "WithoutReplacement",
-    "WithReplacement",
-    "Deterministic",
-    "Shuffle",
-    "BalancedIteration",
-    "ModelSplit",
-    "Dropout",
-    "Relation",
-    "AddRemove",
-    "Substitution",
-    "ZeroOut",
-    "rdp",
+    "RdpAccountant",
+    "Training",
+    "TwoSidedPLD",
+    "calibrate",
+    "calibrate_interval",
+    "compare",
+    "compose",
+    "discretise",
+    "from_dp_event",
+    "ot_coupling_rdp",
+    "ot_pairwise_rdp",
+    "ot_rdp",
+    "partial_split_rdp",
+    "poisson_pairs",
     "profile",
     "profile_bound",
+    "rdp",
     "rdp_curve",
     "rdp_methods",
-    "Training",
-    "calibrate",
-    "compare",
-    "from_dp_event",
-    "PLD",
-    "TwoSidedPLD",
-    "discretise",
-    "poisson_pairs",
-    "SubsampledModelSplit",
-    "partial_split_rdp",
-    "RdpAccountant",
-    "ABLQ",
-    "calibrate_interval",
-    "compose",
-    "Composition",
-    "BallsInBins",
-    "PersistentBallsInBins",
-    "TruncatedPoisson",
 ]
-
-# issue 16: the optimal-transport framework of Schuchardt et al. 2024 and hybrid relations
-from .sampling.relations import HybridSubstitution  # noqa: E402
-from .sampling.schemes import CustomSampler, PartialModelSplit  # noqa: E402
-from .theorems.schuchardt2024 import (  # noqa: E402
-    ChainEvents,
-    ot_coupling_rdp,
-    ot_pairwise_rdp,
-    ot_rdp,
-)
-
-__all__ += ["HybridSubstitution", "PartialModelSplit", "CustomSampler", "ChainEvents", "ot_rdp",
-            "ot_pairwise_rdp", "ot_coupling_rdp"]
+__all__ += _sampling.__all__
+__all__.sort()

@@ -13,21 +13,9 @@ from .mechanisms.base import Mechanism
 from .mechanisms.gaussian import Gaussian
 from .mechanisms.laplace import Laplace
 from .mechanisms.randomized_response import RandomizedResponse
+from .sampling.registry import scheme_entries
 from .sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
-from .sampling.schemes import (
-    BalancedIteration,
-    CustomSampler,
-    Deterministic,
-    Dropout,
-    ModelSplit,
-    PartialModelSplit,
-    Poisson,
-    Scheme,
-    Shuffle,
-    SubsampledModelSplit,
-    WithoutReplacement,
-    WithReplacement,
-)
+from .sampling.schemes import Scheme
 from .theorems.registry import ACCOUNTANTS, REGISTRY
 
 __all__ = [
@@ -53,19 +41,9 @@ _RDP_COMPOSITION = ("rdp", "black-box-group")
 _MECHANISMS: tuple[Mechanism, ...] = (Gaussian(1.0), Laplace(1.0), RandomizedResponse(0.75))
 
 
-_SCHEMES: tuple[tuple[str, Scheme], ...] = (
-    ("Poisson(0.01)", Poisson(0.01)),
-    ("WithoutReplacement(10, 1000)", WithoutReplacement(10, 1000)),
-    ("WithReplacement(10, 1000)", WithReplacement(10, 1000)),
-    ("Deterministic(10, 1000)", Deterministic(10, 1000)),
-    ("Shuffle(10, 1000)", Shuffle(10, 1000)),
-    ("BalancedIteration(100, 1)", BalancedIteration(100, 1)),
-    ("ModelSplit(4)", ModelSplit(4, 1)),
-    ("Dropout()", Dropout()),
-    ("SubsampledModelSplit(4, 0.1)", SubsampledModelSplit(4, 0.1)),
-    ("PartialModelSplit(3, 0.7, 0.7, 0.1)", PartialModelSplit(3, 0.7, 0.7, 0.1)),
-    ("CustomSampler((0.9, 0.1), (0, 1))", CustomSampler((0.9, 0.1), (0, 1))),
-)
+def _schemes() -> list[tuple[str, Scheme]]:
+    """(label, example) of every registered scheme (privamp.sampling.registry)."""
+    return [(e.label, e.example_value()) for e in scheme_entries()]
 
 
 _RELATIONS: tuple[Relation, ...] = (
@@ -102,7 +80,7 @@ def support_rows() -> list[tuple[str, str, str, str, list[str], list[str]]]:
     """(scheme, relation, mechanism, status, RDP methods, run accountants) for every
     combination of the sample schemes, relations and mechanisms."""
     rows = []
-    for label, scheme in _SCHEMES:
+    for label, scheme in _schemes():
         for relation in _RELATIONS:
             for mech in _MECHANISMS:
                 methods = [m.name for m in _methods() if m.applies(mech, scheme, relation)]

@@ -1,42 +1,13 @@
-"""Sampling schemes and neighbouring relations (immutable values, validated on construction)."""
+"""Sampling schemes and neighbouring relations (immutable values, validated on construction).
 
-from .relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
-from .schemes import (
-    BalancedIteration,
-    BallsInBins,
-    CustomSampler,
-    Deterministic,
-    Dropout,
-    ModelSplit,
-    PartialModelSplit,
-    PersistentBallsInBins,
-    Poisson,
-    Scheme,
-    Shuffle,
-    SubsampledModelSplit,
-    TruncatedPoisson,
-    WithoutReplacement,
-    WithReplacement,
-)
+The schemes are read from the scheme registry (:mod:`privamp.sampling.registry`): a scheme
+decorated with ``@register_scheme(...)`` is exported here, by ``privamp``, listed by
+``privamp support`` and offered as ``privamp ... --scheme NAME`` with no other list to edit.
+"""
 
-__all__ = [
-    "Relation",
-    "AddRemove",
-    "SubsampledModelSplit", "Substitution",
-    "ZeroOut",
-    "Scheme",
-    "Poisson",
-    "WithoutReplacement",
-    "WithReplacement",
-    "Deterministic",
-    "Shuffle",
-    "BalancedIteration",
-    "ModelSplit",
-    "Dropout",
-    "HybridSubstitution",
-    "PartialModelSplit",
-    "CustomSampler",
-    "BallsInBins",
-    "PersistentBallsInBins",
-    "TruncatedPoisson",
-]
+from . import relations as _relations
+from . import schemes as _schemes
+from .relations import *  # noqa: F403  (relations.__all__)
+from .schemes import *  # noqa: F403  (Scheme and every registered scheme: schemes.__all__)
+
+__all__ = sorted({*_relations.__all__, *_schemes.__all__})

@@ -3,31 +3,31 @@
 Each scheme is a small immutable value, validated on construction.  ``steps_per_epoch`` says
 how many steps make one pass over the data, so that ``Training(..., epochs=E)`` knows its
 number of steps.
+
+Each public scheme registers itself with ``@register_scheme(...)``
+(:mod:`privamp.sampling.registry`): its ``--scheme`` name, a one-line summary, its
+command-line flags and an example; the exports, ``privamp support`` and the command line read
+the registry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from .._validation import check_int, check_rate
+from .registry import Flag, register_scheme, scheme_names
 
-__all__ = [
-    "Scheme",
-    "Poisson",
-    "WithoutReplacement",
-    "WithReplacement",
-    "Deterministic",
-    "Shuffle",
-    "BalancedIteration",
-    "ModelSplit",
-    "Dropout",
-    "SubsampledModelSplit",
-    "PartialModelSplit",
-    "CustomSampler",
-    "BallsInBins",
-    "PersistentBallsInBins",
-    "TruncatedPoisson",
-]
+# command-line flags shared by several schemes (see privamp.sampling.registry)
+_BATCH = Flag("batch_size", "count", "examples per batch")
+_DATASET = Flag("dataset_size", "count", "examples in the dataset")
+_RATE = Flag("rate", "real", "sampling rate per step, in (0, 1]")
+_DROP_LAST = Flag("drop_last", "switch", "drop the short last batch of each epoch "
+                  "(PyTorch's DataLoader(drop_last=True))", required=False)
+_PARTS = Flag("parts", "count", "number of submodels")
+_BATCHES = Flag("batches", "count", "batches per epoch")
+
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,27 @@ def _check_batch(
     return b, n
 
 
+def _poisson_from_flags(values: Mapping[str, Any]) -> Poisson:
+    """--rate, or --batch-size / --dataset-size (the expected batch over the dataset)."""
+    rate, b, n = values.get("rate"), values.get("batch_size"), values.get("dataset_size")
+    if rate is not None:
+        return Poisson(rate)
+    if b is not None and n is not None:
+        if b > n:
+            raise ValueError(f"--batch-size {b} must be at most --dataset-size {n} for a "
+                             "Poisson rate")
+        return Poisson(b / n)
+    raise ValueError("--rate is required for --scheme poisson (or --batch-size and "
+                     "--dataset-size)")
+
+
+@register_scheme("each example in each batch independently with probability --rate",
+                 example=(0.01,), from_flags=_poisson_from_flags,
+                 flags=(Flag("rate", "real", "Poisson rate (default --batch-size / "
+                             "--dataset-size)", required=False),
+                        Flag("batch_size", "count", "expected batch size", required=False),
+                        Flag("dataset_size", "count", "examples in the dataset",
+                             required=False)))
 @dataclass(frozen=True)
 class Poisson(Scheme):
     """Each record joins each step's batch independently with probability ``rate``."""
@@ -101,6 +122,8 @@ class _FixedBatch(Scheme):
         return self.dataset_size / self.batch_size
 
 
+@register_scheme("a fresh batch of --batch-size distinct examples each step",
+                 example=(10, 1000), flags=(_BATCH, _DATASET))
 @dataclass(frozen=True)
 class WithoutReplacement(_FixedBatch):
     """Each step draws a uniformly random batch of ``batch_size`` distinct records, independently
@@ -109,6 +132,8 @@ class WithoutReplacement(_FixedBatch):
     name = "without-replacement"
 
 
+@register_scheme("--batch-size draws with replacement each step", example=(10, 1000),
+                 flags=(_BATCH, _DATASET))
 @dataclass(frozen=True)
 class WithReplacement(_FixedBatch):
     """Each step draws ``batch_size`` records uniformly with replacement (a multiset),
@@ -153,6 +178,8 @@ class _Partitioned(_FixedBatch):
         return n // b if self.drop_last else -(-n // b)
 
 
+@register_scheme("the same consecutive batches every epoch (--drop-last: no short batch)",
+                 example=(10, 1000), flags=(_BATCH, _DATASET, _DROP_LAST))
 @dataclass(frozen=True)
 class Deterministic(_Partitioned):
     """The data are cut into fixed consecutive batches, the same order every epoch
@@ -162,6 +189,11 @@ class Deterministic(_Partitioned):
     per_epoch = True
 
 
+@register_scheme("a fresh random permutation every epoch (--persistent: one for the whole "
+                 "run; --drop-last: no short batch)", example=(10, 1000),
+                 flags=(_BATCH, _DATASET, _DROP_LAST,
+                        Flag("persistent", "switch", "one permutation kept for the "
+                             "whole run", required=False)))
 @dataclass(frozen=True)
 class Shuffle(_Partitioned):
     """A uniformly random permutation cut into consecutive batches (Chua et al. 2024, ABLQ_S):
@@ -180,6 +212,22 @@ class Shuffle(_Partitioned):
         object.__setattr__(self, "persistent", _check_flag("persistent", self.persistent))
 
 
+def _balanced_from_flags(values: Mapping[str, Any]) -> BalancedIteration:
+    steps = values.get("balanced_steps") or values.get("steps")
+    if steps is None:
+        raise ValueError("--balanced-steps (steps per epoch) is required for --scheme "
+                         "balanced-iteration")
+    participations = values.get("participations")
+    return BalancedIteration(steps, 1 if participations is None else participations)
+
+
+@register_scheme("each example in --participations of the --balanced-steps steps of an epoch "
+                 "(Dong et al. 2025)", example=(100, 1), aliases=("balanced",),
+                 from_flags=_balanced_from_flags,
+                 flags=(Flag("steps", "count", "steps per epoch (default --steps)",
+                             dest="balanced_steps"),
+                        Flag("participations", "count", "steps per example per epoch "
+                             "(default 1)", required=False)))
 @dataclass(frozen=True)
 class BalancedIteration(Scheme):
     """Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Sec. 3.3): each record takes part
@@ -206,6 +254,9 @@ class BalancedIteration(Scheme):
         return self.steps
 
 
+@register_scheme("each example updates --selected of --parts submodels", example=(4,),
+                 flags=(_PARTS, Flag("selected", "count", "submodels each example updates "
+                                     "(default 1)", required=False)))
 @dataclass(frozen=True)
 class ModelSplit(Scheme):
     """Each record's gradient updates ``selected`` of ``parts`` disjoint submodels, chosen
@@ -231,11 +282,14 @@ class ModelSplit(Scheme):
         return 1
 
 
+@register_scheme("dropout with rate 1/2 (model split in 2)", name="dropout")
 def Dropout() -> ModelSplit:  # noqa: N802 - a constructor-like factory in the public API
     """Dropout with rate 1/2 as model splitting into two parts (Dong, Chen, Ozgur 2025, Cor 3.7)."""
     return ModelSplit(2, 1)
 
 
+@register_scheme("each example of a Poisson --rate sample updates one of --parts submodels",
+                 example=(4, 0.1), flags=(_PARTS, _RATE))
 @dataclass(frozen=True)
 class SubsampledModelSplit(Scheme):
     """Model splitting into ``parts`` disjoint submodels (each example updates one, Thm 3.4)
@@ -256,6 +310,15 @@ class SubsampledModelSplit(Scheme):
         return 1.0 / self.rate
 
 
+@register_scheme("--parts submodels plus a shared part (--shared-norm), Poisson --rate "
+                 "(default 1)", example=(3, 0.7, 0.7, 0.1),
+                 flags=(_PARTS,
+                        Flag("split_norm", "real", "clipping norm of the split part "
+                             "(default 1)", required=False),
+                        Flag("shared_norm", "real", "clipping norm of the shared part "
+                             "(default 0)", required=False),
+                        Flag("rate", "real", "sampling rate per step (default 1)",
+                             required=False)))
 @dataclass(frozen=True)
 class PartialModelSplit(Scheme):
     """Partial model splitting (Dong, Chen, Ozgur 2025, Sec. 3.2.2): the "split" part of the
@@ -288,6 +351,17 @@ class PartialModelSplit(Scheme):
         return 1.0 / self.rate
 
 
+@register_scheme("a user-described sampler for Schuchardt et al. 2024's bound (--weights, "
+                 "--positions of the conditioning events)", example=((0.9, 0.1), (0, 1)),
+                 flags=(Flag("weights", "reals", "the conditioning events' probabilities"),
+                        Flag("positions", "wholes", "the events' distances from the anchor "
+                             "batch (in steps of the batch relation, >= 0)"),
+                        Flag("other_weights", "reals", "the other dataset's event "
+                             "probabilities (default 1)", required=False),
+                        Flag("other_positions", "wholes", "the other dataset's event "
+                             "positions (default 0)", required=False),
+                        Flag("steps_per_epoch_", "real", "steps per epoch (default 1)",
+                             required=False)))
 @dataclass(frozen=True)
 class CustomSampler(Scheme):
     """A user-described sampler for Schuchardt et al. 2024's optimal-transport bound
@@ -327,6 +401,8 @@ class CustomSampler(Scheme):
         return float(self.steps_per_epoch_)
 
 
+@register_scheme("each example in one random batch of --batches, a fresh one every epoch",
+                 example=(10,), flags=(_BATCHES,))
 @dataclass(frozen=True, init=False, repr=False)
 class BallsInBins(BalancedIteration):
     """Balls-in-bins batching (Chua et al. 2025, "Balls-and-bins sampling for DP-SGD",
@@ -352,6 +428,8 @@ class BallsInBins(BalancedIteration):
         return f"BallsInBins(batches={self.steps})"
 
 
+@register_scheme("each example in one random batch of --batches, kept for the whole run "
+                 "(jax_privacy)", example=(10,), flags=(_BATCHES,))
 @dataclass(frozen=True)
 class PersistentBallsInBins(Scheme):
     """Balls-in-bins with the bin kept for the whole run: each record is put once in one
@@ -377,6 +455,10 @@ class PersistentBallsInBins(Scheme):
         return self.batches
 
 
+@register_scheme("Poisson --rate sampling with batches cut to --max-batch-size",
+                 example=(0.01, 20, 1000),
+                 flags=(_RATE, Flag("max_batch_size", "count", "largest batch kept"),
+                        _DATASET))
 @dataclass(frozen=True)
 class TruncatedPoisson(Scheme):
     """Poisson subsampling with a cap: each of the ``dataset_size`` records joins a step's
@@ -401,3 +483,7 @@ class TruncatedPoisson(Scheme):
     @property
     def steps_per_epoch(self) -> float:
         return 1.0 / self.rate
+
+
+#: the registered schemes (privamp.sampling.registry) and their base class
+__all__ = ["Scheme", *scheme_names()]
