@@ -62,13 +62,6 @@ class Mechanism(ABC):
         """
         return self.pair(k).delta(epsilon)
 
-    # aliases for modules not yet migrated (see RENAMES.txt); the lead drops them at merge
-    def _rdp(self, alpha: np.ndarray, k: int) -> np.ndarray:
-        return self.rdp_kernel(alpha, k)
-
-    def _delta(self, epsilon: np.ndarray, k: int) -> np.ndarray:
-        return self.delta_kernel(epsilon, k)
-
     @abstractmethod
     def pair(self, distance: int = 1) -> LossPair:
         """The dominating pair (P, Q) of one release at group distance ``distance``."""

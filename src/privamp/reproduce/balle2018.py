@@ -86,9 +86,9 @@ def fig_a(out: Path, fast: bool) -> list[Path]:
     lap = Laplace(1.0 / (2 * math.log(2.0)))
     gau = Gaussian(1.0 / (2 * stats.norm.ppf(0.75)))
     curves = {
-        "randomized response (theta = 0.75)": rr._delta(eps, 1),
-        f"Laplace (e0 = {lap.epsilon0():.3f})": lap._delta(eps, 1),
-        f"Gaussian (Delta/sigma = {gau.shift():.3f})": gau._delta(eps, 1),
+        "randomized response (theta = 0.75)": rr.delta_kernel(eps, 1),
+        f"Laplace (e0 = {lap.epsilon0():.3f})": lap.delta_kernel(eps, 1),
+        f"Gaussian (Delta/sigma = {gau.shift():.3f})": gau.delta_kernel(eps, 1),
     }
     return _write(out, "1a", eps, curves, "mechanisms calibrated to delta(0) = 0.5", False)
 
@@ -122,7 +122,7 @@ def fig_d(out: Path, fast: bool) -> list[Path]:
         terms = profile_terms(mech, scheme, Substitution())
         eta = terms.eta
         inner = np.log1p(np.expm1(eps) / eta)
-        first = stats.binom(m, 1 / n).pmf(1) * mech._delta(inner, 1)
+        first = stats.binom(m, 1 / n).pmf(1) * mech.delta_kernel(inner, 1)
         curves[f"WR m = {m}: Thm 10 (all k)"] = full
         curves[f"WR m = {m}: k = 1 term only"] = first
     return _write(out, "1d", eps, curves,

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import NotApplicable
-from ..theorems.dong2025.rdp import _partition_rdp, poisson_gaussian_rdp
+from ..theorems.dong2025.rdp import partition_rdp_kernel, poisson_gaussian_rdp
 
 __all__ = [
     "FIGURES",
@@ -96,7 +96,7 @@ def _baseline(rate: float, alpha: np.ndarray) -> Callable[[float], np.ndarray]:
 
 
 def _amplified(parts: int, rate: float, alpha: np.ndarray) -> Callable[[float], np.ndarray]:
-    return lambda sigma: _partition_rdp(1.0 / sigma, parts, 1, alpha, rate, "tight")
+    return lambda sigma: partition_rdp_kernel(1.0 / sigma, parts, 1, alpha, rate, "tight")
 
 
 # ------------------------------------------------------------------------------------------
@@ -150,8 +150,8 @@ def figure1(out_dir: Path, fast: bool) -> list[Path]:
 def figure2(out_dir: Path, fast: bool) -> list[Path]:
     alpha = np.arange(2.0, 21.0 if fast else 101.0)
     s = 0.5  # sigma = 2
-    tight = _partition_rdp(s, 10, 4, alpha, 1.0, "tight")
-    fast_b = _partition_rdp(s, 10, 4, alpha, 1.0, "fast")
+    tight = partition_rdp_kernel(s, 10, 4, alpha, 1.0, "tight")
+    fast_b = partition_rdp_kernel(s, 10, 4, alpha, 1.0, "fast")
     pois = 10 * poisson_gaussian_rdp(s, 0.4, alpha)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(5, 3.5))
@@ -199,12 +199,12 @@ def figure3(out_dir: Path, fast: bool) -> list[Path]:
     alpha = _orders(True)
     s, eps = 0.5, 8.0
     Ts = [10, 20, 30, 40, 50, 60] if not fast else [10, 20, 30]
-    epoch = _partition_rdp(s, 10, 4, alpha, 1.0, "tight")
+    epoch = partition_rdp_kernel(s, 10, 4, alpha, 1.0, "tight")
     pois_step = poisson_gaussian_rdp(s, 0.4, alpha)
     rows = []
     for T in Ts:
         k = round(0.4 * T)
-        bis = _partition_rdp(s, T, k, alpha, 1.0, "tight")
+        bis = partition_rdp_kernel(s, T, k, alpha, 1.0, "tight")
         rows.append([T, rdp_to_delta(bis, alpha, eps),
                      rdp_to_delta((T // 10) * epoch, alpha, eps),
                      rdp_to_delta(T * pois_step, alpha, eps),
