@@ -1,0 +1,131 @@
+"""Balls-and-bins batching with the bins kept for the whole run (Chua, Ghazi, Harrison,
+Kamath, Kumar, Leeman, Manurangsi, Sinha, Zhang 2025, "Balls-and-bins sampling for DP-SGD",
+arXiv:2412.16802; jax_privacy's ``BallsInBinsSampling``): each record is put once in one
+uniformly random batch of the T batches of a cycle, independently of the other records, and
+takes part in that batch of every cycle.
+
+*Reduction.*  Over E cycles (steps = E T) the record takes part in the steps
+S_t = {t, t + T, ..., t + (E - 1) T} of its bin t, uniform on the T bins and independent of
+the other records' bins.
+
+- Upper bound.  Condition on the other records' bins (independent of the record's, the same
+  under both neighbours: joint convexity of the hockey-stick divergence over that mixture).
+  The proof of Dong, Chen, Ozgur 2025, App. A.12 (re-centre each release on the other
+  records' known sum, then the adversary's best per-step direction is fixed) applies to any
+  law of the record's row of the sampling matrix independent of the others' rows; here the
+  row is the indicator 1_{S_t}, so the run is dominated by
+  P = (1/T) sum_t N(s 1_{S_t}, I_{ET}) vs Q = N(0, I_{ET}) (remove; (Q, P) for add).
+  The vectors 1_{S_t} / sqrt(E) are orthonormal; rotating them onto e_1, ..., e_T turns the
+  pair into (1/T) sum_t N(s sqrt(E) e_t, I_T) vs N(0, I_T) (times noise on the orthogonal
+  complement, equal under both), the one-epoch pair of random allocation 1-of-T
+  (Balanced Iteration with one participation) at noise sigma / sqrt(E).
+- Lower bound.  The pair is realised (one record contributing its full gradient in a fixed
+  direction at each of its steps, the others nothing), so the one-epoch Balanced Iteration
+  lower bound at sigma / sqrt(E) is certified for this run.
+- Partial cycle (steps = E_f T + m, 0 < m < T): the bins t < m are released E_f + 1 times,
+  the others E_f times; the run is dominated by the run of ceil(steps / T) cycles (more
+  releases: the extra ones are a post-processing away) and dominates the run of E_f cycles
+  (dropping the last m steps is a post-processing): upper bound from ceil, lower from floor.
+
+Both sides are computed through the public :class:`~privamp.Training` API:
+``Training(Gaussian(sigma / sqrt(E), sensitivity), BalancedIteration(T, 1), steps=T)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..mechanisms.gaussian import Gaussian
+from ..numerics.arrays import shaped
+from ..results import Bound
+from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
+from .registry import BoundPair, RunAnalysis, run_accountant
+
+__all__ = [
+    "SRC_PERSISTENT_BINS",
+    "PersistentBinsAnalysis",
+    "equivalent_training",
+]
+
+
+SRC_PERSISTENT_BINS = (
+    "persistent balls-in-bins (Chua et al. 2025, arXiv:2412.16802) over E cycles = random "
+    "allocation 1-of-T at noise sigma/sqrt(E) (Dong et al. 2025, App. A.12 pair, rotated)"
+)
+
+
+def equivalent_training(run, cycles: int):
+    """The one-epoch Balanced Iteration run equivalent to ``cycles`` cycles of ``run``.
+
+    Args:
+        run: a Training with a PersistentBallsInBins scheme and a Gaussian mechanism.
+        cycles: number of whole cycles (>= 1).
+
+    Returns:
+        ``Training(Gaussian(sigma / sqrt(cycles), sensitivity), BalancedIteration(T, 1),
+        steps=T, relation=run.relation)``.
+    """
+    from ..accounting.training import Training
+
+    m = run.mechanism
+    T = run.scheme.batches
+    return Training(Gaussian(m.sigma / math.sqrt(cycles), m.sensitivity),
+                    BalancedIteration(T, 1), steps=T, relation=run.relation)
+
+
+class PersistentBinsAnalysis(RunAnalysis):
+    """Upper bound from the run of ``upper`` cycles, lower bound from ``lower`` cycles (None:
+    no lower bound), each answered by the Balanced Iteration accountants ("best")."""
+
+    def __init__(self, up_run, lo_run, partial: bool) -> None:
+        self.up_run, self.lo_run, self.partial = up_run, lo_run, partial
+
+    def _ask(self, x: np.ndarray, which: str) -> BoundPair:
+        tag = "; partial cycle: upper from ceil(steps/T) cycles, lower from floor" \
+            if self.partial else ""
+        g = getattr(self.up_run, which)(x)
+        up = None
+        if g.upper is not None:
+            up = Bound(shaped(np.asarray(g.upper.value, dtype=float), x), "upper",
+                       f"{SRC_PERSISTENT_BINS}{tag}; {g.upper.source}")
+        lo_g = g if self.lo_run is self.up_run else (
+            None if self.lo_run is None else getattr(self.lo_run, which)(x))
+        lo = None
+        if lo_g is not None and lo_g.lower is not None:
+            v = np.asarray(lo_g.lower.value, dtype=float)
+            if up is not None:
+                v = np.minimum(v, np.asarray(up.value, dtype=float))
+            lo = Bound(shaped(v, x), "lower", f"{SRC_PERSISTENT_BINS}{tag}; {lo_g.lower.source}")
+        return up, lo
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._ask(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._ask(epsilon, "delta")
+
+
+def _applies(run) -> bool:
+    return (
+        type(run.scheme) is PersistentBallsInBins
+        and isinstance(run.mechanism, Gaussian)
+        and isinstance(run.relation, (AddRemove, ZeroOut))
+    )
+
+
+@run_accountant(
+    "persistent-bins",
+    applies=_applies,
+    description="persistent balls-in-bins, Gaussian noise: E cycles as one epoch of random "
+    "allocation at sigma/sqrt(E) (Chua et al. 2025; Dong et al. 2025 accountants)",
+)
+def _build(run) -> RunAnalysis:
+    T = run.scheme.batches
+    E_f, m = divmod(run.steps, T)
+    E_up = E_f + (m > 0)
+    up_run = equivalent_training(run, E_up)
+    lo_run = up_run if m == 0 else (equivalent_training(run, E_f) if E_f else None)
+    return PersistentBinsAnalysis(up_run, lo_run, m > 0)
