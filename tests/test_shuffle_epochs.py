@@ -63,7 +63,8 @@ def test_multi_epoch_lower_bound_below_monte_carlo_of_the_exact_pair():
         mc, se = _mc_exact_delta(s, T, E, eps, 400_000, seed=eps.__hash__() % 1000)
         assert lower <= mc + 5 * se
         # the (max, count) statistic refines the max statistic
-        maxonly = float(ST.maxstat_composed(W.uniform_witness(s, T), E).delta(np.array([eps]))[1][0])
+        pld = ST.maxstat_composed(W.uniform_witness(s, T), E)
+        maxonly = float(pld.delta(np.array([eps]))[1][0])
         assert lower >= maxonly
         assert lower >= 0.8 * mc  # and is not vacuous
 
@@ -72,5 +73,6 @@ def test_canonical_run_interval_is_ordered():
     g = pa.Training(pa.Gaussian(1.1), pa.Shuffle(250, 60000), epochs=60,
                     relation=pa.ZeroOut()).epsilon(1e-5)
     s = 1 / 1.1
-    maxonly = float(ST.maxstat_composed(W.uniform_witness(s, 240), 60).epsilon(np.array([1e-5]))[1][0])
+    pld = ST.maxstat_composed(W.uniform_witness(s, 240), 60)
+    maxonly = float(pld.epsilon(np.array([1e-5]))[1][0])
     assert maxonly < g.lower.value < g.upper.value

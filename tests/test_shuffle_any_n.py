@@ -1,0 +1,281 @@
+"""Shuffled and deterministic batches for every (n, b): PyTorch's drop_last conventions,
+fresh or persistent permutations, partial epochs (issue 25).
+
+Independent references: the exact law of the differing record's batch by enumerating every
+permutation of n <= 6 records; the eq. (7) masses of the witness in mpmath from that law; the
+witness pair's hockey-stick divergence by quadrature (<= 2 released batches); the persistent
+sufficient-statistic reduction by Monte Carlo on the full output with a confidence interval;
+the Gaussian closed form in mpmath.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import privamp as pa
+from privamp.theorems.chua2024 import accountants as AC
+from privamp.theorems.chua2024 import witness as W
+
+# ------------------------------------------------------------------ enumeration references
+
+
+def _batches(perm: tuple[int, ...], b: int, drop_last: bool) -> list[tuple[int, ...]]:
+    """PyTorch's BatchSampler over an ordering: consecutive chunks of b, the last short one
+    kept (drop_last=False) or dropped."""
+    out = [perm[i:i + b] for i in range(0, len(perm), b)]
+    if drop_last and len(out[-1]) < b:
+        out = out[:-1]
+    return out
+
+
+def _enumerated_witness(n: int, b: int, drop_last: bool, persistent: bool, steps: int,
+                        s: float) -> list[tuple[list[tuple[float, float]], float]]:
+    """Per independent permutation block: (sorted (p_t, shift) of the released batches,
+    sit-out probability), from every permutation of n records (record n - 1 differs).
+
+    Persistent: one block; batch t released c_t times (steps j with j mod T = t) adds up to
+    shift s sqrt(c_t).  Fresh: one block per epoch (whole, then the partial one)."""
+    perms = list(itertools.permutations(range(n)))
+    T = len(_batches(perms[0], b, drop_last))
+    law = [0.0] * T
+    out_mass = 0.0
+    for perm in perms:
+        where = [t for t, bt in enumerate(_batches(perm, b, drop_last)) if n - 1 in bt]
+        if where:
+            law[where[0]] += 1.0 / len(perms)
+        else:
+            out_mass += 1.0 / len(perms)
+    counts = [sum(1 for j in range(steps) if j % T == t) for t in range(T)]
+
+    def block(rel: list[int]) -> tuple[list[tuple[float, float]], float]:
+        comps = [(law[t], s * math.sqrt(c)) for t, c in enumerate(rel) if c > 0]
+        sit = out_mass + sum(law[t] for t, c in enumerate(rel) if c == 0)
+        return sorted(comps), sit
+    if persistent:
+        return [block(counts)]
+    E_f, m = divmod(steps, T)
+    blocks = [block([1] * T) for _ in range(E_f)]
+    if m:
+        blocks.append(block([1 if t < m else 0 for t in range(T)]))
+    return blocks
+
+
+def _expand(w: W.Witness) -> tuple[list[tuple[float, float]], float]:
+    return sorted((p, mu) for k, p, mu in w.classes for _ in range(k)), w.sitout
+
+
+def _mp_eq7(comps: list[tuple[float, float]], sit: float, c: float, k: int) -> mp.mpf:
+    """P(max >= c) of the mixture sit N(0, I) + sum_t p_t N(k mu_t e_t, I) in mpmath."""
+    T = len(comps)
+    F = mp.ncdf(c)
+    below = sit * F ** T + sum(p * mp.ncdf(c - k * mu) * F ** (T - 1) for p, mu in comps)
+    return 1 - below
+
+
+LAYOUTS = [(n, b, dl) for n in range(2, 7) for b in range(1, n + 1) for dl in (False, True)
+           if not (dl and n % b == 0)]
+
+
+@pytest.mark.parametrize("n,b,drop_last", LAYOUTS)
+@pytest.mark.parametrize("persistent", [False, True])
+def test_witness_weights_match_enumeration(n, b, drop_last, persistent):
+    sch = pa.Shuffle(b, n, drop_last=drop_last, persistent=persistent)
+    T = sch.steps_per_epoch
+    s = 0.8
+    for steps in sorted({1, T, 2 * T, 2 * T + 1, 3 * T - 1} - {0}):
+        ref = _enumerated_witness(n, b, drop_last, persistent, steps, s)
+        w, E, extra = AC.shuffle_witnesses(sch, steps, s)
+        mine = [_expand(w)] * E + ([_expand(extra)] if extra is not None else [])
+        assert len(mine) == len(ref)
+        for (cm, sm), (cr, sr) in zip(mine, ref, strict=True):
+            assert sm == pytest.approx(sr, abs=1e-12)
+            assert len(cm) == len(cr)
+            for (pm, mm), (pr, mr) in zip(cm, cr, strict=True):
+                assert pm == pytest.approx(pr, rel=1e-12) and mm == pytest.approx(mr, rel=1e-12)
+            # eq. (7) masses of the witness against mpmath from the enumerated law
+            blk = w if (cm, sm) == _expand(w) else extra
+            for c in (0.3, 1.7, 3.2):
+                lp, _, lq, _ = W.eq7_log_masses(np.array([c]), blk)
+                assert math.exp(lp[0]) == pytest.approx(float(_mp_eq7(cr, sr, c, 2)), rel=1e-9)
+                assert math.exp(lq[0]) == pytest.approx(float(_mp_eq7(cr, sr, c, 1)), rel=1e-9)
+
+
+def _quad_delta(comps: list[tuple[float, float]], sit: float, eps: float) -> float:
+    """max over directions of the hockey-stick divergence of the witness pair, by a fine
+    grid quadrature (1 or 2 coordinates)."""
+    T = len(comps)
+    top = 9.0 + 2 * max(mu for _, mu in comps)
+    x = np.linspace(-9.0, top, 2001 if T == 2 else 200001)
+    dx = x[1] - x[0]
+    grids = np.meshgrid(*([x] * T), indexing="ij")
+    phi = [np.exp(-g * g / 2) / math.sqrt(2 * math.pi) for g in grids]
+
+    def dens(k: int) -> np.ndarray:
+        base = np.prod(phi, axis=0)
+        out = sit * base
+        for t, (p, mu) in enumerate(comps):
+            g = grids[t]
+            out = out + p * base * np.exp(k * mu * g - (k * mu) ** 2 / 2)
+        return out
+    P, Q = dens(2), dens(1)
+    a = float(np.sum(np.maximum(P - math.exp(eps) * Q, 0.0))) * dx ** T
+    b = float(np.sum(np.maximum(Q - math.exp(eps) * P, 0.0))) * dx ** T
+    return max(a, b)
+
+
+SMALL = [(3, 2, False), (5, 2, True), (4, 2, False), (5, 3, False), (5, 4, True), (6, 4, False)]
+
+
+@pytest.mark.parametrize("n,b,drop_last", SMALL)
+@pytest.mark.parametrize("persistent", [False, True])
+def test_one_epoch_lower_below_quadrature_below_upper(n, b, drop_last, persistent):
+    sigma, eps = 0.9, 0.5
+    sch = pa.Shuffle(b, n, drop_last=drop_last, persistent=persistent)
+    T = sch.steps_per_epoch
+    for steps in (T, T + 1) if persistent else (T,):
+        ref = _enumerated_witness(n, b, drop_last, persistent, steps, 1 / sigma)
+        if len(ref) != 1 or len(ref[0][0]) > 2:
+            continue
+        truth = _quad_delta(*ref[0], eps)
+        run = pa.Training(pa.Gaussian(sigma), sch, steps=steps, relation=pa.ZeroOut())
+        g = run.delta(eps, accountant="ablq-shuffle")
+        lo, up = float(g.lower.value), float(g.upper.value)
+        assert 0 < lo <= truth + 1e-6
+        assert truth <= up + 1e-6
+        E_up = -(-steps // T)
+        mp_up = mp.ncdf(mp.sqrt(E_up) / sigma / 2 - eps * sigma / mp.sqrt(E_up)) - mp.e ** eps \
+            * mp.ncdf(-mp.sqrt(E_up) / sigma / 2 - eps * sigma / mp.sqrt(E_up))
+        assert up == pytest.approx(float(mp_up), rel=1e-9)
+
+
+def test_persistent_sufficient_statistic_monte_carlo():
+    """Persistent shuffle, n = 5, b = 3 (a short batch of 2), steps = 5 = 2 T + 1: the full
+    5-dimensional witness output vs the 2-coordinate pair at shifts s sqrt(3), s sqrt(2)."""
+    n, b, steps, sigma, eps = 5, 3, 5, 1.3, 0.4
+    s = 1 / sigma
+    T = 2
+    p = [3 / 5, 2 / 5]
+    batch_of_step = [j % T for j in range(steps)]
+    rng = np.random.default_rng(7)
+    N = 400_000
+
+    def lr(y: np.ndarray, mu_num: float, mu_den: float) -> np.ndarray:
+        def mix(mu):
+            return sum(pt * np.exp(np.sum([mu * y[:, j] - mu * mu / 2 for j in range(steps)
+                                           if batch_of_step[j] == t], axis=0))
+                       for t, pt in enumerate(p))
+        return mix(mu_num) / mix(mu_den)
+
+    def sample(mu: float) -> np.ndarray:
+        t = rng.choice(T, size=N, p=p)
+        y = rng.standard_normal((N, steps))
+        for j in range(steps):
+            y[:, j] += mu * (t == batch_of_step[j])
+        return y
+    yq = sample(s)
+    a = np.maximum(lr(yq, 2 * s, s) - math.exp(eps), 0.0)  # E_Q[(dP/dQ - e^eps)_+]
+    yp = sample(2 * s)
+    c = np.maximum(lr(yp, s, 2 * s) - math.exp(eps), 0.0)  # E_P[(dQ/dP - e^eps)_+]
+    ref = _enumerated_witness(n, b, False, True, steps, s)[0]
+    assert [mu for _, mu in ref[0]] == pytest.approx(sorted([s * math.sqrt(3), s * math.sqrt(2)]))
+    quad = _quad_delta(*ref, eps)
+    mc = max(a.mean(), c.mean())
+    se = max(a.std(), c.std()) / math.sqrt(N)
+    assert abs(mc - quad) <= 5 * se + 1e-4
+
+
+# ------------------------------------------------------------------------ accountants
+def _interval(sch, steps, sigma=1.0, delta=1e-5, rel=None):
+    run = pa.Training(pa.Gaussian(sigma), sch, steps=steps,
+                      relation=pa.ZeroOut() if rel is None else rel)
+    acc = "ablq-shuffle" if isinstance(sch, pa.Shuffle) else "ablq-deterministic"
+    g = run.epsilon(delta, accountant=acc)
+    return float(g.lower.value), float(g.upper.value), g
+
+
+@pytest.mark.parametrize("n", [60000, 50000])
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("persistent", [False, True])
+def test_mnist_cifar_answer(n, drop_last, persistent):
+    sch = pa.Shuffle(256, n, drop_last=drop_last, persistent=persistent)
+    T = sch.steps_per_epoch
+    assert T == (n // 256 if drop_last else -(-n // 256))
+    for steps in (T, 3 * T, 2 * T + T // 2):
+        lo, up, g = _interval(sch, steps)
+        assert 0 < lo < up
+        if not sch.divisible:
+            assert "|B_t|/n" in g.lower.source
+    # a partial epoch: at least the whole epochs' lower bound, the next whole epoch's upper
+    lo_p, up_p, _ = _interval(sch, 2 * T + T // 2)
+    lo_2, _, _ = _interval(sch, 2 * T)
+    _, up_3, _ = _interval(sch, 3 * T)
+    assert lo_p >= lo_2 * (1 - 1e-9) and up_p == up_3
+
+
+def test_persistent_dominates_fresh_lower_and_one_epoch_equal():
+    sch_f, sch_p = pa.Shuffle(10, 1000), pa.Shuffle(10, 1000, persistent=True)
+    assert _interval(sch_p, 100)[:2] == _interval(sch_f, 100)[:2]
+    lo_f, up_f, _ = _interval(sch_f, 300)
+    lo_p, up_p, _ = _interval(sch_p, 300)
+    assert up_p == up_f and lo_p > lo_f
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_deterministic_any_n_exact_at_ceil(drop_last):
+    sigma = 1.5
+    sch = pa.Deterministic(7, 100, drop_last=drop_last)
+    T = sch.steps_per_epoch
+    for steps in (1, T, 2 * T + 3):
+        run = pa.Training(pa.Gaussian(sigma), sch, steps=steps, relation=pa.ZeroOut())
+        E_up = -(-steps // T)
+        g = run.delta(1.0, accountant="ablq-deterministic")
+        assert g.exact
+        ref = mp.ncdf(mp.sqrt(E_up) / sigma / 2 - sigma / mp.sqrt(E_up)) - mp.e * \
+            mp.ncdf(-mp.sqrt(E_up) / sigma / 2 - sigma / mp.sqrt(E_up))
+        assert float(g.upper.value) == pytest.approx(float(ref), rel=1e-9)
+    # a group of 9 > b over a partial epoch: an interval, placements independently
+    run = pa.Training(pa.Gaussian(sigma), sch, steps=T + 1, relation=pa.ZeroOut(9))
+    g = run.delta(1.0, accountant="ablq-deterministic")
+    up_s = math.sqrt(2 * (49 + 4)) / sigma  # <= 2 releases of (7, 2) per epoch
+    lo_s = math.sqrt(max(49 + 4, 2 * 49)) / sigma  # 7 records in batch 0, released twice
+    assert float(g.upper.value) == pytest.approx(float(AC.gauss_delta(np.array(1.0), up_s)))
+    assert float(g.lower.value) == pytest.approx(float(AC.gauss_delta(np.array(1.0), lo_s)))
+
+
+def test_add_remove_note_and_group_upper_only():
+    lo, up, g = _interval(pa.Shuffle(7, 100, drop_last=True), 30, rel=pa.AddRemove())
+    assert "analysed as zero-out" in g.upper.source and "analysed as zero-out" in g.lower.source
+    run = pa.Training(pa.Gaussian(1.0), pa.Shuffle(7, 100), steps=30, relation=pa.ZeroOut(2))
+    g2 = run.epsilon(1e-5, accountant="ablq-shuffle")
+    assert g2.lower is None or float(g2.lower.value) <= float(g2.upper.value)
+    assert float(g2.upper.value) > up
+
+
+# ------------------------------------------------------------------------ PLD capability
+def test_pld_capability_shuffle_and_deterministic():
+    eps = np.array([0.5, 2.0])
+    run = pa.Training(pa.Gaussian(0.9), pa.Shuffle(10, 1005, drop_last=False), steps=250,
+                      relation=pa.ZeroOut())
+    (_, an), = run.analysis("ablq-shuffle")
+    h = an.grid_step()
+    assert 0 < h < 0.1
+    pld = an.pld()
+    assert len(pld.directions) == 2
+    up, lo = pld.delta(eps)
+    exact_up = AC.gauss_delta(eps, an.s_all)
+    assert np.all(up >= exact_up) and np.all(up <= exact_up * 1.01 + 1e-9)
+    a_up, a_lo = an.delta(eps)
+    assert np.all(lo > 0) and np.all(lo <= np.asarray(a_lo.value) * (1 + 1e-9))
+    both = pld.compose(an.pld(h))  # two phases on one grid
+    assert np.all(both.delta(eps)[1] >= lo)
+    det = pa.Training(pa.Gaussian(0.9), pa.Deterministic(10, 1005), steps=250,
+                      relation=pa.ZeroOut())
+    (_, dn), = det.analysis("ablq-deterministic")
+    up_d, lo_d = dn.pld(0.01).delta(eps)
+    exact = np.asarray(dn.delta(eps)[0].value)
+    assert np.all(lo_d <= exact) and np.all(exact <= up_d) and np.all(up_d <= exact * 1.01)
