@@ -22,6 +22,12 @@ the other records' bins.
 - Lower bound.  The pair is realised (one record contributing its full gradient in a fixed
   direction at each of its steps, the others nothing), so the one-epoch Balanced Iteration
   lower bound at sigma / sqrt(E) is certified for this run.
+- Groups: each member of a group has its own independent bin; the same argument gives the
+  mixture over the members' bins of N(s sum_i 1_{S_(t_i)}) = N(s sum_t n_t 1_{S_t}) (n_t
+  members in bin t), rotated to N(s sqrt(E) sum_t n_t e_t): the one-epoch group pair of the
+  Balanced Iteration run at sigma / sqrt(E), which that run's accountants answer.
+- One batch (T = 1): every record in every step, i.e. deterministic batches with one batch
+  (exact Gaussian, :class:`~privamp.theorems.chua2024.accountants.DeterministicAnalysis`).
 - Partial cycle (steps = E_f T + m, 0 < m < T): the bins t < m are released E_f + 1 times,
   the others E_f times; the run is dominated by the run of ceil(steps / T) cycles (more
   releases: the extra ones are a post-processing away) and dominates the run of E_f cycles
@@ -42,6 +48,8 @@ from ..numerics.arrays import shaped
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
+from .chua2024.accountants import DeterministicAnalysis
+from .chua2024.deterministic import group_epoch_square
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -126,6 +134,11 @@ def _build(run) -> RunAnalysis:
     T = run.scheme.batches
     E_f, m = divmod(run.steps, T)
     E_up = E_f + (m > 0)
+    if T == 1:  # one batch: every record in every step (m = 0 here)
+        mech = run.mechanism
+        sq = group_epoch_square(run.relation.group, run.relation.group)
+        s_all = math.sqrt(E_f * sq) * mech.sensitivity / mech.sigma
+        return DeterministicAnalysis(s_all, s_all, "; persistent balls-in-bins with one batch")
     up_run = equivalent_training(run, E_up)
     lo_run = up_run if m == 0 else (equivalent_training(run, E_f) if E_f else None)
     return PersistentBinsAnalysis(up_run, lo_run, m > 0)
