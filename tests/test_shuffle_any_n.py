@@ -279,3 +279,36 @@ def test_pld_capability_shuffle_and_deterministic():
     up_d, lo_d = dn.pld(0.01).delta(eps)
     exact = np.asarray(dn.delta(eps)[0].value)
     assert np.all(lo_d <= exact) and np.all(exact <= up_d) and np.all(up_d <= exact * 1.01)
+
+
+def test_count_law_with_a_partial_epoch_matches_mpmath():
+    """K = #{epochs hitting E_c} over E whole epochs and one partial one: the binomial
+    convolved with a Bernoulli, against the Poisson-binomial sum in mpmath."""
+    sch = pa.Shuffle(3, 11)  # T = 4: three batches of 3, one of 2
+    w, E, extra = AC.shuffle_witnesses(sch, 3 * 4 + 2, 1 / 0.8)
+    assert E == 3 and extra is not None
+    c = 1.9
+    lP, lQ = W.count_log_pmfs(np.array([c]), w, E, extra)
+    for k_fac, lk in ((2, lP[0]), (1, lQ[0])):
+        cw, sw = _expand(w)
+        cx, sx = _expand(extra)
+        a = _mp_eq7(cw, sw, c, k_fac)
+        ax = _mp_eq7(cx, sx, c, k_fac)
+        for k in range(E + 2):
+            ref = sum(mp.binomial(E, j) * a ** j * (1 - a) ** (E - j)
+                      * (ax if k - j == 1 else 1 - ax) for j in range(E + 1) if k - j in (0, 1))
+            assert math.exp(lk[k]) == pytest.approx(float(ref), rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize("sigma", [0.6, 1.0, 2.5])
+def test_lower_below_upper_across_layouts(sigma):
+    eps, delta = np.array([0.0, 0.5, 2.0, 6.0]), np.array([1e-8, 1e-5, 1e-2])
+    for b, n, dl, per in [(7, 100, False, False), (7, 100, True, True), (32, 1000, True, False),
+                          (1, 9, False, True), (9, 9, False, False)]:
+        sch = pa.Shuffle(b, n, drop_last=dl, persistent=per)
+        for steps in (1, sch.steps_per_epoch + 1, 3 * sch.steps_per_epoch):
+            run = pa.Training(pa.Gaussian(sigma), sch, steps=steps, relation=pa.ZeroOut())
+            for x, which in ((eps, "delta"), (delta, "epsilon")):
+                g = getattr(run, which)(x, accountant="ablq-shuffle")
+                lo, up = np.asarray(g.lower.value), np.asarray(g.upper.value)
+                assert np.all(np.isfinite(up)) and np.all(lo >= 0) and np.all(lo <= up)
