@@ -19,6 +19,7 @@ import pytest
 
 import privamp as pa
 from privamp.theorems.chua2024 import accountants as AC
+from privamp.theorems.chua2024 import statistics as ST
 from privamp.theorems.chua2024 import witness as W
 
 # ------------------------------------------------------------------ enumeration references
@@ -312,3 +313,25 @@ def test_lower_below_upper_across_layouts(sigma):
                 g = getattr(run, which)(x, accountant="ablq-shuffle")
                 lo, up = np.asarray(g.lower.value), np.asarray(g.upper.value)
                 assert np.all(np.isfinite(up)) and np.all(lo >= 0) and np.all(lo <= up)
+
+
+def test_far_tail_masses_keep_their_precision():
+    """A large shift (persistent shuffle, 100 epochs): the max's upper tail under Q is ~1e-23;
+    a log-CDF summed near 1 would round it to 0 and fake an infinite privacy loss.  Against
+    mpmath at 50 digits, and a split (non-uniform) copy of (P_S, Q_S) against its closed
+    form."""
+    w, _, _ = AC.shuffle_witnesses(pa.Shuffle(256, 50000, persistent=True), 100 * 196, 1.0)
+    comps, sit = _expand(w)
+    with mp.workdps(50):
+        for c in (12.0, 20.0, 25.0):
+            lp, _, lq, _ = W.eq7_log_masses(np.array([c]), w)
+            for k, l in ((2, lp[0]), (1, lq[0])):
+                assert math.exp(l) == pytest.approx(float(_mp_eq7(comps, sit, c, k)), rel=1e-9)
+    split = W.Witness(0.0, ((100, 1 / 235, 10.0), (135, 1 / 235, 10.0)))
+    assert not split.uniform
+    x = np.linspace(5.0, 28.0, 47)
+    for a, b in zip(W.eq7_log_masses(x, split), W.eq7_log_masses(x, W.uniform_witness(10.0, 235)),
+                    strict=True):
+        assert np.allclose(a, b, rtol=1e-9, atol=0)
+    pair = ST.maxstat_pair(w)
+    assert pair.p_inf < 1e-15

@@ -42,6 +42,7 @@ __all__ = [
     "Witness",
     "uniform_witness",
     "log_cdf_max",
+    "log_sf_max",
     "eq7_log_masses",
     "hockey",
     "log_sub",
@@ -101,18 +102,43 @@ def uniform_witness(s: float, T: int) -> Witness:
     return Witness(0.0, ((int(T), 1.0 / T, float(s)),))
 
 
+def _log_terms(x: np.ndarray, w: Witness, factor: int, tail: bool) -> np.ndarray:
+    """log of sum_t p_t g_t(x) (plus p_0 g_0(x)), g_t = Phi(x - factor mu_t) Phi(x)^{T-1}
+    (``tail=False``) or 1 - that (``tail=True``, each term from log space: no cancellation
+    when the max is far in its upper tail)."""
+    base = (w.T - 1) * special.log_ndtr(x)
+    comps = [(k * p, x - factor * mu) for k, p, mu in w.classes]
+    if w.sitout > 0:
+        comps.append((w.sitout, x))
+    terms = []
+    for weight, arg in comps:
+        lg = special.log_ndtr(arg) + base
+        terms.append(math.log(weight) + (log1mexp(np.minimum(lg, 0.0)) if tail else lg))
+    with np.errstate(divide="ignore"):
+        return special.logsumexp(np.stack(np.broadcast_arrays(*terms)), axis=0)
+
+
+_LOG_HALF = math.log(0.5)
+
+
+def log_sf_max(x: np.ndarray, w: Witness, factor: int) -> np.ndarray:
+    """log P(max_t Z_t >= x) under the witness's P (``factor=2``) or Q (``factor=1``),
+    accurate in the upper tail (a weighted sum of per-component tails)."""
+    return _log_terms(np.asarray(x, dtype=float), w, factor, True)
+
+
 def log_cdf_max(x: np.ndarray, w: Witness, factor: int) -> np.ndarray:
     """log P(max_t Z_t < x) when Z follows the witness's P (``factor=2``) or Q (``factor=1``):
-    p_0 Phi(x)^T + sum_t p_t Phi(x - factor mu_t) Phi(x)^{T-1}."""
+    p_0 Phi(x)^T + sum_t p_t Phi(x - factor mu_t) Phi(x)^{T-1}.  Beyond the median of the
+    max it is log(1 - tail) from :func:`log_sf_max` (a direct sum near 1 would round the
+    tail away)."""
     x = np.asarray(x, dtype=float)
-    T = w.T
-    base = (T - 1) * special.log_ndtr(x)
     if w.uniform:
+        base = (w.T - 1) * special.log_ndtr(x)
         return special.log_ndtr(x - factor * w.classes[0][2]) + base
-    terms = [math.log(k * p) + special.log_ndtr(x - factor * mu) for k, p, mu in w.classes]
-    if w.sitout > 0:
-        terms.append(math.log(w.sitout) + special.log_ndtr(x))
-    return special.logsumexp(np.stack(np.broadcast_arrays(*terms)), axis=0) + base
+    direct = _log_terms(x, w, factor, False)
+    return np.where(direct < _LOG_HALF, direct,
+                    log1mexp(np.minimum(log_sf_max(x, w, factor), _LOG_HALF)))
 
 
 def eq7_log_masses(c: np.ndarray, w: Witness) -> tuple[np.ndarray, ...]:
@@ -121,7 +147,11 @@ def eq7_log_masses(c: np.ndarray, w: Witness) -> tuple[np.ndarray, ...]:
     P_S(E_c) = 1 - Phi(c - 2s) Phi(c)^{T-1}, Q_S(E_c) = 1 - Phi(c - s) Phi(c)^{T-1}."""
     lp_c = np.minimum(log_cdf_max(c, w, 2), 0.0)
     lq_c = np.minimum(log_cdf_max(c, w, 1), 0.0)
-    return log1mexp(lp_c), lp_c, log1mexp(lq_c), lq_c
+    if w.uniform:
+        return log1mexp(lp_c), lp_c, log1mexp(lq_c), lq_c
+    lp = np.where(lp_c < _LOG_HALF, log1mexp(lp_c), log_sf_max(c, w, 2))
+    lq = np.where(lq_c < _LOG_HALF, log1mexp(lq_c), log_sf_max(c, w, 1))
+    return lp, lp_c, lq, lq_c
 
 
 def hockey(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
