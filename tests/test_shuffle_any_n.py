@@ -335,3 +335,23 @@ def test_far_tail_masses_keep_their_precision():
         assert np.allclose(a, b, rtol=1e-9, atol=0)
     pair = ST.maxstat_pair(w)
     assert pair.p_inf < 1e-15
+
+
+@pytest.mark.parametrize("b,n,drop_last,persistent,steps",
+                         [(10, 1000, False, False, 1), (256, 60000, True, False, 1),
+                          (99, 100, True, True, 3), (3, 7, False, True, 1)])
+def test_one_released_batch_against_quadrature(b, n, drop_last, persistent, steps):
+    """Witnesses with a single released batch (a first step; or T = 1 with a record out of
+    every epoch): p_0 N(0) + p N(2 mu) vs p_0 N(0) + p N(mu), by 1-d quadrature."""
+    sigma, eps = 0.5, 0.7
+    sch = pa.Shuffle(b, n, drop_last=drop_last, persistent=persistent)
+    ref = _enumerated_witness(n, b, drop_last, persistent, steps, 1 / sigma) if n <= 7 else \
+        [([(b / n, math.sqrt(steps if persistent else 1) / sigma)], 1 - b / n)]
+    w, E, extra = AC.shuffle_witnesses(sch, steps, 1 / sigma)
+    assert extra is None and E == 1 and w.T == 1
+    (cr, sr), = ref
+    assert np.allclose(_expand(w)[0], cr, rtol=1e-12) and w.sitout == pytest.approx(sr)
+    truth = _quad_delta(cr, sr, eps)
+    g = pa.Training(pa.Gaussian(sigma), sch, steps=steps, relation=pa.ZeroOut()).delta(
+        eps, accountant="ablq-shuffle")
+    assert 0.5 * truth <= float(g.lower.value) <= truth + 1e-7 <= float(g.upper.value) + 2e-7
