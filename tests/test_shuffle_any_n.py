@@ -239,13 +239,33 @@ def test_deterministic_any_n_exact_at_ceil(drop_last):
         ref = mp.ncdf(mp.sqrt(E_up) / sigma / 2 - sigma / mp.sqrt(E_up)) - mp.e * \
             mp.ncdf(-mp.sqrt(E_up) / sigma / 2 - sigma / mp.sqrt(E_up))
         assert float(g.upper.value) == pytest.approx(float(ref), rel=1e-9)
-    # a group of 9 > b over a partial epoch: an interval, placements independently
-    run = pa.Training(pa.Gaussian(sigma), sch, steps=T + 1, relation=pa.ZeroOut(9))
-    g = run.delta(1.0, accountant="ablq-deterministic")
-    up_s = math.sqrt(2 * (49 + 4)) / sigma  # <= 2 releases of (7, 2) per epoch
-    lo_s = math.sqrt(max(49 + 4, 2 * 49)) / sigma  # 7 records in batch 0, released twice
-    assert float(g.upper.value) == pytest.approx(float(AC.gauss_delta(np.array(1.0), up_s)))
-    assert float(g.lower.value) == pytest.approx(float(AC.gauss_delta(np.array(1.0), lo_s)))
+    # groups over partial epochs: exact, against a brute-force placement maximum
+    for K, steps in ((9, T + 1), (20, 2 * T + 2), (100, T + 3), (3, 1)):
+        run = pa.Training(pa.Gaussian(sigma), sch, steps=steps, relation=pa.ZeroOut(K))
+        g = run.delta(1.0, accountant="ablq-deterministic")
+        assert g.exact
+        ref_s = math.sqrt(_best_placement(K, sch, steps)) / sigma
+        assert float(g.upper.value) == pytest.approx(float(AC.gauss_delta(np.array(1.0), ref_s)),
+                                                     rel=1e-12)
+
+
+def _best_placement(K: int, sch, steps: int) -> int:
+    """max over placements of K records in the data (positions 0..n-1, batches cut in
+    order) of sum_t releases_t * k_t^2, by dynamic programming over the batches."""
+    n, b = sch.dataset_size, sch.batch_size
+    sizes = [min(b, n - i) for i in range(0, n, b)]
+    T = sch.steps_per_epoch  # with drop_last the short last batch (if any) is never released
+    rel = [sum(1 for j in range(steps) if j % T == t) for t in range(len(sizes))]
+    best = {0: 0}  # members placed so far -> best value
+    for size, c in zip(sizes, rel, strict=True):
+        new: dict[int, int] = {}
+        for used, val in best.items():
+            for k in range(0, min(size, K - used) + 1):
+                v = val + c * k * k
+                if new.get(used + k, -1) < v:
+                    new[used + k] = v
+        best = new
+    return max(v for u, v in best.items() if u == min(K, n))
 
 
 def test_add_remove_note_and_group_upper_only():

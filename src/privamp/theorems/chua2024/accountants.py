@@ -9,17 +9,20 @@ a partial one); ``E_up = ceil(steps / T)``; s = sensitivity / sigma.
 deterministic batches, any permutation, fresh or persistent, for shuffled ones) each record
 is in at most one batch per epoch, so it takes part in at most E_up of the run's steps; with
 adaptive queries the run given the ordering is then dominated by the Gaussian pair at shift
-s sqrt(E_up) (adaptive composition of Gaussians; a group of K records moves an epoch's batch
-sums by at most sqrt(:func:`~.deterministic.group_epoch_square`) sensitivities).  The
+s sqrt(E_up) (adaptive composition of Gaussians; groups below).  The
 ordering is drawn independently of the data, the same under both neighbours, so the run's
 output is the same mixture over orderings under D and D'; the hockey-stick divergence is
 jointly convex, so the mixture's divergence is at most the largest conditional one: the
 Gaussian curve of Prop 3.1 at s sqrt(E_up) (Chua et al. 2024, Thm 4.1 for b | n).
 
-*Deterministic batches*: the first batch is released E_up times, so for one record this is
-*exact*; for a group over a partial epoch the lower side is the group placed in whole
-epochs (E_f epochs at the group's full square) or in the first batch (E_up epochs at
-min(K, b)^2), whichever is larger.
+A group of K: the run's squared norm is E_f times an epoch's (at most
+:func:`~.deterministic.group_epoch_square`) plus the partial epoch's, whose m released batches
+(all full: the short one is last) hold at most min(K, m b) members, at most
+``group_epoch_square(min(K, m b), b)``.  Both terms are maximised at once by filling the
+batches in order from the first, so this is attained.
+
+*Deterministic batches*: that placement (aligned gradients) realises the Gaussian upper bound,
+so the curve is *exact* for every (n, b), group and number of steps.
 
 *Shuffled batches, lower bound (one record)*: the witness of
 :mod:`~privamp.theorems.chua2024.witness` with p_t = b / n, r / n (short batch) and p_0 =
@@ -250,17 +253,15 @@ def _ablq_applies(run, scheme_type: type) -> bool:
     )
 
 
-def _shifts(run) -> tuple[float, float, int, int]:
-    """(upper shift of the run, realised deterministic shift, E_f, m)."""
+def _shifts(run) -> tuple[float, int, int]:
+    """(Gaussian shift of the run, E_f, m): for a group of K, E_f whole epochs at the
+    layout's largest square plus the partial epoch's m (full) batches filled greedily."""
     sch, m_ = run.scheme, run.mechanism
-    T, E_f, m = run_layout(sch, run.steps)
-    E_up = E_f + (m > 0)
+    _, E_f, m = run_layout(sch, run.steps)
     k = run.relation.group
     sq = group_epoch_square(k, sch.batch_size, sch.dataset_size, sch.drop_last)
-    s_up = math.sqrt(E_up * sq) * m_.sensitivity / m_.sigma
-    s_lo = math.sqrt(max(E_f * sq, E_up * float(min(k, sch.batch_size)) ** 2)) * \
-        m_.sensitivity / m_.sigma
-    return s_up, min(s_lo, s_up), E_f, m
+    sq_m = group_epoch_square(min(k, m * sch.batch_size), sch.batch_size) if m else 0.0
+    return math.sqrt(E_f * sq + sq_m) * m_.sensitivity / m_.sigma, E_f, m
 
 
 @run_accountant(
@@ -269,8 +270,8 @@ def _shifts(run) -> tuple[float, float, int, int]:
     description="deterministic batches, Gaussian noise: exact (Chua et al. 2024, Prop 3.1)",
 )
 def _build_deterministic(run) -> RunAnalysis:
-    s_up, s_lo, _, _ = _shifts(run)
-    return DeterministicAnalysis(s_up, s_lo, _relation_note(run))
+    s_all, _, _ = _shifts(run)
+    return DeterministicAnalysis(s_all, s_all, _relation_note(run))
 
 
 @run_accountant(
@@ -281,7 +282,7 @@ def _build_deterministic(run) -> RunAnalysis:
 )
 def _build_shuffle(run) -> RunAnalysis:
     sch, mech = run.scheme, run.mechanism
-    s_all, _, E_f, m = _shifts(run)
+    s_all, E_f, m = _shifts(run)
     if not math.isfinite(s_all) or s_all <= 0:
         raise NotApplicable(f"the run's Gaussian shift must be finite and > 0, got {s_all}")
     plain = sch.divisible and not sch.persistent and m == 0
