@@ -92,13 +92,6 @@ SRC_MAXPLD = (
 )
 
 
-def _src(E: int, method: str = "auto") -> str:
-    if E > 1:
-        return SRC_EPOCHS if method != "auto" else SRC_EPOCHS + " and " + SRC_MAXPLD
-    return SRC_EQ7 if method != "histogram" else SRC_EQ7 + " and " + SRC_HIST
-
-
-
 def lower_source(E: int, method: str = "auto") -> str:
     """The source of a shuffle lower bound over ``E`` epochs with ``method``."""
     if E > 1:
@@ -198,7 +191,20 @@ def _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity) -> tuple[float, 
 def shuffle_delta_eq7(epsilon, sigma: float, steps_per_epoch: int,
                       sensitivity: float = 1.0) -> Bound:
     """Lower bound on delta_S(eps) for one epoch by Chua et al. 2024, eq. (7), with the
-    threshold C optimised continuously (at least as strong as the paper's grid 0:0.01:100)."""
+    threshold C optimised continuously (at least as strong as the paper's grid 0:0.01:100).
+
+    Args:
+        epsilon: epsilon(s) >= 0 (scalar or array).
+        sigma: noise multiplier (> 0).
+        steps_per_epoch: batches per epoch T (>= 1), b | n.
+        sensitivity: clipping norm (> 0).
+
+    Returns:
+        A lower Bound (one epoch).
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
     e = check_epsilon(epsilon)
     s, T, _ = _check_shuffle(sigma, steps_per_epoch, 1, sensitivity)
     return Bound(shaped(eq7_delta(e.ravel(), uniform_witness(s, T)), epsilon), "lower", SRC_EQ7)
@@ -213,7 +219,22 @@ def shuffle_delta_lower(epsilon, sigma: float, steps_per_epoch: int, epochs: int
     * ``method="auto"`` and epochs > 1: the max statistic of each epoch, composed by privamp's
       PLD (optimistic side; a few seconds, cached per (sigma, T, epochs));
     * ``method="histogram"`` and one epoch: the histogram statistic (about 1 s per eps).
-    ``method="eq7"`` keeps only the first."""
+    ``method="eq7"`` keeps only the first.
+
+    Args:
+        epsilon: epsilon(s) >= 0 (scalar or array).
+        sigma: noise multiplier (> 0).
+        steps_per_epoch: batches per epoch T (>= 1), b | n.
+        epochs: whole epochs E (>= 1), a fresh permutation each.
+        sensitivity: clipping norm (> 0).
+        method: "auto", "eq7" or "histogram".
+
+    Returns:
+        A lower Bound.
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
     e = check_epsilon(epsilon)
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
@@ -225,7 +246,22 @@ def shuffle_epsilon_lower(delta, sigma: float, steps_per_epoch: int, epochs: int
                           sensitivity: float = 1.0, method: str = "auto") -> Bound:
     """Certified lower bound on eps_S(delta): the largest eps whose lower-bound delta still
     exceeds ``delta`` (closed form for eq. (7); bisection kept on the witness side otherwise).
-    ``method="histogram"`` costs about 15 s per delta."""
+    ``method="histogram"`` costs about 15 s per delta.
+
+    Args:
+        delta: delta(s) in (0, 1) (scalar or array).
+        sigma: noise multiplier (> 0).
+        steps_per_epoch: batches per epoch T (>= 1), b | n.
+        epochs: whole epochs E (>= 1), a fresh permutation each.
+        sensitivity: clipping norm (> 0).
+        method: "auto", "eq7" or "histogram".
+
+    Returns:
+        A lower Bound.
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
     d = check_delta(delta)
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
@@ -237,7 +273,22 @@ def shuffle_epsilon_lower(delta, sigma: float, steps_per_epoch: int, epochs: int
 def shuffle_delta(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
                   sensitivity: float = 1.0, method: str = "auto") -> Guarantee:
     """Interval for delta_S(eps): [lower bound of :func:`shuffle_delta_lower`, delta_D
-    (Thm 4.1)]."""
+    (Thm 4.1)].
+
+    Args:
+        epsilon: epsilon(s) >= 0 (scalar or array).
+        sigma: noise multiplier (> 0).
+        steps_per_epoch: batches per epoch T (>= 1), b | n.
+        epochs: whole epochs E (>= 1), a fresh permutation each.
+        sensitivity: clipping norm (> 0).
+        method: "auto", "eq7" or "histogram".
+
+    Returns:
+        A Guarantee (upper Thm 4.1, lower the witness).
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
     e = check_epsilon(epsilon)
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
@@ -250,7 +301,22 @@ def shuffle_delta(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
 
 def shuffle_epsilon(delta, sigma: float, steps_per_epoch: int, epochs: int = 1,
                     sensitivity: float = 1.0, method: str = "auto") -> Guarantee:
-    """Interval for eps_S(delta): [inverted lower bound, eps_D(delta) (Thm 4.1)]."""
+    """Interval for eps_S(delta): [inverted lower bound, eps_D(delta) (Thm 4.1)].
+
+    Args:
+        delta: delta(s) in (0, 1) (scalar or array).
+        sigma: noise multiplier (> 0).
+        steps_per_epoch: batches per epoch T (>= 1), b | n.
+        epochs: whole epochs E (>= 1), a fresh permutation each.
+        sensitivity: clipping norm (> 0).
+        method: "auto", "eq7" or "histogram".
+
+    Returns:
+        A Guarantee (upper Thm 4.1, lower the witness).
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
     d = check_delta(delta)
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
