@@ -353,6 +353,9 @@ def test_far_tail_masses_keep_their_precision():
     for a, b in zip(W.eq7_log_masses(x, split), W.eq7_log_masses(x, W.uniform_witness(10.0, 235)),
                     strict=True):
         assert np.allclose(a, b, rtol=1e-9, atol=0)
+    e = np.array([60.0, 80.0, 95.0])
+    d_split, d_uni = W.eq7_delta(e, split), W.eq7_delta(e, W.uniform_witness(10.0, 235))
+    assert np.all(d_uni > 0) and np.allclose(d_split, d_uni, rtol=1e-6, atol=0)
     pair = ST.maxstat_pair(w)
     assert pair.p_inf < 1e-15
 
