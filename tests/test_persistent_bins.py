@@ -68,3 +68,20 @@ def test_partial_cycle_ceil_floor():
     # less than one cycle: an upper bound only
     short = pa.Training(pa.Gaussian(sigma), pa.PersistentBallsInBins(T), steps=2).epsilon(1e-4)
     assert short.lower is None or float(short.lower.value) == 0.0
+
+
+def test_pld_capability():
+    """pld(h): the pessimistic side bounds the run's upper curve, the optimistic side lies
+    below its lower one (both from the same Balanced Iteration construction)."""
+    run = pa.Training(pa.Gaussian(1.5), pa.PersistentBallsInBins(3), steps=7)
+    (_, an), = run.analysis("persistent-bins")
+    pld = an.pld(an.grid_step())
+    assert len(pld.directions) == 2
+    eps = np.array([0.2, 1.0])
+    up, lo = pld.delta(eps)
+    g = run.delta(eps)
+    assert np.all(lo <= up) and np.all(lo > 0)
+    assert np.all(up >= np.asarray(g.lower.value))  # lower at 2 cycles, upper at 3
+    assert np.all(lo <= np.asarray(g.upper.value))
+    # against the exact Gaussian of the 3 releases of a record always sampled (no amplification)
+    assert np.all(up <= [_mp_gauss(e, math.sqrt(3) / 1.5) for e in eps])

@@ -43,13 +43,17 @@ import math
 
 import numpy as np
 
+from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
+from ..pld.grid import PLD
+from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
 from .chua2024.accountants import DeterministicAnalysis
 from .chua2024.deterministic import group_epoch_square
+from .dong2025.bis_pld import bis_epoch_two_sided, lattice_step
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -63,6 +67,9 @@ SRC_PERSISTENT_BINS = (
     "persistent balls-in-bins (Chua et al. 2025, arXiv:2412.16802) over E cycles = random "
     "allocation 1-of-T at noise sigma/sqrt(E) (Dong et al. 2025, App. A.12 pair, rotated)"
 )
+
+
+_BIS_STEP = 1e-3  # the grid step of the Balanced Iteration PLD accountant
 
 
 def equivalent_training(run, cycles: int):
@@ -90,6 +97,37 @@ class PersistentBinsAnalysis(RunAnalysis):
 
     def __init__(self, up_run, lo_run, partial: bool) -> None:
         self.up_run, self.lo_run, self.partial = up_run, lo_run, partial
+
+    def grid_step(self) -> float:
+        """The grid step this run would pick by itself (the Balanced Iteration PLD's)."""
+        return _BIS_STEP
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLD, directions [remove, add]: pessimistic the one-epoch Balanced
+        Iteration PLD at sigma / sqrt(ceil(steps / T)), optimistic the one at
+        sigma / sqrt(floor(steps / T)) (realised pair; zero when there is no whole cycle).
+
+        Raises:
+            NotApplicable: a group of several records (the one-record PLD only), or a lattice
+                too large for this sigma and T.
+        """
+        h = _BIS_STEP if h is None else h
+        if self.up_run.relation.group != 1:
+            raise NotApplicable("the persistent balls-in-bins PLD covers one record (group 1), "
+                                f"got group={self.up_run.relation.group}")
+
+        def sides(run):
+            m = run.mechanism
+            sig, T = m.sigma / m.sensitivity, run.scheme.steps
+            return bis_epoch_two_sided(sig, T, h, lattice_step(sig, T))
+        up = sides(self.up_run)
+        lo = None if self.lo_run is None else sides(self.lo_run)
+        dirs = []
+        for key in ("remove", "add"):
+            opt = None if lo is None else lo[key + "_opt"]
+            dirs.append((up[key], PLD(h, 0, np.zeros(1), 0.0, "optimistic") if opt is None
+                         else opt))
+        return TwoSidedPLD(dirs)
 
     def _ask(self, x: np.ndarray, which: str) -> BoundPair:
         tag = "; partial cycle: upper from ceil(steps/T) cycles, lower from floor" \
