@@ -33,13 +33,16 @@ the other records' bins.
   releases: the extra ones are a post-processing away) and dominates the run of E_f cycles
   (dropping the last m steps is a post-processing): upper bound from ceil, lower from floor.
 
-Both sides are computed through the public :class:`~privamp.Training` API:
-``Training(Gaussian(sigma / sqrt(E), sensitivity), BalancedIteration(T, 1), steps=T)``.
+Both sides are the answers of the registered accountants (Balanced Iteration's PLD, RDP, ...)
+for the run ``Training(Gaussian(sigma / sqrt(E), sensitivity), BalancedIteration(T, 1),
+steps=T)`` (:func:`equivalent_run`; combined as ``accountant="best"`` does: smallest upper,
+largest lower).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -54,12 +57,13 @@ from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
 from .chua2024.accountants import DeterministicAnalysis
 from .chua2024.deterministic import group_epoch_square
 from .dong2025.bis_pld import bis_epoch_two_sided, lattice_step
-from .registry import BoundPair, RunAnalysis, run_accountant
+from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "SRC_PERSISTENT_BINS",
     "PersistentBinsAnalysis",
-    "equivalent_training",
+    "EquivalentRun",
+    "equivalent_run",
 ]
 
 
@@ -70,9 +74,23 @@ SRC_PERSISTENT_BINS = (
 
 
 _BIS_STEP = 1e-3  # the grid step of the Balanced Iteration PLD accountant
+_NAME = "persistent-bins"
 
 
-def equivalent_training(run, cycles: int):
+@dataclass(frozen=True)
+class EquivalentRun:
+    """The run ``Training(mechanism, scheme, steps=steps, relation=relation)`` describes, as
+    the registered accountants read it (the theorems layer sits below
+    :class:`~privamp.Training`, so it cannot build one)."""
+
+    mechanism: Gaussian
+    scheme: BalancedIteration
+    steps: int
+    relation: object
+    epochs: float | None = None
+
+
+def equivalent_run(run, cycles: int) -> EquivalentRun:
     """The one-epoch Balanced Iteration run equivalent to ``cycles`` cycles of ``run``.
 
     Args:
@@ -80,23 +98,70 @@ def equivalent_training(run, cycles: int):
         cycles: number of whole cycles (>= 1).
 
     Returns:
-        ``Training(Gaussian(sigma / sqrt(cycles), sensitivity), BalancedIteration(T, 1),
-        steps=T, relation=run.relation)``.
+        The run of ``Training(Gaussian(sigma / sqrt(cycles), sensitivity),
+        BalancedIteration(T, 1), steps=T, relation=run.relation)``.
     """
-    from ..accounting.training import Training
-
     m = run.mechanism
     T = run.scheme.batches
-    return Training(Gaussian(m.sigma / math.sqrt(cycles), m.sensitivity),
-                    BalancedIteration(T, 1), steps=T, relation=run.relation)
+    return EquivalentRun(Gaussian(m.sigma / math.sqrt(cycles), m.sensitivity),
+                         BalancedIteration(T, 1), T, run.relation)
+
+
+class _Answers:
+    """Every registered accountant that applies to an equivalent run (built once): bounds
+    combined like ``Training(...).epsilon(accountant="best")``, the smallest upper and the
+    largest lower bound at each point."""
+
+    def __init__(self, run: EquivalentRun) -> None:
+        self.analyses: list[RunAnalysis] = []
+        self.refusals: list[NotApplicable] = []
+        for accs in ACCOUNTANTS.values():
+            for acc in accs:
+                if acc.name != _NAME and acc.applies(run):
+                    try:
+                        self.analyses.append(acc.build(run))
+                    except NotApplicable as exc:
+                        self.refusals.append(exc)
+        if not self.analyses:
+            raise self.refusals[0] if self.refusals else NotApplicable(
+                f"no accountant handles the equivalent Balanced Iteration run {run}")
+
+    def ask(self, x: np.ndarray, which: str) -> tuple[list[Bound], list[Bound]]:
+        ups, los = [], []
+        errors = []
+        for an in self.analyses:
+            try:
+                up, lo = getattr(an, which)(x)
+            except NotApplicable as exc:
+                errors.append(exc)
+                continue
+            ups += [up] if up is not None else []
+            los += [lo] if lo is not None else []
+        if not ups and not los and errors:
+            raise errors[0]
+        return ups, los
+
+
+def _best(bounds: list[Bound], upper: bool) -> tuple[np.ndarray, str] | None:
+    """Elementwise smallest (upper) or largest (lower) value and the winners' sources."""
+    if not bounds:
+        return None
+    vals = np.array([np.ravel(np.asarray(b.value, dtype=float)) for b in bounds])
+    idx = np.argmin(vals, axis=0) if upper else np.argmax(vals, axis=0)
+    best = vals[idx, np.arange(vals.shape[1])]
+    return best, "; ".join(dict.fromkeys(bounds[i].source for i in np.unique(idx)))
 
 
 class PersistentBinsAnalysis(RunAnalysis):
     """Upper bound from the run of ``upper`` cycles, lower bound from ``lower`` cycles (None:
     no lower bound), each answered by the Balanced Iteration accountants ("best")."""
 
-    def __init__(self, up_run, lo_run, partial: bool) -> None:
+    def __init__(self, up_run: EquivalentRun, lo_run: EquivalentRun | None,
+                 partial: bool) -> None:
         self.up_run, self.lo_run, self.partial = up_run, lo_run, partial
+        self._up = _Answers(up_run)
+        self._lo = self._up if lo_run is up_run else (
+            None if lo_run is None else _Answers(lo_run))
 
     def grid_step(self) -> float:
         """The grid step this run would pick by itself (the Balanced Iteration PLD's)."""
@@ -132,19 +197,17 @@ class PersistentBinsAnalysis(RunAnalysis):
     def _ask(self, x: np.ndarray, which: str) -> BoundPair:
         tag = "; partial cycle: upper from ceil(steps/T) cycles, lower from floor" \
             if self.partial else ""
-        g = getattr(self.up_run, which)(x)
-        up = None
-        if g.upper is not None:
-            up = Bound(shaped(np.asarray(g.upper.value, dtype=float), x), "upper",
-                       f"{SRC_PERSISTENT_BINS}{tag}; {g.upper.source}")
-        lo_g = g if self.lo_run is self.up_run else (
-            None if self.lo_run is None else getattr(self.lo_run, which)(x))
-        lo = None
-        if lo_g is not None and lo_g.lower is not None:
-            v = np.asarray(lo_g.lower.value, dtype=float)
-            if up is not None:
-                v = np.minimum(v, np.asarray(up.value, dtype=float))
-            lo = Bound(shaped(v, x), "lower", f"{SRC_PERSISTENT_BINS}{tag}; {lo_g.lower.source}")
+        ups, los = self._up.ask(x, which)
+        if self._lo is not self._up:
+            los = [] if self._lo is None else self._lo.ask(x, which)[1]
+        pick_up, pick_lo = _best(ups, True), _best(los, False)
+        up = lo = None
+        if pick_up is not None:
+            up = Bound(shaped(pick_up[0], x), "upper",
+                       f"{SRC_PERSISTENT_BINS}{tag}; {pick_up[1]}")
+        if pick_lo is not None:
+            v = pick_lo[0] if pick_up is None else np.minimum(pick_lo[0], pick_up[0])
+            lo = Bound(shaped(v, x), "lower", f"{SRC_PERSISTENT_BINS}{tag}; {pick_lo[1]}")
         return up, lo
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
@@ -163,7 +226,7 @@ def _applies(run) -> bool:
 
 
 @run_accountant(
-    "persistent-bins",
+    _NAME,
     applies=_applies,
     description="persistent balls-in-bins, Gaussian noise: E cycles as one epoch of random "
     "allocation at sigma/sqrt(E) (Chua et al. 2025; Dong et al. 2025 accountants)",
@@ -177,6 +240,6 @@ def _build(run) -> RunAnalysis:
         sq = group_epoch_square(run.relation.group, run.relation.group)
         s_all = math.sqrt(E_f * sq) * mech.sensitivity / mech.sigma
         return DeterministicAnalysis(s_all, s_all, "; persistent balls-in-bins with one batch")
-    up_run = equivalent_training(run, E_up)
-    lo_run = up_run if m == 0 else (equivalent_training(run, E_f) if E_f else None)
+    up_run = equivalent_run(run, E_up)
+    lo_run = up_run if m == 0 else (equivalent_run(run, E_f) if E_f else None)
     return PersistentBinsAnalysis(up_run, lo_run, m > 0)
