@@ -14,13 +14,15 @@ from scipy import special, stats
 
 import privamp as pa
 from privamp.theorems import chua2024 as B
+from privamp.theorems.chua2024 import statistics as ST
+from privamp.theorems.chua2024 import witness as W
 
 
 def test_count_marginal_matches_the_binomial_mixture():
     s, T, kmax = 1.0 / 0.9, 30, 6
     c = float(-special.ndtri(2.5 / (T - 1)))
     for mu in (2 * s, s):
-        below, table, cell = B._maxcount_masses(s, T, c, mu, kmax=kmax)
+        below, table, cell = ST._maxcount_masses(s, T, c, mu, kmax=kmax)
         m = np.concatenate([below, table.ravel()])
         assert abs(m.sum() - 1.0) < 1e-12
         np.testing.assert_allclose(table.sum(axis=1), cell, rtol=1e-12, atol=1e-300)
@@ -61,7 +63,8 @@ def test_multi_epoch_lower_bound_below_monte_carlo_of_the_exact_pair():
         mc, se = _mc_exact_delta(s, T, E, eps, 400_000, seed=eps.__hash__() % 1000)
         assert lower <= mc + 5 * se
         # the (max, count) statistic refines the max statistic
-        maxonly = float(B._maxstat_composed(s, T, E).delta(np.array([eps]))[1][0])
+        pld = ST.maxstat_composed(W.uniform_witness(s, T), E)
+        maxonly = float(pld.delta(np.array([eps]))[1][0])
         assert lower >= maxonly
         assert lower >= 0.8 * mc  # and is not vacuous
 
@@ -70,5 +73,6 @@ def test_canonical_run_interval_is_ordered():
     g = pa.Training(pa.Gaussian(1.1), pa.Shuffle(250, 60000), epochs=60,
                     relation=pa.ZeroOut()).epsilon(1e-5)
     s = 1 / 1.1
-    maxonly = float(B._maxstat_composed(s, 240, 60).epsilon(np.array([1e-5]))[1][0])
+    pld = ST.maxstat_composed(W.uniform_witness(s, 240), 60)
+    maxonly = float(pld.epsilon(np.array([1e-5]))[1][0])
     assert maxonly < g.lower.value < g.upper.value

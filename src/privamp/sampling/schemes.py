@@ -183,7 +183,9 @@ class _Partitioned(_FixedBatch):
 @dataclass(frozen=True)
 class Deterministic(_Partitioned):
     """The data are cut into fixed consecutive batches, the same order every epoch
-    (Chua et al. 2024, ABLQ_D); ``drop_last`` as in PyTorch's ``DataLoader``."""
+    (Chua et al. 2024, ABLQ_D); ``drop_last`` as in PyTorch's ``DataLoader``.  Accountant
+    ``ablq-deterministic``: exact for one record for every (n, b) and any number of steps (the
+    first batch is released ceil(steps / steps_per_epoch) times)."""
 
     name = "deterministic"
     per_epoch = True
@@ -200,7 +202,9 @@ class Shuffle(_Partitioned):
     a fresh permutation every epoch (``persistent=False``, PyTorch's
     ``DataLoader(shuffle=True)``) or one permutation drawn once and kept for the whole run
     (``persistent=True``, Chua et al. NeurIPS 2024's "persistent shuffling");
-    ``drop_last`` as in PyTorch's ``DataLoader``."""
+    ``drop_last`` as in PyTorch's ``DataLoader``.  Accountant ``ablq-shuffle``: for every
+    (n, b), both modes and any number of steps, an interval [Chua et al.'s witness with batch
+    weights |B_t| / n, the Gaussian at ceil(steps / steps_per_epoch) releases]."""
 
     persistent: bool = False
 

@@ -6,6 +6,7 @@ imports (and so registers) every result."""
 from . import (
     balle2018,
     chua2024,
+    chua2025,
     daigavane2022,
     dong2025,
     mironov2017,
@@ -30,7 +31,7 @@ from .registry import (
 )
 
 __all__ = [
-    "balle2018", "chua2024", "daigavane2022", "dong2025", "mironov2017", "mironov2019",
+    "balle2018", "chua2024", "chua2025", "daigavane2022", "dong2025", "mironov2017", "mironov2019",
     "poisson_pld", "rdp_composition", "schuchardt2024", "wang2019", "zhu_wang2019",
     "ACCOUNTANTS", "REGISTRY", "RdpCurve", "RdpMethod", "RunAnalysis", "rdp", "rdp_curve",
     "rdp_method", "rdp_methods", "run_accountant",

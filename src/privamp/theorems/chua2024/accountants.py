@@ -1,0 +1,299 @@
+"""Run accountants for deterministic and shuffled batches, every (n, b), both PyTorch
+``drop_last`` conventions, fresh or persistent shuffling, whole or partial epochs.
+
+Notation: n records, batches of b, ``T = steps_per_epoch`` (ceil(n / b), or floor(n / b)
+with ``drop_last``), r = n mod b; ``steps = E_f T + m`` (E_f whole epochs, m < T steps of
+a partial one); ``E_up = ceil(steps / T)``; s = sensitivity / sigma.
+
+*Upper bound (both samplers).*  For every fixed ordering of the data (the identity for
+deterministic batches, any permutation, fresh or persistent, for shuffled ones) each record
+is in at most one batch per epoch, so it takes part in at most E_up of the run's steps; with
+adaptive queries the run given the ordering is then dominated by the Gaussian pair at shift
+s sqrt(E_up) (adaptive composition of Gaussians; groups below).  The
+ordering is drawn independently of the data, the same under both neighbours, so the run's
+output is the same mixture over orderings under D and D'; the hockey-stick divergence is
+jointly convex, so the mixture's divergence is at most the largest conditional one: the
+Gaussian curve of Prop 3.1 at s sqrt(E_up) (Chua et al. 2024, Thm 4.1 for b | n).
+
+A group of K: the run's squared norm is E_f times an epoch's (at most
+:func:`~.deterministic.group_epoch_square`) plus the partial epoch's, whose m released batches
+(all full: the short one is last) hold at most min(K, m b) members, at most
+``group_epoch_square(min(K, m b), b)``.  Both terms are maximised at once by filling the
+batches in order from the first, so this is attained.
+
+*Deterministic batches*: that placement (aligned gradients) realises the Gaussian upper bound,
+so the curve is *exact* for every (n, b), group and number of steps.
+
+*Shuffled batches, lower bound (one record)*: the witness of
+:mod:`~privamp.theorems.chua2024.witness` with p_t = b / n, r / n (short batch) and p_0 =
+r / n (``drop_last``).  Fresh permutations: E_f epochs of that pair, then the partial
+epoch's pair (its m released batches, each with p_t = b / n; the rest is p_0), independent
+(a fresh permutation each epoch) -- at least the floor(steps / T) epochs' bound, by
+post-processing.  Persistent permutation: one pair at shift s sqrt(c_t) per batch
+(c_t = E_f + 1 released copies for t < m, else E_f), exact by sufficiency.
+
+Add/remove neighbours are analysed as zero-out (Chua et al. 2024, Sec. 2): the added or
+removed record changes only its own batch, the other batches are fixed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...errors import NotApplicable
+from ...mechanisms.gaussian import Gaussian
+from ...numerics.arrays import shaped
+from ...pairs.mechanism_pairs import GaussianPair
+from ...pld.discretise import discretise
+from ...pld.grid import PLD
+from ...pld.two_sided import TwoSidedPLD
+from ...results import Bound
+from ...sampling.relations import AddRemove, ZeroOut
+from ...sampling.schemes import Deterministic, Shuffle
+from ..poisson_pld import auto_grid
+from ..registry import BoundPair, RunAnalysis, run_accountant
+from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
+from .shuffle import SRC_THM41, lower_source, shuffle_lower_delta, shuffle_lower_epsilon
+from .statistics import maxstat_composed, maxstat_grid
+from .witness import Witness, uniform_witness
+
+__all__ = [
+    "DeterministicAnalysis",
+    "ShuffleAnalysis",
+    "SRC_ANY_N",
+    "SRC_PERSISTENT",
+    "SRC_PARTIAL",
+    "run_layout",
+    "shuffle_witnesses",
+]
+
+
+SRC_ANY_N = (
+    "witness of Chua et al. 2024, Sec. 3 with the record in batch t with probability |B_t|/n "
+    "(short batch r/n; out of the epoch with probability r/n under drop_last)"
+)
+SRC_PERSISTENT = (
+    "persistent permutation: the record's releases in its batch add up to one Gaussian at "
+    "s sqrt(releases) (sufficient statistic)"
+)
+SRC_PARTIAL = "partial last epoch: its m released batches as one more epoch of the witness"
+SRC_UPPER_ANY = (
+    "each record in at most one batch per epoch for every ordering, joint convexity over "
+    "orderings (Chua et al. 2024, Thm 4.1 generalised) with Prop 3.1 at ceil(steps/T) epochs"
+)
+
+_AS_ZERO_OUT = (
+    "; add/remove analysed as zero-out: the added or removed record changes only its own "
+    "batch, the other batches are fixed (Chua et al. 2024, Sec. 2)"
+)
+
+
+def _relation_note(run) -> str:
+    """What was analysed: Chua et al. 2024 analyse fixed batches under zero-out neighbours; a
+    run declared under add/remove gets that analysis, and its sources say so."""
+    return _AS_ZERO_OUT if isinstance(run.relation, AddRemove) else ""
+
+
+def run_layout(scheme, steps: int) -> tuple[int, int, int]:
+    """(T, E_f, m): steps per epoch, whole epochs and steps of a partial last epoch.
+
+    Args:
+        scheme: a Deterministic or Shuffle scheme.
+        steps: the run's steps (>= 1).
+
+    Returns:
+        ``(T, E_f, m)`` with ``steps = E_f T + m``, ``0 <= m < T``.
+    """
+    T = int(scheme.steps_per_epoch)
+    E_f, m = divmod(int(steps), T)
+    return T, E_f, m
+
+
+def shuffle_witnesses(scheme, steps: int, s: float) -> tuple[Witness, int, Witness | None]:
+    """The lower-bound witness of a shuffled run (one record): ``(w, E, extra)``, the run
+    realising E epochs of ``w`` then ``extra`` once (see the module docstring).
+
+    Args:
+        scheme: a Shuffle scheme (any n, b, drop_last, persistent).
+        steps: the run's steps (>= 1).
+        s: sensitivity / sigma.
+
+    Returns:
+        ``(w, E, extra)``; b | n, fresh, whole epochs: ``(uniform_witness(s, T), E, None)``.
+    """
+    n, b = scheme.dataset_size, scheme.batch_size
+    full, r = divmod(n, b)
+    T, E_f, m = run_layout(scheme, steps)
+    p = b / n
+    short = r > 0 and not scheme.drop_last
+    sit = r / n if scheme.drop_last else 0.0
+    if scheme.persistent:
+        if r == 0 and m == 0:
+            return uniform_witness(s * math.sqrt(E_f), T), 1, None
+        classes = [(m, p, s * math.sqrt(E_f + 1)), (full - m, p, s * math.sqrt(E_f))]
+        if short:
+            classes.append((1, r / n, s * math.sqrt(E_f)))
+        return Witness(sit, tuple(classes)), 1, None
+    if r == 0:
+        epoch = uniform_witness(s, T)
+    else:
+        epoch = Witness(sit, ((full, p, s),) + (((1, r / n, s),) if short else ()))
+    partial = Witness(1.0 - m * p, ((m, p, s),)) if m else None
+    if E_f == 0:
+        assert partial is not None
+        return partial, 1, None
+    return epoch, E_f, partial
+
+
+def _zero(h: float) -> PLD:
+    """The optimistic PLD of the trivial lower bound (profile 0)."""
+    return PLD(h, 0, np.zeros(1), 0.0, "optimistic")
+
+
+class DeterministicAnalysis(RunAnalysis):
+    """Deterministic batches: the Gaussian at shift ``s_up`` bounds the run above and the one
+    at ``s_lo`` is realised (equal: exact, Prop 3.1)."""
+
+    def __init__(self, s_up: float, s_lo: float, note: str = "") -> None:
+        self.s_up, self.s_lo, self.note = s_up, s_lo, note
+
+    def _pair(self, x: np.ndarray, which: str) -> BoundPair:
+        f = gauss_epsilon if which == "epsilon" else gauss_delta
+        tag = " (inverted)" if which == "epsilon" else ""
+        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if self.s_up == self.s_lo
+                   else "upper", SRC_DET + tag + self.note)
+        if self.s_up == self.s_lo:
+            return up, up
+        lo = Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower",
+                   SRC_DET + tag + " (group placed in whole epochs or the first batch)"
+                   + self.note)
+        return up, lo
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._pair(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._pair(epsilon, "delta")
+
+    def grid_step(self) -> float:
+        """The grid step this run would pick by itself (the Gaussian's)."""
+        return auto_grid(GaussianPair(self.s_up), 1)
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLD (one symmetric direction): pessimistic and optimistic
+        discretisations of the Gaussian pairs at ``s_up`` and ``s_lo``."""
+        h = self.grid_step() if h is None else h
+        p, _ = discretise(GaussianPair(self.s_up), h, optimistic=False)
+        _, o = discretise(GaussianPair(self.s_lo), h, pessimistic=False)
+        return TwoSidedPLD([(p, o)])
+
+
+class ShuffleAnalysis(RunAnalysis):
+    """Shuffled batches: upper bound the Gaussian at ``s_all``; lower bound (one record) the
+    witness ``lower = (w, E, extra)``, or None (groups)."""
+
+    def __init__(self, s_all: float, lower: tuple[Witness, int, Witness | None] | None,
+                 note: str = "", upper_src: str = SRC_THM41, lower_note: str = "") -> None:
+        self.s_all, self.lower, self.note = s_all, lower, note
+        self.upper_src, self.lower_note = upper_src, lower_note
+
+    def _lower_src(self) -> str:
+        assert self.lower is not None
+        w, E, extra = self.lower
+        return lower_source(E + (extra is not None)) + self.lower_note
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        d = np.ravel(delta)
+        up = gauss_epsilon(d, self.s_all)
+        upper = Bound(shaped(up, delta), "upper", self.upper_src + " (inverted)" + self.note)
+        if self.lower is None:
+            return upper, None
+        w, E, extra = self.lower
+        lo = np.minimum(shuffle_lower_epsilon(d, w, E, self.s_all, extra), up)
+        return upper, Bound(shaped(lo, delta), "lower",
+                            self._lower_src() + " (inverted)" + self.note)
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        e = np.ravel(epsilon)
+        up = gauss_delta(e, self.s_all)
+        upper = Bound(shaped(up, epsilon), "upper", self.upper_src + self.note)
+        if self.lower is None:
+            return upper, None
+        w, E, extra = self.lower
+        lo = np.minimum(shuffle_lower_delta(e, w, E, extra), up)
+        return upper, Bound(shaped(lo, epsilon), "lower", self._lower_src() + self.note)
+
+    def grid_step(self) -> float:
+        """The grid step this run would pick by itself: that of the composed max statistic
+        (the lower side), or the Gaussian's when there is none."""
+        if self.lower is not None:
+            w, E, extra = self.lower
+            return maxstat_grid(w, E, extra)
+        return auto_grid(GaussianPair(self.s_all), 1)
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLD, directions [(P, Q), (Q, P)] of the witness: pessimistic the
+        Gaussian at ``s_all`` (symmetric), optimistic the composed per-epoch max statistic
+        of the witness (zero when there is none or the grid cannot hold it)."""
+        h = self.grid_step() if h is None else h
+        p, _ = discretise(GaussianPair(self.s_all), h, optimistic=False)
+        low = None if self.lower is None else maxstat_composed(*self.lower, h=h)
+        if low is None:
+            return TwoSidedPLD([(p, _zero(h))])
+        return TwoSidedPLD([(p, o) for _, o in low.directions])
+
+
+def _ablq_applies(run, scheme_type: type) -> bool:
+    return (
+        type(run.scheme) is scheme_type
+        and isinstance(run.mechanism, Gaussian)
+        and isinstance(run.relation, (ZeroOut, AddRemove))
+    )
+
+
+def _shifts(run) -> tuple[float, int, int]:
+    """(Gaussian shift of the run, E_f, m): for a group of K, E_f whole epochs at the
+    layout's largest square plus the partial epoch's m (full) batches filled greedily."""
+    sch, m_ = run.scheme, run.mechanism
+    _, E_f, m = run_layout(sch, run.steps)
+    k = run.relation.group
+    sq = group_epoch_square(k, sch.batch_size, sch.dataset_size, sch.drop_last)
+    sq_m = group_epoch_square(min(k, m * sch.batch_size), sch.batch_size) if m else 0.0
+    return math.sqrt(E_f * sq + sq_m) * m_.sensitivity / m_.sigma, E_f, m
+
+
+@run_accountant(
+    "ablq-deterministic",
+    applies=lambda run: _ablq_applies(run, Deterministic),
+    description="deterministic batches, Gaussian noise: exact (Chua et al. 2024, Prop 3.1)",
+)
+def _build_deterministic(run) -> RunAnalysis:
+    s_all, _, _ = _shifts(run)
+    return DeterministicAnalysis(s_all, s_all, _relation_note(run))
+
+
+@run_accountant(
+    "ablq-shuffle",
+    applies=lambda run: _ablq_applies(run, Shuffle),
+    description="shuffled batches, Gaussian noise: [eq. (7) lower, Thm 4.1 upper] "
+    "(Chua et al. 2024)",
+)
+def _build_shuffle(run) -> RunAnalysis:
+    sch, mech = run.scheme, run.mechanism
+    s_all, E_f, m = _shifts(run)
+    if not math.isfinite(s_all) or s_all <= 0:
+        raise NotApplicable(f"the run's Gaussian shift must be finite and > 0, got {s_all}")
+    plain = sch.divisible and not sch.persistent and m == 0
+    lower, note = None, ""
+    if run.relation.group == 1:
+        lower = shuffle_witnesses(sch, run.steps, mech.sensitivity / mech.sigma)
+        if not sch.divisible:
+            note += "; " + SRC_ANY_N
+        if sch.persistent:
+            note += "; " + SRC_PERSISTENT
+        elif m and E_f:
+            note += "; " + SRC_PARTIAL
+    upper_src = SRC_THM41 if plain else SRC_UPPER_ANY
+    return ShuffleAnalysis(s_all, lower, _relation_note(run), upper_src, note)

@@ -1,0 +1,168 @@
+"""Deterministic batches (ABLQ_D, Chua et al. 2024, Prop 3.1): one Gaussian per epoch.
+
+Each record is in at most one batch per epoch, so E epochs of a record that trains are E
+releases of the Gaussian mechanism: the tightly dominating pair is (N(s sqrt(E), 1), N(0, 1))
+and ``delta_D(eps)`` is the closed form of Prop 3.1 (Balle & Wang 2018, Thm 8) -- *exact*.
+The same Gaussian curve is the upper bound of shuffled batches (see
+:mod:`privamp.theorems.chua2024.accountants`).
+
+Units: ``s = sensitivity / sigma``; the kernels :func:`gauss_delta` / :func:`gauss_epsilon`
+take the total shift of the run.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import special
+
+from ..._validation import check_delta, check_epsilon, check_int, check_positive
+from ...numerics.arrays import shaped
+from ...numerics.logspace import log1mexp
+from ...numerics.roots import bisect_monotone
+from ...results import Bound
+
+__all__ = [
+    "SRC_DET",
+    "deterministic_delta",
+    "deterministic_epsilon",
+    "deterministic_shift",
+    "group_epoch_square",
+    "gauss_delta",
+    "gauss_epsilon",
+]
+
+
+SRC_DET = "Chua et al. 2024, Prop 3.1 (deterministic batches; Balle & Wang 2018, Thm 8)"
+
+
+def group_epoch_square(group: int, batch_size: int, dataset_size: int | None = None,
+                       drop_last: bool = False) -> float:
+    """Largest squared norm (in units of the sensitivity) by which a group of ``group``
+    records moves one epoch's batch sums, over placements of the group in the batches.
+
+    Batches hold at most ``b = batch_size`` records, so the largest sum of squares of the
+    group's counts per batch is reached by filling batches: ``q b^2 + r^2`` for
+    ``group = q b + r`` (convexity).  With ``dataset_size = n`` not a multiple of b there are
+    ``floor(n / b)`` full batches and a short one of ``n mod b`` records (``drop_last=False``)
+    or ``n mod b`` records out of the epoch (``drop_last=True``); group members beyond the
+    full batches go to the short batch or sit out.  Attained (all gradients aligned), so
+    exact per epoch.  ``dataset_size=None``: as many full batches as needed.
+
+    Args:
+        group: number of records that differ (>= 1).
+        batch_size: records per full batch.
+        dataset_size: records in the data set, or None.
+        drop_last: PyTorch's convention for the last incomplete batch.
+
+    Returns:
+        The squared norm per epoch (1.0 for a single record).
+    """
+    k, b = int(group), int(batch_size)
+    if k <= b:
+        return float(k) ** 2
+    if dataset_size is not None:
+        full, r0 = divmod(int(dataset_size), b)
+        if k > full * b:
+            extra = min(k - full * b, 0 if drop_last else r0)
+            return full * float(b) ** 2 + float(extra) ** 2
+    q, r = divmod(k, b)
+    return q * float(b) ** 2 + float(r) ** 2
+
+
+def deterministic_shift(sigma: float, epochs: int = 1, sensitivity: float = 1.0,
+                        group: int = 1, batch_size: int | None = None) -> float:
+    """Mean shift (noise units) of the tightly dominating Gaussian pair of ABLQ_D.
+
+    One record: ``sqrt(E) * sensitivity / sigma`` (Chua et al. 2024, Sec. 3).  A group of K
+    records placed adversarially in batches of size b (q = K // b full batches, r = K % b in
+    one more) moves the batch sums by a vector of norm ``sqrt(q b^2 + r^2) * sensitivity``
+    per epoch, attained when all gradients align; b = None means K fits in one batch.
+    """
+    per_epoch_sq = (float(group) ** 2 if batch_size is None
+                    else group_epoch_square(group, batch_size))
+    return math.sqrt(epochs * per_epoch_sq) * sensitivity / sigma
+
+
+def gauss_delta(eps: np.ndarray, s: float) -> np.ndarray:
+    """Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), in log space (Prop 3.1).
+
+    Args:
+        eps: epsilons (array).
+        s: total shift of the Gaussian pair in noise units (> 0).
+
+    Returns:
+        The Gaussian privacy profile at ``eps``.
+    """
+    eps = np.asarray(eps, dtype=float)
+    la = special.log_ndtr(s / 2 - eps / s)
+    lb = eps + special.log_ndtr(-s / 2 - eps / s)
+    with np.errstate(invalid="ignore"):
+        out = np.exp(la + log1mexp(np.minimum(lb - la, 0.0)))
+    return np.maximum(np.nan_to_num(out, nan=0.0), 0.0)
+
+
+def gauss_epsilon(delta: np.ndarray, s: float) -> np.ndarray:
+    """Smallest eps >= 0 with delta_D(eps) <= delta (bisection, returned on the safe side).
+
+    Args:
+        delta: deltas in (0, 1) (array).
+        s: total shift of the Gaussian pair in noise units (> 0).
+
+    Returns:
+        Epsilons, rounded up.
+    """
+    delta = np.asarray(delta, dtype=float)
+    hi = np.full(delta.shape, max(1.0, s * s))
+    for _ in range(200):
+        bad = gauss_delta(hi, s) > delta
+        if not bad.any():
+            break
+        hi = np.where(bad, hi * 2.0, hi)
+    eps = bisect_monotone(lambda e: gauss_delta(e, s), delta, 0.0, hi, increasing=False)
+    return np.where(gauss_delta(np.zeros_like(delta), s) <= delta, 0.0, eps)
+
+
+def deterministic_delta(epsilon, sigma: float, epochs: int = 1,
+                        sensitivity: float = 1.0) -> Bound:
+    """Exact delta_D(eps) of ABLQ_D over ``epochs`` epochs (Chua et al. 2024, Prop 3.1).
+
+    Args:
+        epsilon: epsilon(s) >= 0.
+        sigma: noise multiplier (> 0).
+        epochs: number of epochs (>= 1).
+        sensitivity: clipping norm (> 0).
+
+    Returns:
+        An exact Bound.
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
+    e = check_epsilon(epsilon)
+    s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
+                            check_positive("sensitivity", sensitivity))
+    return Bound(shaped(gauss_delta(e, s), epsilon), "exact", SRC_DET)
+
+
+def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
+                          sensitivity: float = 1.0) -> Bound:
+    """Exact eps_D(delta) of ABLQ_D (Prop 3.1 inverted; last bit rounded up).
+
+    Args:
+        delta: delta(s) in (0, 1).
+        sigma: noise multiplier (> 0).
+        epochs: number of epochs (>= 1).
+        sensitivity: clipping norm (> 0).
+
+    Returns:
+        An exact Bound.
+
+    Raises:
+        ValueError: a parameter out of range.
+    """
+    d = check_delta(delta)
+    s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
+                            check_positive("sensitivity", sensitivity))
+    return Bound(shaped(gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
