@@ -55,7 +55,7 @@ from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
 from .chua2024.accountants import DeterministicAnalysis
-from .chua2024.deterministic import group_epoch_square
+from .chua2024.deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
 from .dong2025.bis_pld import bis_epoch_two_sided, lattice_step
 from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
@@ -157,8 +157,11 @@ class PersistentBinsAnalysis(RunAnalysis):
     no lower bound), each answered by the Balanced Iteration accountants ("best")."""
 
     def __init__(self, up_run: EquivalentRun, lo_run: EquivalentRun | None,
-                 partial: bool) -> None:
+                 partial: bool, s_trivial: float | None = None) -> None:
         self.up_run, self.lo_run, self.partial = up_run, lo_run, partial
+        # each record takes part in one step per cycle: the Gaussian at the whole run's shift
+        # is always an upper bound (deterministic batches, Chua et al. 2024, Prop 3.1)
+        self.s_trivial = s_trivial
         self._up = _Answers(up_run)
         self._lo = self._up if lo_run is up_run else (
             None if lo_run is None else _Answers(lo_run))
@@ -198,6 +201,11 @@ class PersistentBinsAnalysis(RunAnalysis):
         tag = "; partial cycle: upper from ceil(steps/T) cycles, lower from floor" \
             if self.partial else ""
         ups, los = self._up.ask(x, which)
+        if self.s_trivial is not None:
+            f = gauss_epsilon if which == "epsilon" else gauss_delta
+            ups.append(Bound(shaped(f(np.ravel(x), self.s_trivial), x), "upper",
+                             SRC_DET + " with one release per cycle (every record's bin "
+                             "fixed: deterministic batches over E cycles)"))
         if self._lo is not self._up:
             los = [] if self._lo is None else self._lo.ask(x, which)[1]
         pick_up, pick_lo = _best(ups, True), _best(los, False)
@@ -242,4 +250,6 @@ def _build(run) -> RunAnalysis:
         return DeterministicAnalysis(s_all, s_all, "; persistent balls-in-bins with one batch")
     up_run = equivalent_run(run, E_up)
     lo_run = up_run if m == 0 else (equivalent_run(run, E_f) if E_f else None)
-    return PersistentBinsAnalysis(up_run, lo_run, m > 0)
+    mech, g = run.mechanism, run.relation.group
+    s_trivial = math.sqrt(E_up) * g * mech.sensitivity / mech.sigma  # g members in one bin
+    return PersistentBinsAnalysis(up_run, lo_run, m > 0, s_trivial)
