@@ -101,5 +101,5 @@ def test_never_looser_than_one_release_per_cycle():
 
     g = pa.Training(pa.Gaussian(1.1), pa.PersistentBallsInBins(235), epochs=60).epsilon(1e-5)
     up = float(g.upper.value)
-    assert float(delta(mpmath.mpf(up))) <= 1e-5  # up is a valid epsilon of the Gaussian
+    assert float(delta(mpmath.mpf(up))) <= 1e-5 * (1 + 1e-9)  # valid (to float rounding of s)
     assert float(delta(mpmath.mpf(up) * (1 - 1e-6))) > 1e-5  # and no looser than it
