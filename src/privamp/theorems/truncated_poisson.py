@@ -1,0 +1,347 @@
+"""Truncated Poisson subsampling (Poisson with a maximum batch size B): certified two-sided PLD
+accounting for Gaussian runs under add/remove and zero-out.
+
+The scheme: each record joins a step's batch independently with probability q; a batch of
+more than B records is cut to a uniformly random subset of B of them (dp-accounting's
+``TruncatedSubsampledGaussianDpEvent``, jax_privacy's truncated DP-SGD; references: Chua et
+al. 2024, "Scalable DP-SGD: Shuffling vs. Poisson Subsampling", NeurIPS,
+https://arxiv.org/abs/2411.04205, and "Tighter Privacy Analysis for Truncated Poisson
+Sampling", https://arxiv.org/abs/2508.15089).
+
+**Theorem (upper bound; privamp's derivation, see docs/truncated_poisson.md).**  Let x* be
+the differing record, K ~ Bin(m, q) the number of the m other records sampled, and
+``p_t = P(K >= B)``.  Given the set S of sampled others (the same in both worlds):
+
+* K < B: no truncation whatever x* does; the pair is Poisson's, dominated by
+  ``(q N(s) + (1-q) N(0), N(0))`` with s = sensitivity / sigma (Zhu, Dong, Wang 2022,
+  https://arxiv.org/abs/2106.08567).
+* K >= B, add/remove: x* is in the batch with probability ``r_K = q B / (K + 1)`` and then
+  takes the place of one of the B records otherwise chosen, so ``P = (1 - r_K) mu_0 + r_K
+  mu_1``, ``Q = mu_0``; writing both over a uniform (B-1)-subset T of S and a uniform y in
+  S \\ T, joint convexity of hockey-stick divergences bounds the pair by
+  ``(r_K N(2 s) + (1 - r_K) N(0), N(0))`` (|f(x*) - f(y)| <= 2 sensitivity), which grows
+  with r_K (a smaller weight is a post-processing of a larger one).
+* K >= B, zero-out: the special record (x* or the zero record) is kept with the same
+  probability r_K in both worlds; revealing whether it was kept bounds the pair by
+  ``r_K (N(s), N(0)) (+) (1 - r_K) (identical)``.
+
+Revealing which of these cases occurred (and, for K >= B, which of a few groups of K, at the
+group's largest r_K) only helps the adversary, so the disjoint union of the cases' pairs with
+their probabilities dominates one step; it is a fixed pair for every history, so its T-fold
+composition dominates the run (Zhu et al. 2022, Thm 10).  Under add/remove the m others are
+n - 1 (the neighbour with one record less) or n (one more): both are directions of the run.
+
+**Lower bound.**  All other records' gradients 0 and x*'s of norm 1 (under zero-out: x*
+against the zero record): the truncated sampler releases ``(rho N(s) + (1 - rho) N(0),
+N(0))`` per step with ``rho = P(x* in the batch) = q P(K < B) + B / (m + 1) P(Bin(m + 1, q)
+>= B + 1)``, realised by one pair of neighbouring datasets in every step.
+
+As B -> n, p_t -> 0 and both sides become privamp's Poisson PLD answer.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from ..errors import NotApplicable
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..numerics.arrays import shaped
+from ..pairs.combinators import MixturePair, SwappedPair
+from ..pairs.loss_pair import LossPair
+from ..pld.discretise import discretise
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
+from ..pld.moments import two_sided_renyi_floor
+from ..pld.two_sided import TwoSidedPLD
+from ..results import Bound
+from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.schemes import TruncatedPoisson
+from .poisson_pld import auto_grid, poisson_pairs
+from .registry import BoundPair, RunAnalysis, run_accountant
+
+__all__ = [
+    "truncation_probability",
+    "inclusion_probability",
+    "truncated_poisson_components",
+    "truncated_poisson_witness",
+    "TruncatedPoissonAnalysis",
+]
+
+UPPER_SOURCE = (
+    "truncated Poisson dominating pair (Poisson pair without truncation (+) replace-one "
+    "pairs on the truncation event; joint convexity; privamp, docs/truncated_poisson.md); "
+    + PESSIMISTIC_SOURCE
+)
+
+LOWER_SOURCE = (
+    "truncated Poisson realised pair (other gradients 0: Poisson pair at the inclusion "
+    "probability of the truncated sampler); " + OPTIMISTIC_SOURCE
+)
+
+#: relative safety on the binomial weights (scipy's incomplete beta is accurate to ~1e-14)
+_WEIGHT_REL = 1e-9
+
+#: at most this many groups of K on the truncation event
+_GROUPS = 8
+
+
+def _check(rate: float, max_batch_size: int, others: int) -> tuple[float, int, int]:
+    q = float(rate)
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    B, m = int(max_batch_size), int(others)
+    if B < 1:
+        raise ValueError(f"max_batch_size must be >= 1, got {max_batch_size}")
+    if m < 0:
+        raise ValueError(f"others must be >= 0, got {others}")
+    return q, B, m
+
+
+def truncation_probability(rate: float, max_batch_size: int, others: int) -> float:
+    """P(K >= B) for K ~ Bin(others, rate): the probability that the other records alone fill
+    the batch, so that the differing record, if sampled, may be cut.
+
+    Args:
+        rate: the sampling rate q in (0, 1].
+        max_batch_size: B >= 1.
+        others: the number m >= 0 of records besides the differing one.
+
+    Returns:
+        P(Bin(m, q) >= B) (0 when B > m).
+
+    Raises:
+        ValueError: for a parameter out of range.
+    """
+    q, B, m = _check(rate, max_batch_size, others)
+    return 0.0 if B > m else float(stats.binom.sf(B - 1, m, q))
+
+
+def inclusion_probability(rate: float, max_batch_size: int, others: int) -> float:
+    """P(the differing record is in the truncated batch) =
+    ``q P(K < B) + B / (m + 1) P(Bin(m + 1, q) >= B + 1)`` (since
+    ``E[q B / (K + 1); K >= B] = B / (m + 1) P(Bin(m + 1, q) >= B + 1)``).
+
+    Args:
+        rate: the sampling rate q in (0, 1].
+        max_batch_size: B >= 1.
+        others: the number m >= 0 of records besides the differing one.
+
+    Returns:
+        The inclusion probability rho in (0, q].
+
+    Raises:
+        ValueError: for a parameter out of range.
+    """
+    q, B, m = _check(rate, max_batch_size, others)
+    if B > m:
+        return q
+    kept = float(stats.binom.cdf(B - 1, m, q))
+    cut = B / (m + 1) * float(stats.binom.sf(B, m + 1, q))
+    return min(q * kept + cut, q)
+
+
+def _groups(q: float, B: int, m: int) -> list[tuple[float, float]]:
+    """(weight, r) for groups of K >= B: weight at least P(K in the group), r = q B / (k + 1)
+    at the group's smallest k.  Weights are bounded in the safe direction: by Abel summation
+    the profile is ``S_0 D_0 + sum_j S_j (D_j - D_{j-1})`` with S_j = P(K >= k_j) and
+    D_j nonincreasing in j, so S_0 is rounded up and the other S_j down."""
+    pt = truncation_probability(q, B, m)
+    if pt <= 0.0:
+        return []
+    starts = [B]
+    for j in range(1, _GROUPS):
+        k = int(stats.binom.isf(pt * (_GROUPS - j) / _GROUPS, m, q))
+        if starts[-1] < k <= m:
+            starts.append(k)
+    tails = [pt * (1 + _WEIGHT_REL)]
+    tails += [float(stats.binom.sf(k - 1, m, q)) * (1 - _WEIGHT_REL) for k in starts[1:]]
+    tails.append(0.0)
+    return [(max(tails[j] - tails[j + 1], 0.0), q * B / (k + 1))
+            for j, k in enumerate(starts)]
+
+
+def truncated_poisson_components(mechanism: Gaussian, rate: float, max_batch_size: int,
+                                 others: int, zero_out: bool = False
+                                 ) -> list[list[tuple[float, LossPair | None]]]:
+    """The dominating pair of one step as a disjoint union, per direction: ``[remove, add]``,
+    each a list of ``(weight, pair)`` (``pair`` None: identical distributions, loss 0); its
+    profile is ``sum weight * pair.delta(eps)`` (plus ``weight * (1 - e^eps)_+`` for None).
+
+    Args:
+        mechanism: the Gaussian mechanism.
+        rate: the sampling rate q in (0, 1].
+        max_batch_size: B >= 1.
+        others: the number m of records besides the differing one.
+        zero_out: the zero-out relation (else add/remove).
+
+    Returns:
+        ``[remove components, add components]``.
+
+    Raises:
+        ValueError: for a parameter out of range.
+    """
+    q, B, m = _check(rate, max_batch_size, others)
+    pt = truncation_probability(q, B, m)
+    # 1 - pt is accurate to ~1e-14 relative for pt < 0.5; the cdf to scipy's accuracy else
+    keep = 1.0 if pt <= 0.0 else (1.0 - pt) * (1 + 1e-13) if pt < 0.5 else float(
+        stats.binom.cdf(B - 1, m, q)) * (1 + _WEIGHT_REL)
+    rem, add = poisson_pairs(mechanism, q)
+    dirs: list[list[tuple[float, LossPair | None]]] = [[(keep, rem)], [(keep, add)]]
+    if pt <= 0.0:
+        return dirs
+    if zero_out:
+        w = B / (m + 1) * float(stats.binom.sf(B, m + 1, q)) * (1 + _WEIGHT_REL)
+        null = (pt - w / (1 + _WEIGHT_REL)) * (1 + _WEIGHT_REL + 1e-13 * (B + 1))
+        base = mechanism.pair(1)
+        dirs[0] += [(w, base), (null, None)]
+        dirs[1] += [(w, SwappedPair(base)), (null, None)]
+        return dirs
+    base = mechanism.pair(2)
+    for w, r in _groups(q, B, m):
+        if w > 0.0:
+            mix = MixturePair(base, r)
+            dirs[0].append((w, mix))
+            dirs[1].append((w, SwappedPair(mix)))
+    return dirs
+
+
+def truncated_poisson_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
+                              others: int) -> list[LossPair]:
+    """The realised pair of one step, ``[remove, add]``: other gradients 0, the differing
+    record's of norm 1, so the output is ``rho N(s) + (1 - rho) N(0)`` against ``N(0)`` with
+    rho = :func:`inclusion_probability` (rounded down: a smaller weight is a post-processing
+    of a larger one, so the bound stays a lower bound).
+
+    Args:
+        mechanism: the Gaussian mechanism.
+        rate: the sampling rate q in (0, 1].
+        max_batch_size: B >= 1.
+        others: the number m of records besides the differing one.
+
+    Returns:
+        ``[remove pair, add pair]``.
+
+    Raises:
+        ValueError: for a parameter out of range.
+    """
+    rho = inclusion_probability(rate, max_batch_size, others) * (1 - _WEIGHT_REL)
+    return poisson_pairs(mechanism, min(rho, 1.0)) if rho < 1.0 else poisson_pairs(
+        mechanism, 1.0)
+
+
+def _mix(parts: list[tuple[float, PLD]], kind: str, h: float) -> PLD:
+    """The PLD of the disjoint union: weighted sum of the parts' masses on one grid (each
+    part's profile bounds its component's, so the weighted sums bound the union's); the float
+    error of the sums is covered by a relative 1e-12 in the safe direction."""
+    lo = min(p.offset for _, p in parts)
+    hi = max(p.offset + len(p.masses) for _, p in parts)
+    masses = np.zeros(hi - lo)
+    inf_mass = slack = 0.0
+    for w, p in parts:
+        masses[p.offset - lo : p.offset - lo + len(p.masses)] += w * p.masses
+        inf_mass += w * p.inf_mass
+        slack += w * p.slack
+    f = 1 + 1e-12 if kind == "pessimistic" else 1 - 1e-12
+    return PLD(h, lo, masses * f, inf_mass * f, kind, slack * (1 + 1e-12))
+
+
+def _null(weight: float, h: float, kind: str) -> PLD:
+    return PLD(h, 0, np.array([weight]), 0.0, kind)
+
+
+class TruncatedPoissonAnalysis(RunAnalysis):
+    """Two-sided PLD analysis of a Gaussian run under :class:`TruncatedPoisson` (add/remove or
+    zero-out, group 1): pessimistic side from :func:`truncated_poisson_components`, optimistic
+    side from :func:`truncated_poisson_witness`, each composed T times.
+
+    Args:
+        mechanism: the Gaussian mechanism.
+        scheme: the truncated Poisson scheme.
+        steps: the number of steps T.
+        zero_out: the zero-out relation (else add/remove).
+        h: grid step (None: :meth:`grid_step`).
+    """
+
+    def __init__(self, mechanism: Gaussian, scheme: TruncatedPoisson, steps: int,
+                 zero_out: bool = False, h: float | None = None) -> None:
+        self.mechanism, self.scheme, self.steps = mechanism, scheme, int(steps)
+        self.zero_out = bool(zero_out)
+        self.h = h
+        self._cache: dict[float, TwoSidedPLD] = {}
+
+    def grid_step(self) -> float:
+        """The automatic step: that of privamp's Poisson PLD for the untruncated pair."""
+        return auto_grid(poisson_pairs(self.mechanism, self.scheme.rate)[0], self.steps)
+
+    def _others(self) -> list[int]:
+        n = self.scheme.dataset_size
+        return [n - 1] if self.zero_out else [n - 1, n]
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's two-sided PLD on grid step ``h`` (None: the analysis's own):
+        directions [remove, add] for m = n - 1 others, and under add/remove also for m = n
+        (pessimistic only; the lower side comes from the first two)."""
+        h = float(h if h is not None else (self.h or self.grid_step()))
+        if h in self._cache:
+            return self._cache[h]
+        T = self.steps
+        tail = min(1e-16, 1e-13 / T)
+        q, B = self.scheme.rate, self.scheme.max_batch_size
+        dirs = []
+        for k, m in enumerate(self._others()):
+            comps = truncated_poisson_components(self.mechanism, q, B, m, self.zero_out)
+            wit = truncated_poisson_witness(self.mechanism, q, B, m) if k == 0 else None
+            for i, parts in enumerate(comps):
+                pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
+                         discretise(pair, h, tail, optimistic=False)[0]) for w, pair in parts]
+                p = _mix(pess, "pessimistic", h).self_compose(T)
+                if wit is None:
+                    o = PLD(h, 0, np.zeros(1), 0.0, "optimistic")
+                else:
+                    o = discretise(wit[i], h, tail, pessimistic=False)[1].self_compose(T)
+                dirs.append((p, o))
+        out = TwoSidedPLD(dirs)
+        self._cache[h] = out
+        return out
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Lower bounds on the run's Rényi DP from the optimistic sides."""
+        return two_sided_renyi_floor(self.pld(), alpha)
+
+    def _query(self, x: np.ndarray, which: str) -> BoundPair:
+        x = np.asarray(x, dtype=float)
+        pld = self.pld()
+        up, lo = getattr(pld, which)(x)
+        if which == "epsilon" and np.any(np.isposinf(up) & ~np.isposinf(lo)):
+            raise NotApplicable(
+                "the truncated Poisson PLD cannot certify a finite epsilon at this delta "
+                "(grid mass at infinite loss plus numerical allowance exceed it)")
+        return (Bound(shaped(up, x), "upper", UPPER_SOURCE),
+                Bound(shaped(lo, x), "lower", LOWER_SOURCE))
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._query(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._query(epsilon, "delta")
+
+
+def _applies(run) -> bool:
+    mech: Mechanism = run.mechanism
+    return (isinstance(run.scheme, TruncatedPoisson) and isinstance(mech, Gaussian)
+            and isinstance(run.relation, (AddRemove, ZeroOut)) and run.relation.group == 1
+            and mech.shift(2) <= 25.0 and math.isfinite(mech.shift(2)))
+
+
+@run_accountant(
+    "pld",
+    applies=_applies,
+    description="truncated Poisson: dominating pair on the truncation event, realised "
+    "no-truncation pair below; two-sided PLD",
+)
+def _build(run) -> TruncatedPoissonAnalysis:
+    return TruncatedPoissonAnalysis(run.mechanism, run.scheme, run.steps,
+                                    zero_out=isinstance(run.relation, ZeroOut))
