@@ -118,7 +118,8 @@ def _dpa_epsilon(event, T, delta, relation=None):
     return acc.get_epsilon(delta)
 
 
-@pytest.mark.parametrize("B", [40, 55, 80])
+@pytest.mark.parametrize("B", [pytest.param(40, marks=pytest.mark.slow), 55,
+                               pytest.param(80, marks=pytest.mark.slow)])
 def test_upper_at_or_below_dp_accounting(B):
     n, q, sigma, T, delta = 1000, 0.05, 1.0, 50, 1e-5
     run = pa.Training(pa.Gaussian(sigma), TruncatedPoisson(q, B, n), steps=T)
@@ -147,6 +148,7 @@ def test_near_poisson_when_truncation_rare():
     assert abs(g.upper.value - ref) < 2e-3 * ref
 
 
+@pytest.mark.slow
 def test_zero_out_run_and_capabilities():
     n, q, sigma, T = 500, 0.05, 1.0, 20
     run = pa.Training(pa.Gaussian(sigma), TruncatedPoisson(q, 30, n), steps=T,
