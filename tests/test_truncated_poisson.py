@@ -78,9 +78,11 @@ EPS = np.array([-1.0, -0.3, 0.0, 0.2, 0.5, 1.0, 2.0])
 @pytest.mark.parametrize("sigma", [0.5, 1.0, 2.0])
 @pytest.mark.parametrize("m,B,q", [(4, 2, Fraction(1, 2)), (5, 1, Fraction(3, 5))])
 def test_upper_dominates_exact_pairs_add_remove(sigma, m, B, q):
-    comps = truncated_poisson_components(pa.Gaussian(sigma), float(q), B, m)
-    configs = [[(1,)] * m + [(-1,)], [(0,)] * m + [(1,)], [(1,), (-1,)] * (m // 2)
-               + [(1,)] * (m % 2) + [(-1,)], [(1,)] * (m - 1) + [(0,), (1,)]]
+    # one pair for both neighbours of an (m + 1)-record dataset: m and m + 1 others
+    comps = truncated_poisson_components(pa.Gaussian(sigma), float(q), B, m, one_more=True)
+    configs = [[(1,)] * k + [(-1,)] for k in (m, m + 1)] + [
+        [(0,)] * m + [(1,)], [(1,), (-1,)] * (m // 2) + [(1,)] * (m % 2) + [(-1,)],
+        [(1,)] * (m - 1) + [(0,), (1,)], [(1,)] * m + [(0,), (-1,)]]
     for grads in configs:
         with_x = batch_law(grads, q, B)
         without = batch_law(grads[:-1], q, B)
@@ -122,11 +124,13 @@ def _dpa_epsilon(event, T, delta, relation=None):
                                pytest.param(80, marks=pytest.mark.slow)])
 def test_upper_at_or_below_dp_accounting(B):
     n, q, sigma, T, delta = 1000, 0.05, 1.0, 50, 1e-5
-    run = pa.Training(pa.Gaussian(sigma), TruncatedPoisson(q, B, n), steps=T)
-    g = run.epsilon(delta)
+    # dp-accounting's convention: neighbours of n and n - 1 records
+    an = TruncatedPoissonAnalysis(pa.Gaussian(sigma), TruncatedPoisson(q, B, n), T,
+                                  both_neighbours=False)
+    up, lo = an.epsilon(np.array(delta))
     ref = _dpa_epsilon(dpa.TruncatedSubsampledGaussianDpEvent(n, q, B, sigma), T, delta)
-    assert g.upper.kind == "upper" and g.lower.kind == "lower"
-    assert g.lower.value <= g.upper.value <= ref * (1 + 1e-3)
+    assert up.kind == "upper" and lo.kind == "lower"
+    assert lo.value <= up.value <= ref * (1 + 1e-3)
 
 
 def test_no_truncation_is_poisson():
@@ -160,7 +164,7 @@ def test_zero_out_run_and_capabilities():
     h = an.grid_step()
     assert h > 0 and len(an.pld(h).directions) == 2
     ar = TruncatedPoissonAnalysis(pa.Gaussian(sigma), TruncatedPoisson(q, 30, n), T)
-    assert len(ar.pld(2 * h).directions) == 4
+    assert len(ar.pld(2 * h).directions) == 2
     up, lo = ar.delta(np.array([1.0, 2.0]))
     assert np.all(lo.value <= up.value)
     assert np.all(ar.renyi_floor(np.array([2.0, 8.0])) >= 0)

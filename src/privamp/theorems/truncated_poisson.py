@@ -29,7 +29,8 @@ Revealing which of these cases occurred (and, for K >= B, which of a few groups 
 group's largest r_K) only helps the adversary, so the disjoint union of the cases' pairs with
 their probabilities dominates one step; it is a fixed pair for every history, so its T-fold
 composition dominates the run (Zhu et al. 2022, Thm 10).  Under add/remove the m others are
-n - 1 (the neighbour with one record less) or n (one more): both are directions of the run.
+n - 1 (the neighbour with one record less) or n (one more): one pair dominates both (see
+:func:`truncated_poisson_components`, ``one_more``).
 
 **Lower bound.**  All other records' gradients 0 and x*'s of norm 1 (under zero-out: x*
 against the zero record): the truncated sampler releases ``(rho N(s) + (1 - rho) N(0),
@@ -50,7 +51,7 @@ from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
-from ..pairs.combinators import MixturePair, SwappedPair
+from ..pairs.combinators import MixturePair, SwappedPair, mixture_pair
 from ..pairs.loss_pair import LossPair
 from ..pld.discretise import discretise
 from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
@@ -164,7 +165,7 @@ def _groups(q: float, B: int, m: int) -> list[tuple[float, float]]:
 
 
 def truncated_poisson_components(mechanism: Gaussian, rate: float, max_batch_size: int,
-                                 others: int, zero_out: bool = False
+                                 others: int, zero_out: bool = False, one_more: bool = False
                                  ) -> list[list[tuple[float, LossPair | None]]]:
     """The dominating pair of one step as a disjoint union, per direction: ``[remove, add]``,
     each a list of ``(weight, pair)`` (``pair`` None: identical distributions, loss 0); its
@@ -176,6 +177,12 @@ def truncated_poisson_components(mechanism: Gaussian, rate: float, max_batch_siz
         max_batch_size: B >= 1.
         others: the number m of records besides the differing one.
         zero_out: the zero-out relation (else add/remove).
+        one_more: dominate also the pair with ``others + 1`` other records (add/remove:
+            a dataset of n records has neighbours with n - 1 and n + 1 records).  With
+            K' = K + Bernoulli(q), the case K = B - 1 may become K' = B; its weight
+            ``P(K = B - 1)`` goes to ``(q N(2 s) + (1 - q) N(0), N(0))``, which dominates both
+            the Poisson pair and the truncation pair at ``r_B < q``; every other case K
+            dominates K + 1 (``r_K`` decreases), so the union dominates both sizes.
 
     Returns:
         ``[remove components, add components]``.
@@ -185,11 +192,21 @@ def truncated_poisson_components(mechanism: Gaussian, rate: float, max_batch_siz
     """
     q, B, m = _check(rate, max_batch_size, others)
     pt = truncation_probability(q, B, m)
-    # 1 - pt is accurate to ~1e-14 relative for pt < 0.5; the cdf to scipy's accuracy else
-    keep = 1.0 if pt <= 0.0 else (1.0 - pt) * (1 + 1e-13) if pt < 0.5 else float(
-        stats.binom.cdf(B - 1, m, q)) * (1 + _WEIGHT_REL)
+    if one_more and B <= m + 1:  # K = B - 1 may become B with one more record
+        edge = float(stats.binom.pmf(B - 1, m, q)) * (1 + _WEIGHT_REL)
+        keep = float(stats.binom.cdf(B - 2, m, q)) * (1 + _WEIGHT_REL) if B >= 2 else 0.0
+    else:
+        # 1 - pt is accurate to ~1e-14 relative for pt < 0.5; the cdf to scipy's accuracy else
+        edge = 0.0
+        keep = 1.0 if pt <= 0.0 else (1.0 - pt) * (1 + 1e-13) if pt < 0.5 else float(
+            stats.binom.cdf(B - 1, m, q)) * (1 + _WEIGHT_REL)
     rem, add = poisson_pairs(mechanism, q)
-    dirs: list[list[tuple[float, LossPair | None]]] = [[(keep, rem)], [(keep, add)]]
+    dirs: list[list[tuple[float, LossPair | None]]] = [[(keep, rem)], [(keep, add)]] \
+        if keep > 0.0 else [[], []]
+    if edge > 0.0:
+        mix = mixture_pair(mechanism.pair(2), q)
+        dirs[0].append((edge, mix))
+        dirs[1].append((edge, SwappedPair(mix)))
     if pt <= 0.0:
         return dirs
     if zero_out:
@@ -263,12 +280,17 @@ class TruncatedPoissonAnalysis(RunAnalysis):
         steps: the number of steps T.
         zero_out: the zero-out relation (else add/remove).
         h: grid step (None: :meth:`grid_step`).
+        both_neighbours: add/remove: protect the neighbours with n - 1 and n + 1 records
+            (default); False: only pairs of n and n - 1 records (dp-accounting's
+            ``TruncatedSubsampledGaussianDpEvent`` convention).
     """
 
     def __init__(self, mechanism: Gaussian, scheme: TruncatedPoisson, steps: int,
-                 zero_out: bool = False, h: float | None = None) -> None:
+                 zero_out: bool = False, h: float | None = None,
+                 both_neighbours: bool = True) -> None:
         self.mechanism, self.scheme, self.steps = mechanism, scheme, int(steps)
         self.zero_out = bool(zero_out)
+        self.both = bool(both_neighbours) and not self.zero_out
         self.h = h
         self._cache: dict[float, TwoSidedPLD] = {}
 
@@ -276,33 +298,27 @@ class TruncatedPoissonAnalysis(RunAnalysis):
         """The automatic step: that of privamp's Poisson PLD for the untruncated pair."""
         return auto_grid(poisson_pairs(self.mechanism, self.scheme.rate)[0], self.steps)
 
-    def _others(self) -> list[int]:
-        n = self.scheme.dataset_size
-        return [n - 1] if self.zero_out else [n - 1, n]
-
     def pld(self, h: float | None = None) -> TwoSidedPLD:
-        """The whole run's two-sided PLD on grid step ``h`` (None: the analysis's own):
-        directions [remove, add] for m = n - 1 others, and under add/remove also for m = n
-        (pessimistic only; the lower side comes from the first two)."""
+        """The whole run's two-sided PLD on grid step ``h`` (None: the analysis's own), as
+        directions [remove, add]: pessimistic sides from :func:`truncated_poisson_components`
+        (m = n - 1 others; under add/remove dominating m = n too), optimistic sides from
+        :func:`truncated_poisson_witness` (m = n - 1), each composed T times."""
         h = float(h if h is not None else (self.h or self.grid_step()))
         if h in self._cache:
             return self._cache[h]
         T = self.steps
         tail = min(1e-16, 1e-13 / T)
-        q, B = self.scheme.rate, self.scheme.max_batch_size
+        q, B, n = self.scheme.rate, self.scheme.max_batch_size, self.scheme.dataset_size
+        comps = truncated_poisson_components(self.mechanism, q, B, n - 1, self.zero_out,
+                                             one_more=self.both)
+        wit = truncated_poisson_witness(self.mechanism, q, B, n - 1)
         dirs = []
-        for k, m in enumerate(self._others()):
-            comps = truncated_poisson_components(self.mechanism, q, B, m, self.zero_out)
-            wit = truncated_poisson_witness(self.mechanism, q, B, m) if k == 0 else None
-            for i, parts in enumerate(comps):
-                pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
-                         discretise(pair, h, tail, optimistic=False)[0]) for w, pair in parts]
-                p = _mix(pess, "pessimistic", h).self_compose(T)
-                if wit is None:
-                    o = PLD(h, 0, np.zeros(1), 0.0, "optimistic")
-                else:
-                    o = discretise(wit[i], h, tail, pessimistic=False)[1].self_compose(T)
-                dirs.append((p, o))
+        for parts, witness in zip(comps, wit, strict=True):
+            pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
+                     discretise(pair, h, tail, optimistic=False)[0]) for w, pair in parts]
+            p = _mix(pess, "pessimistic", h).self_compose(T)
+            o = discretise(witness, h, tail, pessimistic=False)[1].self_compose(T)
+            dirs.append((p, o))
         out = TwoSidedPLD(dirs)
         self._cache[h] = out
         return out
