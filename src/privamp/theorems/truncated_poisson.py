@@ -45,13 +45,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
 from ..pairs.combinators import MixturePair, SwappedPair, mixture_pair
+from ..pairs.discrete import DiscretePair
 from ..pairs.loss_pair import LossPair
 from ..pld.discretise import discretise
 from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
@@ -68,6 +69,7 @@ __all__ = [
     "inclusion_probability",
     "truncated_poisson_components",
     "truncated_poisson_witness",
+    "lattice_witness",
     "TruncatedPoissonAnalysis",
 ]
 
@@ -78,8 +80,8 @@ UPPER_SOURCE = (
 )
 
 LOWER_SOURCE = (
-    "truncated Poisson realised pair (other gradients 0: Poisson pair at the inclusion "
-    "probability of the truncated sampler); " + OPTIMISTIC_SOURCE
+    "truncated Poisson realised pair (other gradients 0, or +1 against the differing "
+    "record's -1, binned; exact law of the truncated sampler); " + OPTIMISTIC_SOURCE
 )
 
 #: relative safety on the binomial weights (scipy's incomplete beta is accurate to ~1e-14)
@@ -249,6 +251,98 @@ def truncated_poisson_witness(mechanism: Gaussian, rate: float, max_batch_size: 
         mechanism, 1.0)
 
 
+class _SortedAtoms(DiscretePair):
+    """A DiscretePair whose tails are suffix / prefix sums (many atoms)."""
+
+    def __init__(self, p: np.ndarray, q: np.ndarray) -> None:
+        super().__init__(p, q)
+        self._cum = {d: np.concatenate(([0.0], np.cumsum(w)))
+                     for d, w in (("P", self.p), ("Q", self.q))}
+
+    def tail(self, l, dist, upper, strict):
+        l = np.asarray(l, dtype=float)
+        cum = self._cum[dist]
+        side = "right" if upper == strict else "left"
+        i = np.searchsorted(self.losses, l, side=side)
+        return np.maximum(cum[-1] - cum[i] if upper else cum[i], 0.0)
+
+
+#: the lattice witness is tried where the batch is cut with at least this probability
+_LATTICE_FROM = 1e-4
+
+#: lattice witness: bin width of the released value (noise units) and at most this many bins
+_BIN_WIDTH = 0.02
+_MAX_BINS = 20000
+
+#: lattice witness: relative safety on its bin masses (P rounded down, Q up) and the absolute
+#: mass added to every Q bin (covers the binomial masses below 1e-30 left out)
+_ATOM_REL = 1e-9
+_ATOM_ABS = 1e-29
+
+
+def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
+                    others: int) -> list[LossPair]:
+    """The realised pair of one step, ``[remove, add]``, where the m other records' gradients
+    are +1 and the differing record's -1 (times the sensitivity, in one coordinate): the
+    released sum is ``c s + N(0, 1)`` with c = min(K, B) without x*, and with x* also K - 1
+    (sampled, K < B) or B - 2 (kept on the truncation event).  When the batch is often cut,
+    x* *replaces* a record (shift 2 s), which the zero-gradient witness cannot show.  The
+    release is binned (a post-processing, so still a lower bound) and the bin masses are
+    rounded in the safe direction (P down, Q up).
+
+    Args:
+        mechanism: the Gaussian mechanism.
+        rate: the sampling rate q in (0, 1].
+        max_batch_size: B >= 1.
+        others: the number m of records besides the differing one.
+
+    Returns:
+        ``[remove pair, add pair]``.
+
+    Raises:
+        ValueError: for a parameter out of range.
+    """
+    q, B, m = _check(rate, max_batch_size, others)
+    s = mechanism.shift(1)
+    k_lo = int(stats.binom.ppf(1e-31, m, q)) if m else 0
+    k_hi = int(stats.binom.isf(1e-31, m, q)) if m else 0
+    ks = np.arange(max(k_lo - 1, 0), min(k_hi + 1, m) + 1)
+    pik = stats.binom.pmf(ks, m, q)
+    c = np.arange(-1, B + 1)
+    Q = np.zeros(len(c))
+    idx = np.minimum(ks, B) + 1
+    np.add.at(Q, idx, np.where(ks < B, pik, 0.0))
+    pt = truncation_probability(q, B, m)
+    Q[B + 1] += pt
+    P = (1 - q) * Q
+    low = ks < B
+    np.add.at(P, ks[low], q * pik[low])  # x* in, no cut: c = K - 1 (index K)
+    if pt > 0:
+        kept = B / (m + 1) * float(stats.binom.sf(B, m + 1, q))
+        P[B - 1] += kept
+        P[B + 1] += max(q * pt - kept, 0.0)
+    live = (P > 0) | (Q > 0)
+    c, P, Q = c[live], P[live], Q[live]
+    lo, hi = float(c.min()) * s - 12.0, float(c.max()) * s + 12.0
+    edges = np.linspace(lo, hi, int(min(math.ceil((hi - lo) / _BIN_WIDTH), _MAX_BINS)) + 1)
+    pb = np.zeros(len(edges) + 1)
+    qb = np.zeros(len(edges) + 1)
+    for cj, pj, qj in zip(c, P, Q, strict=True):
+        z = edges - cj * s
+        left, right = special.ndtr(z), special.ndtr(-z)
+        mass = np.concatenate(([left[0]], np.where(
+            z[1:] <= 0, left[1:] - left[:-1], np.where(z[:-1] >= 0, right[:-1] - right[1:],
+                                                       1.0 - left[:-1] - right[1:])),
+            [right[-1]]))
+        mass = np.maximum(mass, 0.0)
+        pb += pj * mass
+        qb += qj * mass
+    pb *= 1 - _ATOM_REL
+    qb = qb * (1 + _ATOM_REL) + _ATOM_ABS
+    pair = _SortedAtoms(pb, qb)
+    return [pair, _SortedAtoms(qb, pb)]
+
+
 def _mix(parts: list[tuple[float, PLD]], kind: str, h: float) -> PLD:
     """The PLD of the disjoint union: weighted sum of the parts' masses on one grid (each
     part's profile bounds its component's, so the weighted sums bound the union's); the float
@@ -311,13 +405,20 @@ class TruncatedPoissonAnalysis(RunAnalysis):
         q, B, n = self.scheme.rate, self.scheme.max_batch_size, self.scheme.dataset_size
         comps = truncated_poisson_components(self.mechanism, q, B, n - 1, self.zero_out,
                                              one_more=self.both)
-        wit = truncated_poisson_witness(self.mechanism, q, B, n - 1)
+        wits = [truncated_poisson_witness(self.mechanism, q, B, n - 1)]
+        if truncation_probability(q, B, n - 1) >= _LATTICE_FROM:
+            wits.append(lattice_witness(self.mechanism, q, B, n - 1))
         dirs = []
-        for parts, witness in zip(comps, wit, strict=True):
+        for i, parts in enumerate(comps):
             pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
                      discretise(pair, h, tail, optimistic=False)[0]) for w, pair in parts]
             p = _mix(pess, "pessimistic", h).self_compose(T)
-            o = discretise(witness, h, tail, pessimistic=False)[1].self_compose(T)
+            opts = [discretise(w[i], h, tail, pessimistic=False)[1].self_compose(T)
+                    for w in wits]
+            # both are lower sides; keep the one larger where the upper side has delta 1e-5
+            # (a heuristic: soundness does not depend on the choice)
+            ref = float(np.minimum(p.epsilon(np.array([1e-5]))[0], 50.0))
+            o = max(opts, key=lambda x: float(x.delta(np.array([ref]))[0]))
             dirs.append((p, o))
         out = TwoSidedPLD(dirs)
         self._cache[h] = out
