@@ -281,11 +281,13 @@ _ATOM_ABS = 1e-29
 
 
 def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
-                    others: int) -> list[LossPair]:
+                    others: int, zero_out: bool = False) -> list[LossPair]:
     """The realised pair of one step, ``[remove, add]``, where the m other records' gradients
     are +1 and the differing record's -1 (times the sensitivity, in one coordinate): the
     released sum is ``c s + N(0, 1)`` with c = min(K, B) without x*, and with x* also K - 1
-    (sampled, K < B) or B - 2 (kept on the truncation event).  When the batch is often cut,
+    (sampled, K < B) or B - 2 (kept on the truncation event); under zero-out the other
+    dataset holds a zero record in x*'s place, which takes a slot like x* (c = K, or B - 1
+    when kept on the truncation event).  When the batch is often cut,
     x* *replaces* a record (shift 2 s), which the zero-gradient witness cannot show.  The
     release is binned (a post-processing, so still a lower bound) and the bin masses are
     rounded in the safe direction (P down, Q up).
@@ -295,6 +297,7 @@ def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
         rate: the sampling rate q in (0, 1].
         max_batch_size: B >= 1.
         others: the number m of records besides the differing one.
+        zero_out: the zero-out relation (else add/remove).
 
     Returns:
         ``[remove pair, add pair]``.
@@ -317,10 +320,15 @@ def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
     P = (1 - q) * Q
     low = ks < B
     np.add.at(P, ks[low], q * pik[low])  # x* in, no cut: c = K - 1 (index K)
+    kept = B / (m + 1) * float(stats.binom.sf(B, m + 1, q)) if pt > 0 else 0.0
     if pt > 0:
-        kept = B / (m + 1) * float(stats.binom.sf(B, m + 1, q))
         P[B - 1] += kept
         P[B + 1] += max(q * pt - kept, 0.0)
+    if zero_out:  # the zero record sampled: c = K (no cut), B - 1 (kept) or B (cut)
+        Q = (1 - q) * Q
+        np.add.at(Q, ks[low] + 1, q * pik[low])
+        Q[B] += kept
+        Q[B + 1] += max(q * pt - kept, 0.0)
     live = (P > 0) | (Q > 0)
     c, P, Q = c[live], P[live], Q[live]
     lo, hi = float(c.min()) * s - 12.0, float(c.max()) * s + 12.0
@@ -337,10 +345,9 @@ def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
         mass = np.maximum(mass, 0.0)
         pb += pj * mass
         qb += qj * mass
-    pb *= 1 - _ATOM_REL
-    qb = qb * (1 + _ATOM_REL) + _ATOM_ABS
-    pair = _SortedAtoms(pb, qb)
-    return [pair, _SortedAtoms(qb, pb)]
+    # each direction: its first distribution rounded down, its second up
+    return [_SortedAtoms(pb * (1 - _ATOM_REL), qb * (1 + _ATOM_REL) + _ATOM_ABS),
+            _SortedAtoms(qb * (1 - _ATOM_REL), pb * (1 + _ATOM_REL) + _ATOM_ABS)]
 
 
 def _mix(parts: list[tuple[float, PLD]], kind: str, h: float) -> PLD:
@@ -407,7 +414,7 @@ class TruncatedPoissonAnalysis(RunAnalysis):
                                              one_more=self.both)
         wits = [truncated_poisson_witness(self.mechanism, q, B, n - 1)]
         if truncation_probability(q, B, n - 1) >= _LATTICE_FROM:
-            wits.append(lattice_witness(self.mechanism, q, B, n - 1))
+            wits.append(lattice_witness(self.mechanism, q, B, n - 1, self.zero_out))
         dirs = []
         for i, parts in enumerate(comps):
             pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
