@@ -32,10 +32,12 @@ composition dominates the run (Zhu et al. 2022, Thm 10).  Under add/remove the m
 n - 1 (the neighbour with one record less) or n (one more): one pair dominates both (see
 :func:`truncated_poisson_components`, ``one_more``).
 
-**Lower bound.**  All other records' gradients 0 and x*'s of norm 1 (under zero-out: x*
-against the zero record): the truncated sampler releases ``(rho N(s) + (1 - rho) N(0),
-N(0))`` per step with ``rho = P(x* in the batch) = q P(K < B) + B / (m + 1) P(Bin(m + 1, q)
->= B + 1)``, realised by one pair of neighbouring datasets in every step.
+**Lower bound.**  Realised pairs (the query picks the gradients each step): all other
+records' gradients 0 and x*'s of norm 1 (under zero-out: x* against the zero record), which
+releases ``(rho N(s) + (1 - rho) N(0), N(0))`` per step with ``rho = P(x* in the batch) =
+q P(K < B) + B / (m + 1) P(Bin(m + 1, q) >= B + 1)``; and, where the batch is often cut,
+other gradients +1 against x*'s -1 (:func:`lattice_witness`, where x* visibly replaces a
+record), binned.  Each direction keeps the larger.
 
 As B -> n, p_t -> 0 and both sides become privamp's Poisson PLD answer.
 """
