@@ -207,3 +207,7 @@ def test_from_dp_event():
     assert run.steps == 30 and run.mechanism == pa.Gaussian(1.2)
     with pytest.raises(ValueError, match="noise_multiplier"):
         from_dp_event(dpa.TruncatedSubsampledGaussianDpEvent(1000, 0.05, 40, 0.0))
+    # a step sampling nothing releases nothing (dp-accounting skips it too)
+    empty = dpa.TruncatedSubsampledGaussianDpEvent(1000, 0.0, 40, 1.0)
+    run = from_dp_event(dpa.ComposedDpEvent([empty, event]))
+    assert run.steps == 30 and run.scheme == TruncatedPoisson(0.05, 40, 1000)
