@@ -15,7 +15,10 @@ Supported leaves: ``GaussianDpEvent`` (noise multiplier s: ``Gaussian(s)``),
 (noise parameter p: ``RandomizedResponse(1 - p / 2)``), each either alone (every record in
 every step: ``Poisson(1)``) or under ``PoissonSampledDpEvent`` (``Poisson(q)``),
 ``SampledWithoutReplacementDpEvent`` (``WithoutReplacement(m, n)``) or
-``SampledWithReplacementDpEvent`` (``WithReplacement(m, n)``).  ``SelfComposedDpEvent``
+``SampledWithReplacementDpEvent`` (``WithReplacement(m, n)``);
+``TruncatedSubsampledGaussianDpEvent`` (dataset size n, rate q, truncated batch size B, noise
+multiplier s) becomes ``Gaussian(s)`` under ``TruncatedPoisson(q, B, n)`` (a step with q, B
+or n equal to 0 releases nothing and is skipped, as dp-accounting does).  ``SelfComposedDpEvent``
 multiplies the number of steps; ``ComposedDpEvent`` of different steps becomes a composition
 of phases (``privamp.compose``, one phase per distinct step); ``NoOpDpEvent`` is skipped.
 Anything else raises ``ValueError`` naming the event.
@@ -36,7 +39,13 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
-from ..sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
+from ..sampling.schemes import (
+    Poisson,
+    Scheme,
+    TruncatedPoisson,
+    WithoutReplacement,
+    WithReplacement,
+)
 from ._phases import compose_phases
 
 __all__ = [
@@ -63,6 +72,7 @@ def _unsupported(event: Any, why: str = "") -> ValueError:
         f"from_dp_event does not support {_name(event)}{extra} (supported: GaussianDpEvent, "
         "LaplaceDpEvent, two-bucket RandomizedResponseDpEvent, PoissonSampledDpEvent, "
         "SampledWithoutReplacementDpEvent, SampledWithReplacementDpEvent, "
+        "TruncatedSubsampledGaussianDpEvent, "
         f"SelfComposedDpEvent and ComposedDpEvent); event: {event!r}"
     )
 
@@ -112,12 +122,22 @@ def _step(event: Any, sensitivity: float) -> _Step:
     if name == "SampledWithReplacementDpEvent":
         scheme = WithReplacement(event.sample_size, event.source_dataset_size)
         return _Step(_leaf(event.event, sensitivity), scheme)
+    if name == "TruncatedSubsampledGaussianDpEvent":
+        s = float(event.noise_multiplier)
+        if not s > 0:
+            raise _unsupported(event, "noise_multiplier must be in (0, inf) (0 is not private)")
+        q = float(event.sampling_probability)
+        if not 0 < q <= 1:
+            raise _unsupported(event, "sampling_probability must be in [0, 1]")
+        scheme = TruncatedPoisson(q, event.truncated_batch_size, event.dataset_size)
+        return _Step(Gaussian(s, sensitivity), scheme)
     return _Step(_leaf(event, sensitivity), Poisson(1.0))
 
 
 def _flatten(event: Any, count: int, sensitivity: float, out: list[tuple[_Step, int]]) -> None:
     name = _name(event)
-    if name == "NoOpDpEvent":
+    if name == "NoOpDpEvent" or (name == "TruncatedSubsampledGaussianDpEvent" and not (
+            event.sampling_probability and event.truncated_batch_size and event.dataset_size)):
         return
     if name == "SelfComposedDpEvent":
         c = check_int("SelfComposedDpEvent.count", event.count, minimum=0)

@@ -14,6 +14,7 @@ from . import (
     poisson_pld,
     rdp_composition,
     schuchardt2024,
+    truncated_poisson,
     wang2019,
     zhu_wang2019,
 )
@@ -31,8 +32,9 @@ from .registry import (
 )
 
 __all__ = [
-    "balle2018", "chua2024", "chua2025", "daigavane2022", "dong2025", "mironov2017", "mironov2019",
-    "poisson_pld", "rdp_composition", "schuchardt2024", "wang2019", "zhu_wang2019",
+    "balle2018", "chua2024", "chua2025", "daigavane2022", "dong2025", "mironov2017",
+    "mironov2019", "poisson_pld", "rdp_composition", "schuchardt2024", "truncated_poisson",
+    "wang2019", "zhu_wang2019",
     "ACCOUNTANTS", "REGISTRY", "RdpCurve", "RdpMethod", "RunAnalysis", "rdp", "rdp_curve",
     "rdp_method", "rdp_methods", "run_accountant",
 ]
