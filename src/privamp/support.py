@@ -8,6 +8,7 @@ any module appear automatically.
 
 from __future__ import annotations
 
+from .accountants.registry import ACCOUNTANTS, REGISTRY
 from .accounting.training import Training
 from .mechanisms.base import Mechanism
 from .mechanisms.gaussian import Gaussian
@@ -28,7 +29,6 @@ from .sampling.schemes import (
     WithoutReplacement,
     WithReplacement,
 )
-from .theorems.registry import ACCOUNTANTS, REGISTRY
 
 __all__ = [
     "LEGEND",

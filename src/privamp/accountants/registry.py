@@ -1,10 +1,28 @@
-"""Registry of whole-run accountants.
+"""The two registries of privamp and the run-accountant protocol.
 
-An accountant turns a :class:`~privamp.Training` run into an analysis object answering
-``epsilon(delta)`` and ``delta(epsilon)`` with an (upper, lower) pair of :class:`Bound` (either
-may be ``None``).  Accountants register themselves next to their implementation with
-:func:`run_accountant`; ``Training.epsilon(accountant="best")`` asks every applicable one and
-keeps the smallest upper and the largest lower bound.
+* One-step Rényi-DP results (:func:`rdp_method`): a theorem module registers
+  ``func(mechanism, scheme, relation, alpha)`` with the settings it covers; :func:`rdp_curve`
+  takes, per order, the smallest applicable one.
+* Whole-run accountants (:func:`run_accountant`): ``build(run) -> RunAnalysis`` with an
+  applicability predicate and the capabilities its analyses offer.  ``Training``,
+  ``compose``, ``calibrate``, the screening rule and ``epsilon_curve`` ask for capabilities
+  (:data:`CAPABILITIES`), never for accountant names; names only let a user pick one.
+
+The protocol (:class:`RunAnalysis`): ``epsilon(delta)`` and ``delta(epsilon)`` are required
+and return an (upper, lower) pair of :class:`Bound` (either may be ``None``).  Optional
+capabilities raise :class:`~privamp.NotApplicable` by default:
+
+* ``pld(h=None) -> TwoSidedPLD``: the whole run's PLD on grid step ``h`` (a direction may lie
+  on an integer multiple of ``h``), as directions ``[remove, add]`` (one direction: it serves
+  both), each (pessimistic, optimistic); the optimistic side is realised by one pair of
+  neighbouring datasets under adaptive queries (so lower sides of phases compose), or the
+  zero PLD.  :func:`privamp.compose` composes phases through it.
+* ``grid_step() -> float``: the step the analysis would pick for its run alone.
+* ``rdp_accountant() -> RdpAccountant``: the run's Rényi-DP curve, composable; the analysis's
+  answers are its conversion (so the screening rule of :mod:`privamp.accounting.screening`
+  may skip it).
+* ``renyi_floor(alpha)``: certified lower bounds on the run's Rényi DP (screening).
+* ``curve(steps, which, x, hook)``: bounds after each number of steps, in one pass.
 """
 
 from __future__ import annotations
@@ -25,11 +43,16 @@ from ..sampling.schemes import Scheme
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..accounting.training import Training
+    from ..pld.two_sided import TwoSidedPLD
+    from .rdp import RdpAccountant
 
 __all__ = [
+    "CAPABILITIES",
     "RunAnalysis",
     "RunAccountant",
     "run_accountant",
+    "applicable",
+    "offers",
     "ACCOUNTANTS",
     "BoundPair",
     "RdpMethod",
@@ -39,14 +62,23 @@ __all__ = [
     "rdp_methods",
     "rdp_curve",
     "REGISTRY",
+    "applicable_methods",
+    "one_tight",
 ]
 
 
 BoundPair = tuple[Bound | None, Bound | None]
 
 
+#: what an analysis may offer besides epsilon / delta (see the module docstring)
+CAPABILITIES = ("pld", "grid_step", "rdp_accountant", "renyi_floor", "curve")
+
+
 class RunAnalysis(ABC):
-    """What an accountant knows about one run (built once, queried many times)."""
+    """What an accountant knows about one run (built once, queried many times).
+
+    Subclasses implement :meth:`epsilon` and :meth:`delta` and override the capabilities
+    they offer; the others raise :class:`~privamp.NotApplicable`."""
 
     @abstractmethod
     def epsilon(self, delta: np.ndarray) -> BoundPair:
@@ -56,35 +88,102 @@ class RunAnalysis(ABC):
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         """(upper, lower) bounds on the run's privacy profile at epsilon."""
 
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's two-sided PLD on grid step ``h`` (None: the analysis's choice).
+
+        Raises:
+            NotApplicable: the analysis has no PLD of the run.
+        """
+        raise NotApplicable(f"{type(self).__name__} offers no PLD of its run")
+
+    def grid_step(self) -> float:
+        """The grid step this analysis would pick for its run alone.
+
+        Raises:
+            NotApplicable: the analysis has no PLD of the run.
+        """
+        raise NotApplicable(f"{type(self).__name__} offers no PLD of its run")
+
+    def rdp_accountant(self) -> RdpAccountant:
+        """The run's Rényi-DP curve as an :class:`~privamp.accountants.rdp.RdpAccountant`
+        (composable with other runs'); the analysis's answers are its conversion.
+
+        Raises:
+            NotApplicable: the analysis has no Rényi-DP curve.
+        """
+        raise NotApplicable(f"{type(self).__name__} offers no Rényi-DP curve")
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Certified lower bounds on the run's Rényi DP at the orders ``alpha``.
+
+        Raises:
+            NotApplicable: the analysis has no such floor.
+        """
+        raise NotApplicable(f"{type(self).__name__} offers no Rényi floor")
+
+
+def offers(analysis: RunAnalysis, capability: str) -> bool:
+    """Whether ``analysis`` overrides the optional method ``capability`` (one of
+    :data:`CAPABILITIES`).  It may still raise NotApplicable for a particular run."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, "
+                         f"got {capability!r}")
+    own = getattr(type(analysis), capability, None)
+    if own is None:
+        return False
+    return own is not getattr(RunAnalysis, capability, None)
+
 
 @dataclass(frozen=True)
 class RunAccountant:
+    """A registered whole-run accountant: ``build(run)`` for the runs ``applies(run)`` accepts.
+
+    ``capabilities``: what its analyses offer (a subset of :data:`CAPABILITIES`), declared so
+    that callers can decide before building (e.g. "rdp_accountant": answers are the
+    conversion of a Rényi-DP curve, which the screening rule may rule out unbuilt)."""
+
     name: str
     applies: Callable[[Training], bool]
     build: Callable[[Training], RunAnalysis]
     description: str = ""
+    capabilities: frozenset[str] = frozenset()
 
 
 ACCOUNTANTS: dict[str, list[RunAccountant]] = {}
 
 
 def run_accountant(
-    name: str, applies: Callable[[Training], bool], description: str = ""
+    name: str, applies: Callable[[Training], bool], description: str = "",
+    capabilities: tuple[str, ...] = (),
 ) -> Callable[[Callable[[Training], RunAnalysis]], Callable[[Training], RunAnalysis]]:
     """Register ``build(run) -> RunAnalysis`` under the accountant name ``name``.
 
     Several builders may share a name (e.g. ``"pld"`` for Poisson and for sampling without
-    replacement); each declares with ``applies(run)`` which runs it handles.
+    replacement); each declares with ``applies(run)`` which runs it handles, and with
+    ``capabilities`` what its analyses offer (:data:`CAPABILITIES`).
+
+    Raises:
+        ValueError: an unknown capability.
     """
+    bad = set(capabilities) - set(CAPABILITIES)
+    if bad:
+        raise ValueError(f"unknown capabilities {sorted(bad)}; known: {', '.join(CAPABILITIES)}")
 
     def register(build):
-        ACCOUNTANTS.setdefault(name, []).append(RunAccountant(name, applies, build, description))
+        ACCOUNTANTS.setdefault(name, []).append(
+            RunAccountant(name, applies, build, description, frozenset(capabilities)))
         return build
 
     return register
 
 
 def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
+    """The registered accountants that apply to ``run`` ("best": all; else those of ``name``).
+
+    Raises:
+        NotApplicable: accountants named ``name`` exist but none applies to ``run``.
+        ValueError: no accountant is named ``name``.
+    """
     found = [a for accs in ACCOUNTANTS.values() for a in accs if a.applies(run)]
     if name == "best":
         return found
@@ -186,7 +285,9 @@ class RdpCurve:
         return sorted({REGISTRY[m].source for m in np.unique(self.methods)})
 
 
-def _applicable(mechanism, scheme, relation, method):
+def applicable_methods(mechanism: Mechanism, scheme: Scheme, relation: Relation,
+                       method: str = "best") -> list[RdpMethod]:
+    """The registered one-step methods :func:`rdp_curve` would use ("best": all in best)."""
     found = [m for m in REGISTRY.values() if m.applies(mechanism, scheme, relation)]
     if method == "best":
         chosen = [m for m in found if m.in_best]
@@ -208,7 +309,7 @@ def _applicable(mechanism, scheme, relation, method):
     return chosen
 
 
-def _one_tight(chosen: list[RdpMethod]) -> list[RdpMethod]:
+def one_tight(chosen: list[RdpMethod]) -> list[RdpMethod]:
     """The methods worth computing: a tight (exact) result is the true divergence of the worst
     pair up to its certified rounding, so no other upper bound can be smaller by more than
     that rounding (~1e-11 relative); keep the first tight one registered and skip the rest
@@ -227,7 +328,7 @@ def rdp_curve(
     """Like :func:`rdp`, also telling which method gave each order."""
     relation = AddRemove() if relation is None else relation
     a = np.atleast_1d(check_orders(alpha))
-    chosen = _one_tight(_applicable(mechanism, scheme, relation, method))
+    chosen = one_tight(applicable_methods(mechanism, scheme, relation, method))
     values = np.stack(
         [np.asarray(m.func(mechanism, scheme, relation, a), dtype=float) for m in chosen]
     )

@@ -1,11 +1,20 @@
 """Runs made of phases: ``pa.compose(run_a, run_b, ...)`` (also ``run_a + run_b``).
 
 Phases may differ in mechanism, noise, rate, steps and scheme; they must share the
-neighbouring relation.  The PLD accountant composes the phases' two-sided PLDs (Poisson
-phases: :func:`privamp.theorems.poisson_pld.phases_pld`); the RDP accountant sums the phases'
-curves at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converts once (Balle
-et al. 2020, arXiv:1905.09982, Thm 21).  "best" runs the PLD accountant and the RDP one only
-where it can win (:mod:`privamp.accounting.screening`).
+neighbouring relation.  The accountants are asked for capabilities, not by name
+(:mod:`privamp.accountants.registry`):
+
+* PLD: when every phase has an analysis offering ``pld(h)`` (Poisson, fixed-size without /
+  with replacement, shuffling, deterministic, balanced iteration ...), the phases' whole-run
+  PLDs, on one grid (the finest step the phases pick for themselves), are composed
+  (:func:`privamp.accountants.phases.compose_plds`);
+* RDP: when every phase has an analysis offering ``rdp_accountant()``, the phases' curves
+  are summed at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converted once
+  (Balle et al. 2020, arXiv:1905.09982, Thm 21).
+
+"best" runs the PLD composition and the RDP one only where it can win
+(:mod:`privamp.accounting.screening`), and keeps the smallest upper and largest lower bound,
+each labelled with its source.
 """
 
 from __future__ import annotations
@@ -15,12 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_delta, check_epsilon
+from ..accountants.phases import ComposedPLDAnalysis
+from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
+from ..accountants.registry import BoundPair, RunAnalysis, applicable
 from ..errors import NotApplicable
 from ..results import Guarantee
-from ..theorems.poisson_pld import PhasesPLDAnalysis, applies_to_phase
-from ..theorems.rdp_composition import RdpAccountant, _RdpRun, compositions
-from ..theorems.rdp_composition import _applies as _rdp_applies
-from ..theorems.registry import BoundPair
 from .screening import rdp_ruled_out
 from .training import Training, _combine
 
@@ -61,30 +69,65 @@ class Composition:
         return compose(self, other)
 
     # ------------------------------------------------------------------------------------
-    def _pld(self) -> PhasesPLDAnalysis:
+    def _offering(self, phase: Training, capability: str) -> list[tuple[str, RunAnalysis]]:
+        """The phase's analyses whose accountant declares ``capability``, built (once, in
+        the phase's cache); those that decline the phase are left out."""
+        out = []
+        for acc in applicable(phase, "best"):
+            if capability in acc.capabilities:
+                built = phase._built(acc, "best")
+                if not isinstance(built, NotApplicable):
+                    out.append((acc.description or acc.name, built))
+        return out
+
+    def _pld(self) -> ComposedPLDAnalysis:
         live = [p for p in self.phases if getattr(p.scheme, "rate", None) != 0.0]
-        for p in live:
-            if not applies_to_phase(p):
-                raise NotApplicable(
-                    f"the PLD accountant composes Poisson-subsampled Gaussian, Laplace and "
-                    f"randomized-response phases (add/remove or zero-out, group 1); not {p}")
         if not live:
             raise NotApplicable("every phase has rate 0: no privacy loss")
-        return PhasesPLDAnalysis([(p.mechanism, p.scheme.rate, p.steps) for p in live])
+        offered = []
+        for p in live:
+            found = []
+            for src, an in self._offering(p, "pld"):
+                try:
+                    found.append((src, an, an.grid_step()))
+                except NotApplicable:
+                    continue
+            if not found:
+                raise NotApplicable(f"no accountant offers the PLD of the phase {p}")
+            offered.append(found)
+        h = min(step for found in offered for _, _, step in found)
+        plds, sources = [], []
+        for p, found in zip(live, offered, strict=True):
+            for src, an, _ in found:
+                try:
+                    plds.append(an.pld(h))
+                    sources.append(src)
+                    break
+                except NotApplicable:
+                    continue
+            else:
+                raise NotApplicable(f"no accountant gives the PLD of the phase {p} on h = {h}")
+        return ComposedPLDAnalysis(plds, sources, h)
 
-    def _rdp(self) -> RdpAccountant:
+    def _rdp(self) -> RdpRunAnalysis:
         acc = RdpAccountant()
         for p in self.phases:
-            if not _rdp_applies(p):
+            curves = []
+            for _, an in self._offering(p, "rdp_accountant"):
+                try:
+                    curves.append(an.rdp_accountant())
+                except NotApplicable:
+                    continue
+            if not curves:
                 raise NotApplicable(f"no Rényi-DP result applies to the phase {p}")
-            acc.compose((p.mechanism, p.scheme, p.relation), compositions(p))
-        return acc
+            acc.extend(curves[0])
+        return RdpRunAnalysis(acc=acc)
 
     def _analysis(self, name: str):
         cache = self.__dict__.setdefault("_built", {})
         if name not in cache:
             try:
-                cache[name] = self._pld() if name == "pld" else _RdpRun(acc=self._rdp())
+                cache[name] = self._pld() if name == "pld" else self._rdp()
             except NotApplicable as exc:
                 cache[name] = exc
         return cache[name]

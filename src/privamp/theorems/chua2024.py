@@ -46,6 +46,7 @@ import numpy as np
 from scipy import special
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
+from ..accountants.grid import auto_grid as _auto_grid
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
@@ -57,7 +58,6 @@ from ..pld.two_sided import TwoSidedPLD as _TwoSidedPLD
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import Deterministic, Shuffle
-from .poisson_pld import auto_grid as _auto_grid
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -459,10 +459,10 @@ def _maxstat_composed(s: float, T: int, E: int):
     key = (round(s, 14), T, E)
     if key not in _MAXPLD:
         try:
+            from ..accountants.grid import auto_grid
             from ..pairs.combinators import SwappedPair
             from ..pld.discretise import discretise
             from ..pld.two_sided import TwoSidedPLD
-            from .poisson_pld import auto_grid
         except ImportError:  # pragma: no cover - depends on the PLD module
             return None
         if len(_MAXPLD) > 32:

@@ -50,6 +50,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...accountants.grid import auto_grid
+from ...accountants.registry import BoundPair, RunAnalysis, run_accountant
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
@@ -65,8 +67,6 @@ from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
 from ...sampling.schemes import WithoutReplacement, WithReplacement
-from ..poisson_pld import auto_grid
-from ..registry import BoundPair, RunAnalysis, run_accountant
 from .profiles import PAPER, covers_fixed_batch, profile_terms
 from .triangle import TriangleUpper
 from .wr_substitution import SRC_WR_SUBSTITUTION, profile_pld
