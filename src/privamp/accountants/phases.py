@@ -101,14 +101,14 @@ class ComposedPLDAnalysis(RunAnalysis):
     def __init__(self, plds: list[TwoSidedPLD], sources: list[str], h: float) -> None:
         self._parts, self.h = plds, float(h)
         self._pld: TwoSidedPLD | None = None
-        names = "; ".join(dict.fromkeys(sources))
-        self._note = f"phases composed as PLDs on one grid (h = {self.h:.3g}): {names}"
+        self._names = "; ".join(dict.fromkeys(sources))
 
     def pld(self, h: float | None = None) -> TwoSidedPLD:
-        """The history's PLD (on the composition's grid; ``h`` must be None or that grid).
+        """The history's PLD (on multiples of the composition's finest step ``self.h``).
 
         Raises:
-            NotApplicable: another ``h`` (the phases were discretised once).
+            NotApplicable: an ``h`` other than None or ``self.h`` (the phases were
+                discretised once).
         """
         if h is not None and _factor(float(h), self.h) != 1:
             raise NotApplicable(f"this composition lies on h = {self.h}, not {h}")
@@ -129,8 +129,10 @@ class ComposedPLDAnalysis(RunAnalysis):
         pld = self.pld()
         up, lo = getattr(pld, which)(x)
         check_finite_upper(pld, up, lo, x, which)
-        return (Bound(shaped(up, x), "upper", f"{PESSIMISTIC_SOURCE}; {self._note}"),
-                Bound(shaped(lo, x), "lower", f"{OPTIMISTIC_SOURCE}; {self._note}"))
+        step = max(p.h for p, _ in pld.directions)
+        note = f"phases composed as PLDs on one grid (h = {step:.3g}): {self._names}"
+        return (Bound(shaped(up, x), "upper", f"{PESSIMISTIC_SOURCE}; {note}"),
+                Bound(shaped(lo, x), "lower", f"{OPTIMISTIC_SOURCE}; {note}"))
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         return self._query(delta, "epsilon")

@@ -156,9 +156,9 @@ class PLDAnalysis(RunAnalysis):
         pessimistic side, the optimistic one zero), else on step ``h``, the add direction of
         small-rate Gaussian on ``SECONDARY_COST h`` (its profile lies far below; an integer
         multiple, so a composition can bring other phases to it by :meth:`PLD.coarsen`).
-        Both sides of every direction are composed (Zhu, Dong, Wang 2022, arXiv:2106.08567: the remove and
-        add pairs of Poisson subsampling; the optimistic side is the pair of one realised
-        pair of neighbours, so it composes with other phases' lower sides).
+        Both sides of every direction are composed (Zhu, Dong, Wang 2022, arXiv:2106.08567:
+        the remove and add pairs of Poisson subsampling; the optimistic side is the pair of
+        one realised pair of neighbours, so it composes with other phases' lower sides).
 
         Raises:
             NotApplicable: rate 0 (no privacy loss: nothing to compose), or more steps than

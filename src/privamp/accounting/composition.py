@@ -6,8 +6,9 @@ neighbouring relation.  The accountants are asked for capabilities, not by name
 
 * PLD: when every phase has an analysis offering ``pld(h)`` (Poisson, fixed-size without /
   with replacement, shuffling, deterministic, balanced iteration ...), the phases' whole-run
-  PLDs, on one grid (the finest step the phases pick for themselves), are composed
-  (:func:`privamp.accountants.phases.compose_plds`);
+  PLDs are composed on one grid (:func:`privamp.accountants.phases.compose_plds`): each
+  phase on the step it picks for itself rounded down to h 2^k (h the finest such step),
+  then all brought to the coarsest;
 * RDP: when every phase has an analysis offering ``rdp_accountant()``, the phases' curves
   are summed at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converted once
   (Balle et al. 2020, arXiv:1905.09982, Thm 21).
@@ -19,6 +20,7 @@ each labelled with its source.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +28,7 @@ import numpy as np
 from .._validation import check_delta, check_epsilon
 from ..accountants.phases import ComposedPLDAnalysis
 from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
-from ..accountants.registry import BoundPair, RunAnalysis, applicable
+from ..accountants.registry import BoundPair, RunAnalysis, applicable, offers
 from ..errors import NotApplicable
 from ..results import Guarantee
 from .screening import rdp_ruled_out
@@ -70,14 +72,18 @@ class Composition:
 
     # ------------------------------------------------------------------------------------
     def _offering(self, phase: Training, capability: str) -> list[tuple[str, RunAnalysis]]:
-        """The phase's analyses whose accountant declares ``capability``, built (once, in
-        the phase's cache); those that decline the phase are left out."""
+        """The phase's analyses offering ``capability``, built (once, in the phase's cache):
+        those of accountants declaring it, and for "pld" also those of accountants that
+        declare nothing but whose analyses override it (:func:`offers`); those that decline
+        the phase are left out."""
         out = []
         for acc in applicable(phase, "best"):
-            if capability in acc.capabilities:
-                built = phase._built(acc, "best")
-                if not isinstance(built, NotApplicable):
-                    out.append((acc.description or acc.name, built))
+            if capability not in acc.capabilities and (
+                    acc.capabilities or capability == "rdp_accountant"):
+                continue  # declared without it (undeclared: asked below, once built)
+            built = phase._built(acc, "best")
+            if not isinstance(built, NotApplicable) and offers(built, capability):
+                out.append((acc.description or acc.name, built))
         return out
 
     def _pld(self) -> ComposedPLDAnalysis:
@@ -98,9 +104,12 @@ class Composition:
         h = min(step for found in offered for _, _, step in found)
         plds, sources = [], []
         for p, found in zip(live, offered, strict=True):
-            for src, an, _ in found:
+            for src, an, step in found:
                 try:
-                    plds.append(an.pld(h))
+                    # each phase on its own step rounded down to h times a power of 2, so
+                    # every grid divides the coarsest (a finer grid than a phase picks for
+                    # itself only costs time: 9x finer cost a with-replacement phase 50 s)
+                    plds.append(an.pld(h * 2.0 ** math.floor(math.log2(step / h) + 1e-9)))
                     sources.append(src)
                     break
                 except NotApplicable:

@@ -1,0 +1,171 @@
+"""pa.compose over every scheme's own accountant (issue 26): phases whose analyses offer
+``pld(h)`` compose as PLDs on one grid; before, anything but Poisson fell back to RDP.
+
+References are independent of privamp: dp-accounting's PLD accountant (connect-the-dots,
+its own discretisation) for the realised pairs, and dp-accounting's RDP accountant."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import privamp as pa
+from privamp.accountants.phases import compose_plds
+from privamp.accountants.registry import CAPABILITIES, RunAnalysis, applicable, offers
+from privamp.pld.grid import PLD
+from privamp.pld.two_sided import TwoSidedPLD
+
+SIGMA, N, M, Q, T = 1.0, 1000, 10, 0.01, 50
+
+
+@pytest.fixture(scope="module")
+def fixed_and_poisson():
+    sub = pa.Substitution()
+    f = pa.Training(pa.Gaussian(SIGMA), pa.WithoutReplacement(M, N), steps=T, relation=sub)
+    p = pa.Training(pa.Gaussian(SIGMA), pa.Poisson(Q), steps=T, relation=sub)
+    return f, p
+
+
+def _dpa_epsilon(events, delta):
+    import dp_accounting as dpa
+
+    acc = dpa.pld.PLDAccountant(value_discretization_interval=1e-4)
+    acc.compose(dpa.ComposedDpEvent(events))
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.slow
+def test_fixed_size_and_poisson_compose_as_plds(fixed_and_poisson):
+    """WithoutReplacement(10, 1000) + Poisson(0.01), both under substitution, 50 steps each.
+
+    Before: only RDP composed them (no lower bound).  After: both phases' PLDs.  Reference:
+    each phase's realised worst pair is (eta N(Delta/sigma) + (1 - eta) N(0), N(0)) with
+    eta = m / n = 0.01 (one record substituted; Balle et al. 2018, Thm 9 attained) -- in
+    both orders; dp-accounting composes that pair (as Poisson-subsampled Gaussian, both
+    directions) independently: a value the true epsilon is at least (up to its grid), so our
+    upper bound must lie above it and our certified lower bound agree with it."""
+    import dp_accounting as dpa
+
+    c = pa.compose(*fixed_and_poisson)
+    rdp = c.epsilon(1e-5, accountant="rdp")
+    pld = c.epsilon(1e-5, accountant="pld")
+    best = c.epsilon(1e-5)
+    assert rdp.lower is None
+    ev = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(M / N, dpa.GaussianDpEvent(SIGMA)), T)
+    ref = _dpa_epsilon([ev, ev], 1e-5)  # eta = q = 0.01: the two phases' realised pairs agree
+    assert pld.upper.value >= ref * (1 - 1e-4)
+    assert abs(pld.lower.value - ref) <= 1e-3 * ref
+    assert pld.upper.value < 0.7 * rdp.upper.value  # RDP 1.254 -> PLD 0.768 (interval 0.718)
+    assert best.upper.value == pld.upper.value and best.lower.value == pld.lower.value
+    assert "phases composed as PLDs" in best.upper.source
+
+
+def test_one_phase_composition_matches_the_run(fixed_and_poisson):
+    """A composition of one phase is that run: its PLD bounds overlap the run's own."""
+    f, _ = fixed_and_poisson
+    g1 = pa.compose(f).epsilon(1e-5, accountant="pld")
+    g2 = f.epsilon(1e-5, accountant="pld")
+    assert g1.lower.value <= g2.upper.value * (1 + 1e-9)
+    assert g2.lower.value <= g1.upper.value * (1 + 1e-9)
+
+
+@pytest.mark.slow
+def test_with_replacement_and_poisson_add_remove():
+    """WithReplacement (add/remove: exact one-step pair) + Poisson (add/remove): PLD, tighter
+    than RDP; the history's upper bound lies above each phase's certified lower bound."""
+    a = pa.Training(pa.Gaussian(1.0), pa.WithReplacement(10, 1000), steps=100)
+    b = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    c = a + b
+    pld, rdp = c.epsilon(1e-5, accountant="pld"), c.epsilon(1e-5, accountant="rdp")
+    assert pld.lower.value <= pld.upper.value < rdp.upper.value
+    for run in (a, b):
+        assert pld.upper.value >= run.epsilon(1e-5).lower.value
+
+
+def test_shuffle_and_poisson_compose_as_plds():
+    """Shuffle + Poisson (add/remove): once the shuffle analysis offers ``pld`` (chua2024),
+    the composition is a PLD one, tighter than RDP, its interval above each phase's lower
+    bound.  Skipped while the shuffle analysis declines ``pld``."""
+    s = pa.Training(pa.Gaussian(1.0), pa.Shuffle(10, 1000), epochs=1)
+    p = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    offered = []
+    for acc in applicable(s, "best"):
+        an = acc.build(s)
+        if offers(an, "pld"):
+            try:
+                offered.append(an.pld(an.grid_step()))
+            except pa.NotApplicable as exc:
+                pytest.skip(f"the shuffle analysis declines pld: {exc}")
+    if not offered:
+        pytest.skip("no shuffle analysis offers pld yet (chua2024 is being rewritten)")
+    c = pa.compose(s, p)
+    pld, rdp = c.epsilon(1e-5, accountant="pld"), c.epsilon(1e-5, accountant="rdp")
+    assert pld.lower.value <= pld.upper.value <= rdp.upper.value
+    for run in (s, p):
+        assert pld.upper.value >= run.epsilon(1e-5).lower.value
+    assert "phases composed as PLDs" in c.epsilon(1e-5).upper.source
+
+
+def test_rdp_composition_matches_dp_accounting_for_poisson_phases():
+    import dp_accounting as dpa
+
+    logging.disable(logging.WARNING)
+    a = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=200)
+    b = pa.Training(pa.Gaussian(2.0), pa.Poisson(0.05), steps=100)
+    acc = dpa.rdp.RdpAccountant()
+    acc.compose(dpa.ComposedDpEvent([
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.0)), 200),
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(2.0)), 100),
+    ]))
+    ref = acc.get_epsilon(1e-5)
+    got = float((a + b).epsilon(1e-5, accountant="rdp").upper.value)
+    assert ref * (1 - 1e-3) <= got <= ref * (1 + 1e-9)
+
+
+# ---------------------------------------------------------------------------------------
+# compose_plds on hand-made PLDs (exact: point masses)
+# ---------------------------------------------------------------------------------------
+def _atom(h, k, kind):
+    return PLD(h, k, np.array([1.0]), 0.0, kind)
+
+
+def test_compose_plds_adds_losses_and_serves_one_direction_for_both():
+    """Point masses at losses a and b compose to one at a + b (delta(eps) = 1 - e^{eps - l}
+    for eps < l, closed form); a one-direction phase serves both; grids 1e-2 and 2e-2 meet
+    on 2e-2."""
+    h = 1e-2
+    one = TwoSidedPLD([(_atom(h, 30, "pessimistic"), _atom(h, 30, "optimistic"))])
+    two = TwoSidedPLD([(_atom(2 * h, 10, "pessimistic"), _atom(2 * h, 10, "optimistic")),
+                       (_atom(2 * h, 5, "pessimistic"), _atom(2 * h, 5, "optimistic"))])
+    out = compose_plds([one, two])
+    assert len(out.directions) == 2
+    up, lo = out.delta(0.0)
+    l_max = 0.3 + 0.2
+    assert up >= 1 - np.exp(-l_max) - 1e-12
+    assert lo <= 1 - np.exp(-l_max) + 1e-12
+    assert out.directions[0][0].h == pytest.approx(2 * h)
+    with pytest.raises(ValueError, match="multiples"):
+        compose_plds([one, TwoSidedPLD([(_atom(0.015, 1, "pessimistic"),
+                                         _atom(0.015, 1, "optimistic"))])])
+
+
+def test_capabilities_are_declared_and_detected():
+    class Minimal(RunAnalysis):
+        def epsilon(self, delta):
+            return None, None
+
+        def delta(self, epsilon):
+            return None, None
+
+    an = Minimal()
+    assert not any(offers(an, c) for c in CAPABILITIES)
+    with pytest.raises(pa.NotApplicable):
+        an.pld()
+    with pytest.raises(ValueError, match="capability"):
+        offers(an, "closed_forms")
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10)
+    caps = {a.name: a.capabilities for a in applicable(run)}
+    assert {"pld", "renyi_floor", "curve"} <= caps["pld"]
+    assert caps["rdp"] == {"rdp_accountant"}
