@@ -58,7 +58,7 @@ __all__ = [
     "RdpMethod",
     "RdpCurve",
     "rdp_method",
-    "rdp",
+    "rdp_values",
     "rdp_methods",
     "rdp_curve",
     "REGISTRY",
@@ -325,7 +325,8 @@ def rdp_curve(
     relation: Relation | None = None,
     method: str = "best",
 ) -> RdpCurve:
-    """Like :func:`rdp`, also telling which method gave each order."""
+    """Like :func:`rdp_values`, also telling which method gave each order (the public
+    :func:`privamp.rdp` is this curve as a :class:`Bound`)."""
     relation = AddRemove() if relation is None else relation
     a = np.atleast_1d(check_orders(alpha))
     chosen = one_tight(applicable_methods(mechanism, scheme, relation, method))
@@ -343,7 +344,7 @@ def rdp_curve(
     return RdpCurve(a, values[idx, np.arange(a.size)], names)
 
 
-def rdp(
+def rdp_values(
     mechanism: Mechanism,
     scheme: Scheme,
     alpha: float | np.ndarray,

@@ -37,7 +37,7 @@ from ..renyi.curves import monotone_envelope
 from ..sampling.relations import AddRemove, Substitution
 from ..sampling.schemes import Poisson, WithoutReplacement
 from ..theorems.mironov2017 import mironov_group_curve
-from ..theorems.registry import rdp as rdp_of
+from ..accountants.registry import rdp_values as rdp_of
 
 __all__ = [
     "FIGURES",

@@ -20,7 +20,6 @@ from .registry import (
     RdpCurve,
     RdpMethod,
     RunAnalysis,
-    rdp,
     rdp_curve,
     rdp_method,
     rdp_methods,
@@ -46,6 +45,6 @@ globals().update(MODULES)
 
 __all__ = [
     *MODULES,
-    "MODULES", "ACCOUNTANTS", "REGISTRY", "RdpCurve", "RdpMethod", "RunAnalysis", "rdp",
+    "MODULES", "ACCOUNTANTS", "REGISTRY", "RdpCurve", "RdpMethod", "RunAnalysis",
     "rdp_curve", "rdp_method", "rdp_methods", "run_accountant",
 ]

@@ -16,15 +16,15 @@ from ..accountants.registry import (
     RunAccountant,
     RunAnalysis,
     applicable,
-    rdp,
     rdp_curve,
     rdp_method,
     rdp_methods,
+    rdp_values,
     run_accountant,
 )
 
 __all__ = [
     "ACCOUNTANTS", "REGISTRY", "BoundPair", "RdpCurve", "RdpMethod", "RunAccountant",
-    "RunAnalysis", "applicable", "rdp", "rdp_curve", "rdp_method", "rdp_methods",
-    "run_accountant",
+    "RunAnalysis", "applicable", "rdp_curve", "rdp_method", "rdp_methods",
+    "run_accountant", "rdp_values",
 ]
