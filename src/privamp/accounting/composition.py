@@ -28,7 +28,7 @@ import numpy as np
 from .._validation import check_delta, check_epsilon
 from ..accountants.phases import ComposedPLDAnalysis
 from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
-from ..accountants.registry import BoundPair, RunAnalysis, applicable, offers
+from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
 from ..results import Guarantee
 from .screening import rdp_ruled_out
@@ -71,21 +71,6 @@ class Composition:
         return compose(self, other)
 
     # ------------------------------------------------------------------------------------
-    def _offering(self, phase: Training, capability: str) -> list[tuple[str, RunAnalysis]]:
-        """The phase's analyses offering ``capability``, built (once, in the phase's cache):
-        those of accountants declaring it, and for "pld" also those of accountants that
-        declare nothing but whose analyses override it (:func:`offers`); those that decline
-        the phase are left out."""
-        out = []
-        for acc in applicable(phase, "best"):
-            if capability not in acc.capabilities and (
-                    acc.capabilities or capability == "rdp_accountant"):
-                continue  # declared without it (undeclared: asked below, once built)
-            built = phase._built(acc, "best")
-            if not isinstance(built, NotApplicable) and offers(built, capability):
-                out.append((acc.description or acc.name, built))
-        return out
-
     def _pld(self) -> ComposedPLDAnalysis:
         live = [p for p in self.phases if getattr(p.scheme, "rate", None) != 0.0]
         if not live:
@@ -93,15 +78,20 @@ class Composition:
         offered = []
         for p in live:
             found = []
-            for src, an in self._offering(p, "pld"):
+            for acc, an in p.offering("pld"):
+                src = acc.description or acc.name
                 try:
-                    found.append((src, an, an.grid_step()))
+                    step = an.grid_step()
                 except NotApplicable:
-                    continue
+                    step = None  # no step of its own: it takes the common one
+                found.append((src, an, step))
             if not found:
                 raise NotApplicable(f"no accountant offers the PLD of the phase {p}")
             offered.append(found)
-        h = min(step for found in offered for _, _, step in found)
+        steps = [step for found in offered for _, _, step in found if step is not None]
+        if not steps:
+            raise NotApplicable("no phase's accountant picks a grid step (grid_step)")
+        h = min(steps)
         plds, sources = [], []
         for p, found in zip(live, offered, strict=True):
             for src, an, step in found:
@@ -109,7 +99,8 @@ class Composition:
                     # each phase on its own step rounded down to h times a power of 2, so
                     # every grid divides the coarsest (a finer grid than a phase picks for
                     # itself only costs time: 9x finer cost a with-replacement phase 50 s)
-                    plds.append(an.pld(h * 2.0 ** math.floor(math.log2(step / h) + 1e-9)))
+                    k = 0 if step is None else math.floor(math.log2(step / h) + 1e-9)
+                    plds.append(an.pld(h * 2.0 ** k))
                     sources.append(src)
                     break
                 except NotApplicable:
@@ -122,7 +113,7 @@ class Composition:
         acc = RdpAccountant()
         for p in self.phases:
             curves = []
-            for _, an in self._offering(p, "rdp_accountant"):
+            for _, an in p.offering("rdp_accountant"):
                 try:
                     curves.append(an.rdp_accountant())
                 except NotApplicable:

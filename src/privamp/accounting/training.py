@@ -72,6 +72,27 @@ class Training:
         """
         return self._analyses(name)[0]
 
+    def offering(self, capability: str) -> list[tuple[RunAccountant, RunAnalysis]]:
+        """The applicable accountants whose analyses of this run offer ``capability`` (one
+        of :data:`~privamp.accountants.registry.CAPABILITIES`), with the analyses (built
+        once).  Accountants that declared capabilities are asked only for those; one that
+        declared none is built and its analysis asked (:func:`offers`), except for
+        "rdp_accountant", which must be declared.  Accountants declining the run are left
+        out.
+
+        Raises:
+            ValueError: an unknown capability.
+        """
+        out = []
+        for acc in applicable(self, "best"):
+            if capability not in acc.capabilities and (
+                    acc.capabilities or capability == "rdp_accountant"):
+                continue
+            built = self._built(acc, "best")
+            if not isinstance(built, NotApplicable) and offers(built, capability):
+                out.append((acc, built))
+        return out
+
     def _analyses(self, name: str, skip: tuple[RunAccountant, ...] = ()
                   ) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
         accountants = applicable(self, name)

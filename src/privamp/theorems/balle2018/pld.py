@@ -66,7 +66,7 @@ from ...pairs.loss_pair import LossPair
 from ...pairs.mechanism_pairs import GaussianPair
 from ...pairs.mixtures import DisjointMixturePair, GaussianShiftMixturePair, SymmetrisedPair
 from ...pld.discretise import discretise
-from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, _zero_pld
+from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
 from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
@@ -296,7 +296,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                                o.slack + T * self.rho))
             n = max(len(ups), len(los))
             if not los:
-                los = [_zero_pld(h)] * n
+                los = [PLD(h, 0, np.zeros(1), 0.0, "optimistic")] * n  # profile 0
             memo[h] = TwoSidedPLD([(ups[i if len(ups) == n else 0], los[i if len(los) == n
                                                                           else 0])
                                    for i in range(n)])
