@@ -171,3 +171,20 @@ def test_capabilities_are_declared_and_detected():
     caps = {a.name: a.capabilities for a in applicable(run)}
     assert {"pld", "renyi_floor", "curve"} <= caps["pld"]
     assert caps["rdp"] == {"rdp_accountant"}
+
+
+def test_poisson_substitution_run_has_a_pld_interval():
+    """Producer: Poisson under substitution (Balle et al. 2018 Poisson-substitution weights,
+    symmetrised dominating pair; lower bound from the substituted record sampled with
+    probability q).  The realised pair is (q N(Delta/sigma) + (1 - q) N(0), N(0)) in both
+    orders, which dp-accounting composes as Poisson-subsampled Gaussian: our lower bound
+    must agree with it and our upper bound lie above it, and below the RDP answer."""
+    import dp_accounting as dpa
+
+    run = pa.Training(pa.Gaussian(1.1), pa.Poisson(0.01), steps=300, relation=pa.Substitution())
+    g = run.epsilon(1e-5, accountant="pld")
+    ev = dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, dpa.GaussianDpEvent(1.1)), 300)
+    ref = _dpa_epsilon([ev], 1e-5)
+    assert abs(g.lower.value - ref) <= 1e-3 * ref
+    assert g.upper.value >= ref * (1 - 1e-4)
+    assert g.upper.value < run.epsilon(1e-5, accountant="rdp").upper.value

@@ -290,7 +290,7 @@ def _full_pld(mechanism: Mechanism, rate: float, steps: int, h: float) -> TwoSid
     (``SECONDARY_COST h`` for the add direction of small-rate Gaussian), composed in two
     levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
     tail = min(1e-16, 1e-13 / steps)
-    rho = min(1e-6, max(1e-10, 1e-4 / steps))
+    rho = 1e-9  # a fine split: the phase may be a small part of a long history
     dirs = []
     for pair in poisson_pairs(mechanism, rate):
         two = lead_direction(pair) or secondary_direction(pair)

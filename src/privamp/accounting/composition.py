@@ -6,9 +6,9 @@ neighbouring relation.  The accountants are asked for capabilities, not by name
 
 * PLD: when every phase has an analysis offering ``pld(h)`` (Poisson, fixed-size without /
   with replacement, shuffling, deterministic, balanced iteration ...), the phases' whole-run
-  PLDs are composed on one grid (:func:`privamp.accountants.phases.compose_plds`): each
-  phase on the step it picks for itself rounded down to h 2^k (h the finest such step),
-  then all brought to the coarsest;
+  PLDs are composed on one grid (:func:`privamp.accountants.phases.compose_plds`): every
+  phase is asked for its PLD on h, the finest step the phases pick for themselves (a phase
+  may answer on a multiple of h), then all are brought to the coarsest;
 * RDP: when every phase has an analysis offering ``rdp_accountant()``, the phases' curves
   are summed at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converted once
   (Balle et al. 2020, arXiv:1905.09982, Thm 21).
@@ -20,7 +20,6 @@ each labelled with its source.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -94,13 +93,9 @@ class Composition:
         h = min(steps)
         plds, sources = [], []
         for p, found in zip(live, offered, strict=True):
-            for src, an, step in found:
+            for src, an, _ in found:
                 try:
-                    # each phase on its own step rounded down to h times a power of 2, so
-                    # every grid divides the coarsest (a finer grid than a phase picks for
-                    # itself only costs time: 9x finer cost a with-replacement phase 50 s)
-                    k = 0 if step is None else math.floor(math.log2(step / h) + 1e-9)
-                    plds.append(an.pld(h * 2.0 ** k))
+                    plds.append(an.pld(h))
                     sources.append(src)
                     break
                 except NotApplicable:
