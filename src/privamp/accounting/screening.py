@@ -1,8 +1,10 @@
 """Which accountants can win: the rule "best" follows (issue 14).
 
 The rule.  "best" reports the smallest upper bound and the largest lower bound over the
-applicable accountants.  It runs every accountant except "rdp" (the PLD accountants, the exact
-and closed-form ones).  The RDP accountant gives no lower bound, so it matters only if its
+applicable accountants.  It runs every accountant except those declaring the capability
+"rdp_accountant" (:mod:`privamp.accountants.registry`: their answers are conversions of a
+Rényi-DP curve; today the "rdp" accountant) -- so the PLD accountants, the exact and
+closed-form ones.  The RDP accountant gives no lower bound, so it matters only if its
 upper bound could be smaller than the best upper bound already in hand; it is run unless that
 is ruled out by a certified floor on its answer:
 
