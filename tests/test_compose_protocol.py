@@ -243,3 +243,64 @@ def test_with_replacement_and_poisson_against_exact_enumeration():
     assert np.all(g.upper.value <= exact * (1 + 1e-3))
     assert np.all(g.lower.value >= exact * (1 - 1e-2))
     assert np.all((a + b).delta(eps, accountant="rdp").upper.value > 1.5 * exact)
+
+
+# ---------------------------------------------------------------------------------------
+# the consumer side with a producer that declares nothing (as chua2024's analyses may)
+# ---------------------------------------------------------------------------------------
+from dataclasses import dataclass  # noqa: E402
+
+from privamp.accountants.registry import run_accountant  # noqa: E402
+from privamp.pairs.mechanism_pairs import GaussianPair  # noqa: E402
+from privamp.pld.discretise import discretise  # noqa: E402
+
+
+@dataclass(frozen=True)
+class _Unamplified(pa.Scheme):
+    """Every record in every step (a toy per-step scheme for this test only)."""
+
+    name = "unamplified-toy"
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return 1
+
+
+class _GaussianRun(RunAnalysis):
+    """T releases of the Gaussian mechanism without sampling (the pair (N(Delta/sigma),
+    N(0)) composed T times on the grid); offers pld (not declared at registration) and no
+    grid_step."""
+
+    def __init__(self, run):
+        self.pair, self.T = GaussianPair(run.mechanism.shift(1)), run.steps
+
+    def pld(self, h=None):
+        p, o = discretise(self.pair, 1e-4 if h is None else h)
+        return TwoSidedPLD([(p.self_compose(self.T), o.self_compose(self.T))])
+
+    def epsilon(self, delta):
+        raise pa.NotApplicable("toy: composition only")
+
+    def delta(self, epsilon):
+        raise pa.NotApplicable("toy: composition only")
+
+
+run_accountant("toy-unamplified", lambda run: isinstance(run.scheme, _Unamplified))(_GaussianRun)
+
+
+def test_an_undeclared_pld_producer_joins_a_composition():
+    """A phase whose accountant declares no capability but whose analysis overrides ``pld``
+    (and has no grid_step) composes with a Poisson phase on the Poisson phase's step.
+    Reference: dp-accounting's PLD of the same history (5 Gaussian releases at noise 4,
+    then 200 Poisson-subsampled ones at q = 0.02, noise 1)."""
+    import dp_accounting as dpa
+
+    a = pa.Training(pa.Gaussian(4.0), _Unamplified(), steps=5)
+    b = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.02), steps=200)
+    g = (a + b).epsilon(1e-5, accountant="pld")
+    ref = _dpa_epsilon([
+        dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(4.0), 5),
+        dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.02, dpa.GaussianDpEvent(1.0)), 200),
+    ], 1e-5)
+    assert g.lower.value <= ref * (1 + 1e-4) and ref <= g.upper.value * (1 + 1e-4)
+    assert g.upper.value - g.lower.value <= 1e-3 * ref
