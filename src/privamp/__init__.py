@@ -65,17 +65,17 @@ def rdp(mechanism, scheme, alpha, relation=None, method="best") -> Bound:
 
 def profile(mechanism, scheme, epsilon, relation=None, group="white-box",
             dataset_size=None) -> Bound:
-    """Bounds on the privacy profile delta(epsilon) of one subsampled release (Balle,
-    Barthe, Gaboardi 2018): a :class:`Bound` whose value has the shape of ``epsilon``, of
-    kind ``"exact"`` where the theorem is attained, else ``"upper"``.  Arguments: see
-    :func:`privamp.theorems.balle2018.profiles.profile_bound`.
+    """Upper bounds on the privacy profile delta(epsilon) of one subsampled release (Balle,
+    Barthe, Gaboardi 2018): a :class:`Bound` of kind ``"upper"`` whose value has the shape of
+    ``epsilon``; arguments as :func:`profile_bound` (which keeps the kind ``"exact"`` where the
+    theorem is tight).
 
     Raises:
         NotApplicable: no theorem covers this mechanism, scheme and relation.
         ValueError: a negative epsilon or an invalid argument, named in the message.
     """
-    return profile_bound(mechanism, scheme, epsilon, relation, group, dataset_size)
-
+    b = profile_bound(mechanism, scheme, epsilon, relation, group, dataset_size)
+    return Bound(b.value, "upper", b.source)
 
 __all__ = [
     "Bound",
