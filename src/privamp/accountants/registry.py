@@ -129,7 +129,7 @@ def offers(analysis: RunAnalysis, capability: str) -> bool:
         raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, "
                          f"got {capability!r}")
     own = getattr(type(analysis), capability, None)
-    if own is None:
+    if own is None or not callable(own):  # e.g. an older ``pld`` property: not the protocol
         return False
     return own is not getattr(RunAnalysis, capability, None)
 
