@@ -137,7 +137,7 @@ def fine_grid() -> list[str]:
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     import privamp as pa
-    from privamp.theorems.poisson_pld import pld_analysis
+    from privamp.accountants.poisson import pld_analysis
 
     lines = ["", "## Fine grid (h = 1e-5): privamp PLD vs dp-accounting PLD, epsilon at 1e-5", "",
              "| q | sigma | T | privamp [lower, upper] | time (s) | dp-accounting | time (s) | "

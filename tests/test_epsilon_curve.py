@@ -211,12 +211,12 @@ def test_pessimistic_only_direction_settled_from_later_checkpoints(monkeypatch, 
     """The add direction (pessimistic side only) evaluated at every checkpoint (ratio 1) or
     only at the last (1e9: every other checkpoint settled by evaluating it there): both
     bracket dp-accounting (connect-the-dots, h = 1e-4), as the default schedule does."""
-    from privamp.theorems import poisson_pld
+    from privamp.accountants import pld_run as poisson_pld
 
     q, sigma = 0.05, 1.0
     steps = list(range(20, 401, 20))
     default = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=400).epsilon_curve(1e-5, steps)
-    monkeypatch.setattr(poisson_pld, "_SPARSE_RATIO", ratio)
+    monkeypatch.setattr(poisson_pld, "SPARSE_RATIO", ratio)
     g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=400).epsilon_curve(1e-5, steps)
     for i in (0, 4, 19):
         ref = _dpa_pld(q, sigma, steps[i], 1e-5)
@@ -229,9 +229,9 @@ def test_settled_checkpoint_takes_a_larger_direction():
     """_settle_partial: where the later evaluation does not settle a checkpoint, the
     direction is evaluated there and its bound kept if larger: one atom of P-mass p at loss
     l has epsilon l + log(1 - delta / p) (closed form)."""
+    from privamp.accountants.pld_run import settle_partial as _settle_partial
     from privamp.pld.grid import PLD
     from privamp.results import Bound
-    from privamp.theorems.poisson_pld import _settle_partial
 
     h, delta = 1e-3, 1e-5
     atoms = [(1000, 0.5), (3000, 0.5), (3500, 0.5)]  # loss 1, 3, 3.5

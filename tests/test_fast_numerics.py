@@ -18,7 +18,7 @@ def test_discounted_suffix_matches_mpmath():
         for j in (0, n // 3, n - 1):
             ref = mp.fsum(mp.mpf(float(m[i])) * mp.e ** (-(i - j) * mp.mpf(h))
                           for i in range(j, n))
-            # well inside the 1e-9 relative allowance the queries add (_QUERY_REL)
+            # well inside the 1e-9 relative allowance the queries add (QUERY_REL)
             assert abs(got[j] - float(ref)) <= 1e-12 * float(ref)
 
 

@@ -2,9 +2,8 @@
 
 A module may not import another module's ``_private`` name, nor read a ``_private``
 attribute that its own module never defines (``obj._attr`` of another module's objects);
-``self`` / ``cls`` are always allowed.  No source file exceeds 600 lines.  What remains in
-files owned elsewhere is listed in ALLOWED, each entry with its owner; the lead shrinks the
-list at merge (see RENAMES.txt for the public names that replace them).
+``self`` / ``cls`` are always allowed.  No source file exceeds 600 lines.  An exception
+would be listed in ALLOWED (or ALLOWED_LONG) with its reason; both are empty.
 """
 
 from __future__ import annotations
@@ -16,32 +15,11 @@ ROOT = Path(__file__).resolve().parents[1] / "src" / "privamp"
 
 MAX_LINES = 600
 
-#: "path: import module.name" / "path: attr expr._name" still crossing, with their owner
-ALLOWED = {
-    # protocol helper (accounting/**, theorems/poisson_pld.py, rdp_composition.py, registry.py)
-    "accounting/composition.py: import theorems.rdp_composition._RdpRun",
-    "accounting/composition.py: import theorems.rdp_composition._applies",
-    "accounting/composition.py: import training._combine",
-    "accounting/training.py: import theorems.rdp_composition._RdpRun",
-    "accounting/training.py: attr an.acc._terms",
-    "theorems/poisson_pld.py: import pld.compose._TWO_LEVEL_FACTOR",  # -> pld.budget
-    "theorems/poisson_pld.py: import pld.compose._TWO_LEVEL_MIN_T",  # -> pld.budget
-    "theorems/poisson_pld.py: import pld.compose._optimistic_factor",  # -> optimistic_factor
-    "theorems/poisson_pld.py: import pld.discretise._MAX_LOSS",  # -> pld.budget.MAX_LOSS
-    "theorems/poisson_pld.py: import pld.grid._QUERY_REL",  # -> pld.budget.QUERY_REL
-    "theorems/poisson_pld.py: import pld.grid._zero_pld",  # -> pld.grid.zero_pld
-    "theorems/poisson_pld.py: import pairs.loss_pair._bracket",  # -> bracket
-    "theorems/rdp_composition.py: import renyi.conversion._CURVE_MAX_ORDER",  # -> CURVE_MAX_ORDER
-    "theorems/rdp_composition.py: import renyi.conversion._MAX_ORDER",  # -> MAX_ORDER
-    "theorems/rdp_composition.py: import registry._applicable",
-    "theorems/rdp_composition.py: import registry._one_tight",
-}
+#: "path: import module.name" / "path: attr expr._name" allowed to cross, with the reason
+ALLOWED: set[str] = set()
 
-#: files over MAX_LINES still, with their owner
-ALLOWED_LONG = {
-    "theorems/poisson_pld.py",  # protocol helper (moving it into an accountants package)
-    "theorems/chua2024.py",  # shuffle helper
-}
+#: files allowed over MAX_LINES, with the reason
+ALLOWED_LONG: set[str] = set()
 
 
 def _private(name: str) -> bool:

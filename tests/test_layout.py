@@ -17,12 +17,16 @@ LAYERS = {
     "pairs": 2,
     "mechanisms": 3, "sampling": 3,
     "pld": 4, "renyi": 4,
-    "theorems": 5,
-    "accounting": 6,
-    "plotting": 7, "support": 7, "integrations": 7,
-    "reproduce": 8, "opacus": 8, "torch": 8, "interop": 8,
-    "cli": 9,
-    "__init__": 10,
+    # the protocol, the registries and the generic accountants (Poisson PLD, RDP, the grid
+    # heuristic auto_grid, composition of whole runs' PLDs): below the papers, which
+    # register with them and reuse the grid
+    "accountants": 5,
+    "theorems": 6,
+    "accounting": 7,
+    "plotting": 8, "support": 8, "integrations": 8,
+    "reproduce": 9, "opacus": 9, "torch": 9, "interop": 9,
+    "cli": 10,
+    "__init__": 11,
 }
 ENGINES = ("pld", "renyi")
 MECHANISM_WORDS = ("Gaussian", "Laplace", "RandomizedResponse", "Poisson", "Shuffle")
@@ -101,3 +105,38 @@ def test_a_paper_has_one_home_with_the_same_key_in_docs_and_reproduce():
         home = ROOT / "theorems" / key
         assert home.with_suffix(".py").exists() or (home / "__init__.py").exists(), key
         assert (docs / f"{key}.md").exists(), key
+
+
+def test_every_theorem_module_is_imported_and_registers():
+    """Auto-discovery (privamp.theorems walks its package): every module file under
+    theorems/ is imported by ``import privamp``, and every module that calls ``rdp_method``
+    or ``run_accountant`` at import has its results in the registries."""
+    import importlib
+    import sys
+
+    import privamp  # noqa: F401
+    from privamp.accountants.registry import ACCOUNTANTS, REGISTRY
+
+    theorems = ROOT / "theorems"
+    registered = {m.func.__module__ for m in REGISTRY.values()} | {
+        a.build.__module__ for accs in ACCOUNTANTS.values() for a in accs}
+    missing, silent = [], []
+    for path in sorted(theorems.rglob("*.py")):
+        rel = path.relative_to(ROOT.parent).with_suffix("")
+        name = ".".join(rel.parts).removesuffix(".__init__")
+        if name not in sys.modules:
+            missing.append(name)
+            continue
+        text = path.read_text()
+        if ("@rdp_method(" in text or "@run_accountant(" in text) and name not in registered:
+            silent.append(name)
+        importlib.import_module(name)
+    assert not missing, f"not imported by privamp.theorems: {missing}"
+    assert not silent, f"registering modules with nothing registered: {silent}"
+
+
+def test_accountants_layer_names_no_paper():
+    """The generic accountants import no paper module (papers sit above them)."""
+    bad = [f"{p.relative_to(ROOT)}:{line}" for p in (ROOT / "accountants").rglob("*.py")
+           for target, line in _imports(p) if target == "theorems"]
+    assert not bad, bad

@@ -17,13 +17,13 @@ from scipy import optimize
 from scipy.stats import binom, norm
 
 import privamp as pa
+from privamp.accountants.poisson import PLDAnalysis, poisson_pairs
 from privamp.pairs.combinators import MixturePair, SwappedPair
 from privamp.pairs.discrete import DiscretePair
 from privamp.pairs.mechanism_pairs import GaussianPair, LaplacePair
 from privamp.pld.discretise import discretise
 from privamp.pld.grid import PLD
 from privamp.pld.two_sided import TwoSidedPLD
-from privamp.theorems.poisson_pld import PLDAnalysis, poisson_pairs
 
 
 # ---------------------------------------------------------------------------------------
@@ -321,7 +321,7 @@ def test_random_discrete_pairs_composed_sandwich(w, h, T):
 def test_pld_analysis_explicit_grid_and_scope():
     from dp_accounting.pld import privacy_loss_distribution as pldm
 
-    from privamp.theorems.poisson_pld import pld_analysis
+    from privamp.accountants.poisson import pld_analysis
 
     run = pa.Training(pa.Gaussian(1.1), pa.Poisson(0.01), steps=100)
     up, lo = pld_analysis(run, h=1e-3).epsilon(np.array(1e-5))
@@ -400,7 +400,8 @@ def test_power_vs_squaring_randomized_response_binomial(theta, rate, T):
     exact = rr_exact_delta(theta, rate, T, eps)
     ups, los = [], []
     for pair in poisson_pairs(pa.RandomizedResponse(theta), rate):
-        from privamp.theorems.poisson_pld import _aligned_step, auto_grid
+        from privamp.accountants.grid import aligned_step as _aligned_step
+        from privamp.accountants.grid import auto_grid
 
         pess, opt = discretise(pair, _aligned_step(pair, auto_grid(pair, T, points=2e5)))
         _cross_check(pess, opt, T, eps, None)
@@ -442,7 +443,7 @@ def test_auto_grid_small_rate_directions_against_dp_accounting():
     a = PLDAnalysis(pa.Gaussian(sigma), q, T)
     up, lo = a.epsilon(delta)
     assert a.grid[1] > a.grid[0]
-    (p_rm, o_rm), (p_add, _) = a.pld.directions
+    (p_rm, o_rm), (p_add, _) = a.pld().directions
     assert float(p_add.epsilon(delta)) < float(o_rm.epsilon(delta))
     assert lo.value <= ref * (1 + 1e-9)
     assert up.value >= ref * (1 - 2e-3)

@@ -17,9 +17,9 @@ def test_budget_values_are_the_engines_constants() -> None:
     # relative 1e-9 per query, truncation 1e-13 per self-composition, |loss| <= 700)
     assert BUDGET == ErrorBudget(1e-12, 1e-13, 1e-9, 700.0, 8, 5000)
     assert budget.REL_SAFETY == 1e-12 and budget.QUERY_REL == 1e-9
-    # the aliases kept for modules not yet migrated are the same objects
-    assert grid._QUERY_REL is budget.QUERY_REL and discretise._MAX_LOSS is budget.MAX_LOSS
-    assert compose._TWO_LEVEL_MIN_T is budget.TWO_LEVEL_MIN_T
+    # the engines read the budget's objects (no private copies)
+    assert grid.QUERY_REL is budget.QUERY_REL and discretise.MAX_LOSS is budget.MAX_LOSS
+    assert compose.TWO_LEVEL_MIN_T is budget.TWO_LEVEL_MIN_T
 
 
 def test_budget_is_frozen() -> None:

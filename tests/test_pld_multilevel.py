@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 import privamp as pa
+from privamp.accountants.poisson import PLDAnalysis, poisson_pairs
 from privamp.pairs.discrete import DiscretePair
 from privamp.pairs.mechanism_pairs import GaussianPair
 from privamp.pld.binning import vertex_lowering
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
 from privamp.pld.grid import PLD
-from privamp.theorems.poisson_pld import PLDAnalysis, poisson_pairs
 
 
 def gauss_delta(s: float, eps: np.ndarray) -> np.ndarray:
@@ -182,7 +182,7 @@ def test_secondary_direction_is_refined_when_it_decides():
     """The add direction is composed pessimistically on a coarse grid only; if its upper
     bound ever exceeds the remove direction's, the accountant composes it fully."""
     a = PLDAnalysis(pa.Gaussian(1.0), 1e-3, 2000)
-    pld = a.pld
+    pld = a.pld()
     assert a._partial == [1]
     p_add, _ = pld.directions[1]
     # force it to decide: an upper bound with extra mass at +inf

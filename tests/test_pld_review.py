@@ -18,6 +18,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 
+from privamp.accountants.poisson import PLDAnalysis
 from privamp.mechanisms.gaussian import Gaussian
 from privamp.numerics.fft import self_convolve_power
 from privamp.pairs.discrete import DiscretePair
@@ -26,7 +27,6 @@ from privamp.pld.binning import vertex_lowering
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
 from privamp.theorems.dong2025.bis_pld import bis_statistic_lower_plds
-from privamp.theorems.poisson_pld import PLDAnalysis
 
 _FLOAT = 1e-13
 

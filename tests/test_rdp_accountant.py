@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import privamp as pa
+from privamp.accountants.rdp import RdpAccountant, compositions
 from privamp.renyi.conversion import (
     DEFAULT_ORDERS,
     compose_rdp,
@@ -29,7 +30,6 @@ from privamp.renyi.conversion import (
     optimal_epsilon,
 )
 from privamp.theorems.mironov2019 import sampled_gaussian_rdp
-from privamp.theorems.rdp_composition import RdpAccountant, compositions
 
 mp.mp.dps = 50
 

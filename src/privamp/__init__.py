@@ -11,6 +11,9 @@ batches, model splitting and dropout — each number labelled with the theorem i
 
 from . import sampling as _sampling
 from . import theorems as _theorems  # noqa: F401  (imports register every result)
+from .accountants.poisson import poisson_pairs
+from .accountants.rdp import RdpAccountant
+from .accountants.registry import rdp_curve, rdp_methods
 from .accounting import Composition, Training, calibrate, compare, compose
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
@@ -21,9 +24,6 @@ from .sampling import *  # noqa: F403  (relations, Scheme and every registered s
 from .theorems.balle2018.profiles import profile_bound
 from .theorems.chua2024 import ABLQ, calibrate_interval
 from .theorems.dong2025.rdp import partial_split_rdp
-from .theorems.poisson_pld import poisson_pairs
-from .theorems.rdp_composition import RdpAccountant
-from .theorems.registry import rdp_curve, rdp_methods
 from .theorems.schuchardt2024 import ChainEvents, ot_coupling_rdp, ot_pairwise_rdp, ot_rdp
 
 __version__ = "0.1.0"

@@ -8,6 +8,7 @@ any module appear automatically.
 
 from __future__ import annotations
 
+from .accountants.registry import ACCOUNTANTS, REGISTRY
 from .accounting.training import Training
 from .mechanisms.base import Mechanism
 from .mechanisms.gaussian import Gaussian
@@ -16,7 +17,6 @@ from .mechanisms.randomized_response import RandomizedResponse
 from .sampling.registry import scheme_entries
 from .sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from .sampling.schemes import Scheme
-from .theorems.registry import ACCOUNTANTS, REGISTRY
 
 __all__ = [
     "LEGEND",

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 import privamp as pa
+from privamp.accountants.rdp import RdpAccountant
 from privamp.errors import NotApplicable
 from privamp.pld.compose import _power_or_squaring
 from privamp.pld.grid import PLD, PowerMethodUnavailable
 from privamp.renyi.conversion import optimal_epsilon
-from privamp.theorems.rdp_composition import RdpAccountant
 
 MB = 1 << 20
 

@@ -1,11 +1,21 @@
 """Runs made of phases: ``pa.compose(run_a, run_b, ...)`` (also ``run_a + run_b``).
 
 Phases may differ in mechanism, noise, rate, steps and scheme; they must share the
-neighbouring relation.  The PLD accountant composes the phases' two-sided PLDs (Poisson
-phases: :func:`privamp.theorems.poisson_pld.phases_pld`); the RDP accountant sums the phases'
-curves at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converts once (Balle
-et al. 2020, arXiv:1905.09982, Thm 21).  "best" runs the PLD accountant and the RDP one only
-where it can win (:mod:`privamp.accounting.screening`).
+neighbouring relation.  The accountants are asked for capabilities, not by name
+(:mod:`privamp.accountants.registry`):
+
+* PLD: when every phase has an analysis offering ``pld(h)`` (Poisson, fixed-size without /
+  with replacement, shuffling, deterministic, balanced iteration ...), the phases' whole-run
+  PLDs are composed on one grid (:func:`privamp.accountants.phases.compose_plds`): every
+  phase is asked for its PLD on h, the finest step the phases pick for themselves (a phase
+  may answer on a multiple of h), then all are brought to the coarsest;
+* RDP: when every phase has an analysis offering ``rdp_accountant()``, the phases' curves
+  are summed at common orders (Mironov 2017, arXiv:1702.07476, Prop. 1) and converted once
+  (Balle et al. 2020, arXiv:1905.09982, Thm 21).
+
+"best" runs the PLD composition and the RDP one only where it can win
+(:mod:`privamp.accounting.screening`), and keeps the smallest upper and largest lower bound,
+each labelled with its source.
 """
 
 from __future__ import annotations
@@ -15,14 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_delta, check_epsilon
+from ..accountants.phases import ComposedPLDAnalysis
+from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
+from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
 from ..results import Guarantee
-from ..theorems.poisson_pld import PhasesPLDAnalysis, applies_to_phase
-from ..theorems.rdp_composition import RdpAccountant, _RdpRun, compositions
-from ..theorems.rdp_composition import _applies as _rdp_applies
-from ..theorems.registry import BoundPair
 from .screening import rdp_ruled_out
-from .training import Training, _combine
+from .training import Training, combine_pairs
 
 __all__ = [
     "Composition",
@@ -61,30 +70,59 @@ class Composition:
         return compose(self, other)
 
     # ------------------------------------------------------------------------------------
-    def _pld(self) -> PhasesPLDAnalysis:
+    def _pld(self) -> ComposedPLDAnalysis:
         live = [p for p in self.phases if getattr(p.scheme, "rate", None) != 0.0]
-        for p in live:
-            if not applies_to_phase(p):
-                raise NotApplicable(
-                    f"the PLD accountant composes Poisson-subsampled Gaussian, Laplace and "
-                    f"randomized-response phases (add/remove or zero-out, group 1); not {p}")
         if not live:
             raise NotApplicable("every phase has rate 0: no privacy loss")
-        return PhasesPLDAnalysis([(p.mechanism, p.scheme.rate, p.steps) for p in live])
+        offered = []
+        for p in live:
+            found = []
+            for acc, an in p.offering("pld"):
+                src = acc.description or acc.name
+                try:
+                    step = an.grid_step()
+                except NotApplicable:
+                    step = None  # no step of its own: it takes the common one
+                found.append((src, an, step))
+            if not found:
+                raise NotApplicable(f"no accountant offers the PLD of the phase {p}")
+            offered.append(found)
+        steps = [step for found in offered for _, _, step in found if step is not None]
+        if not steps:
+            raise NotApplicable("no phase's accountant picks a grid step (grid_step)")
+        h = min(steps)
+        plds, sources = [], []
+        for p, found in zip(live, offered, strict=True):
+            for src, an, _ in found:
+                try:
+                    plds.append(an.pld(h))
+                    sources.append(src)
+                    break
+                except NotApplicable:
+                    continue
+            else:
+                raise NotApplicable(f"no accountant gives the PLD of the phase {p} on h = {h}")
+        return ComposedPLDAnalysis(plds, sources, h)
 
-    def _rdp(self) -> RdpAccountant:
+    def _rdp(self) -> RdpRunAnalysis:
         acc = RdpAccountant()
         for p in self.phases:
-            if not _rdp_applies(p):
+            curves = []
+            for _, an in p.offering("rdp_accountant"):
+                try:
+                    curves.append(an.rdp_accountant())
+                except NotApplicable:
+                    continue
+            if not curves:
                 raise NotApplicable(f"no Rényi-DP result applies to the phase {p}")
-            acc.compose((p.mechanism, p.scheme, p.relation), compositions(p))
-        return acc
+            acc.extend(curves[0])
+        return RdpRunAnalysis(acc=acc)
 
     def _analysis(self, name: str):
         cache = self.__dict__.setdefault("_built", {})
         if name not in cache:
             try:
-                cache[name] = self._pld() if name == "pld" else _RdpRun(acc=self._rdp())
+                cache[name] = self._pld() if name == "pld" else self._rdp()
             except NotApplicable as exc:
                 cache[name] = exc
         return cache[name]
@@ -112,7 +150,7 @@ class Composition:
                 declined.append((name, str(exc)))
         if not pairs:
             raise errors[0]
-        return _combine(pairs, np.shape(x), tuple(declined))
+        return combine_pairs(pairs, np.shape(x), tuple(declined))
 
     def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the history's epsilon at ``delta`` (in (0, 1), scalar or array).

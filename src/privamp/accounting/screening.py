@@ -1,12 +1,15 @@
 """Which accountants can win: the rule "best" follows (issue 14).
 
 The rule.  "best" reports the smallest upper bound and the largest lower bound over the
-applicable accountants.  It runs every accountant except "rdp" (the PLD accountants, the exact
-and closed-form ones).  The RDP accountant gives no lower bound, so it matters only if its
+applicable accountants.  It runs every accountant except those declaring the capability
+"rdp_accountant" (:mod:`privamp.accountants.registry`: their answers are conversions of a
+Rényi-DP curve; today the "rdp" accountant) -- so the PLD accountants, the exact and
+closed-form ones.  The RDP accountant gives no lower bound, so it matters only if its
 upper bound could be smaller than the best upper bound already in hand; it is run unless that
 is ruled out by a certified floor on its answer:
 
-* an analysis that offers ``renyi_floor(alpha)`` (the Poisson PLD accountant: its optimistic
+* an analysis that offers ``renyi_floor(alpha)`` (capability of
+  :mod:`privamp.accountants.registry`; e.g. the Poisson PLD accountant: its optimistic
   PLDs belong to pairs the run's true pair dominates, so by data processing their Rényi
   divergences are <= the run's RDP, hence <= any RDP upper bound the "rdp" accountant
   composes) bounds the RDP curve from below at every order;
@@ -31,8 +34,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..accountants.rdp import compositions, pure_dp_epsilon
+from ..accountants.registry import offers
+from ..errors import NotApplicable
 from ..renyi.conversion import eps_floor, log_delta_floor
-from ..theorems.rdp_composition import compositions, pure_dp_epsilon
 
 __all__ = [
     "rdp_cannot_win",
@@ -108,7 +113,7 @@ def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np
     """The rule of this module for one query: True if the "rdp" accountant cannot beat
     ``best_upper`` (the smallest upper bound of the accountants run so far).  ``run``: a
     Training, or a list of them (the phases of a composition)."""
-    floors = [an.renyi_floor for an in analyses if hasattr(an, "renyi_floor")]
+    floors = [an.renyi_floor for an in analyses if offers(an, "renyi_floor")]
     if not floors:
         return False
     best_upper = np.asarray(best_upper, dtype=float)
@@ -126,7 +131,10 @@ def rdp_ruled_out(run, analyses: list, which: str, x: np.ndarray, best_upper: np
     def floor(alpha: np.ndarray) -> np.ndarray:
         return np.max([f(alpha) for f in floors], axis=0)
 
-    return rdp_cannot_win(floor, which, x, best_upper)
+    try:
+        return rdp_cannot_win(floor, which, x, best_upper)
+    except NotApplicable:  # an analysis declined its floor for this run: no screening
+        return False
 
 
 def rdp_ruled_out_scaled(runs: list, floor: Callable[[np.ndarray], np.ndarray],

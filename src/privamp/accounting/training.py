@@ -1,8 +1,9 @@
 """Whole training runs: ``Training(mechanism, scheme, steps | epochs, relation)``.
 
 ``run.epsilon(delta)`` and ``run.delta(epsilon)`` ask the registered accountants
-(:mod:`privamp.accounting.registry`) and return a :class:`~privamp.Guarantee`: the smallest
-sound upper bound and the largest certified lower bound any of them gives.
+(:mod:`privamp.accountants.registry`) by capability and return a
+:class:`~privamp.Guarantee`: the smallest sound upper bound and the largest certified lower
+bound any of them gives.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_positive
+from ..accountants.rdp import RdpRunAnalysis, compositions
+from ..accountants.registry import BoundPair, RunAccountant, RunAnalysis, applicable, offers
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee
 from ..sampling.relations import AddRemove, Relation
 from ..sampling.schemes import Scheme
-from ..theorems.rdp_composition import _RdpRun
-from ..theorems.registry import BoundPair, RunAnalysis, applicable
 from .screening import rdp_ruled_out, rdp_ruled_out_scaled
 
 __all__ = [
@@ -71,7 +72,28 @@ class Training:
         """
         return self._analyses(name)[0]
 
-    def _analyses(self, name: str, skip: tuple[str, ...] = ()
+    def offering(self, capability: str) -> list[tuple[RunAccountant, RunAnalysis]]:
+        """The applicable accountants whose analyses of this run offer ``capability`` (one
+        of :data:`~privamp.accountants.registry.CAPABILITIES`), with the analyses (built
+        once).  Accountants that declared capabilities are asked only for those; one that
+        declared none is built and its analysis asked (:func:`offers`), except for
+        "rdp_accountant", which must be declared.  Accountants declining the run are left
+        out.
+
+        Raises:
+            ValueError: an unknown capability.
+        """
+        out = []
+        for acc in applicable(self, "best"):
+            if capability not in acc.capabilities and (
+                    acc.capabilities or capability == "rdp_accountant"):
+                continue
+            built = self._built(acc, "best")
+            if not isinstance(built, NotApplicable) and offers(built, capability):
+                out.append((acc, built))
+        return out
+
+    def _analyses(self, name: str, skip: tuple[RunAccountant, ...] = ()
                   ) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
         accountants = applicable(self, name)
         if not accountants:
@@ -83,7 +105,7 @@ class Training:
         declined: list[tuple[str, str]] = []
         errors: list[NotApplicable] = []
         for acc in accountants:
-            if acc.name in skip:
+            if acc in skip:
                 continue
             built = self._built(acc, name)
             if isinstance(built, NotApplicable):
@@ -121,16 +143,15 @@ class Training:
 
     def _query(self, accountant: str, which: str, x: np.ndarray
                ) -> tuple[list[BoundPair], tuple[tuple[str, str], ...]]:
-        """Ask the accountants; with "best", the RDP accountant only when it can win
+        """Ask the accountants; with "best", those whose answers are conversions of a Rényi-DP
+        curve (capability "rdp_accountant") only when they can win
         (:mod:`privamp.accounting.screening`)."""
-        later = ("rdp",) if accountant == "best" else ()
+        later = _screened(self) if accountant == "best" else ()
         analyses, declined = self._analyses(accountant, skip=later)
         pairs: list[BoundPair] = []
         errors = self._ask(analyses, accountant, which, x, pairs, declined)
         uppers = [np.asarray(u.value, dtype=float) for u, _ in pairs if u is not None]
-        for acc in applicable(self, accountant):
-            if acc.name not in later:
-                continue
+        for acc in later:
             if uppers and rdp_ruled_out(self, [an for _, an in analyses], which, x,
                                         np.min(np.broadcast_arrays(*uppers), axis=0)):
                 continue
@@ -153,7 +174,7 @@ class Training:
         """
         d = check_delta(delta)
         pairs, declined = self._query(accountant, "epsilon", d)
-        return _combine(pairs, np.shape(delta), declined)
+        return combine_pairs(pairs, np.shape(delta), declined)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the run's delta at ``epsilon`` (>= 0, scalar or array).
@@ -164,7 +185,7 @@ class Training:
         """
         e = check_epsilon(epsilon)
         pairs, declined = self._query(accountant, "delta", e)
-        return _combine(pairs, np.shape(epsilon), declined)
+        return combine_pairs(pairs, np.shape(epsilon), declined)
 
     def epsilon_curve(self, delta: float, steps: Sequence[int] | None = None,
                       accountant: str = "best") -> Guarantee:
@@ -173,8 +194,9 @@ class Training:
         each epoch when the run was given in epochs or its scheme composes epochs, else 100
         evenly spaced checkpoints up to the run's length).
 
-        One query: the Poisson PLD accountant composes each checkpoint from the previous one
-        (:meth:`~privamp.theorems.poisson_pld.PLDAnalysis.curve`); with "best" the RDP
+        One query: an analysis offering ``curve`` (the Poisson PLD accountant) composes each
+        checkpoint from the previous one
+        (:meth:`~privamp.accountants.poisson.PLDAnalysis.curve`); with "best" the RDP
         accountant is asked only at checkpoints where it can win
         (:mod:`privamp.accounting.screening`); other accountants answer checkpoint by
         checkpoint.  A checkpoint with no lower bound gets the trivial lower bound 0.
@@ -193,9 +215,9 @@ class Training:
         ups, los, srcs_u, srcs_l = [], [], [], []
         for ps in pairs:
             if len(ps) == 1 and ps[0][0] is not None and ps[0][0].kind == "upper":
-                up, lo = ps[0]  # one accountant answered: its pair as it is (as _combine)
+                up, lo = ps[0]  # one accountant answered: its pair as it is (as combine_pairs)
             else:
-                g = _combine(ps, ())
+                g = combine_pairs(ps, ())
                 up, lo = g.upper, g.lower
             ups.append(float(up.value))
             srcs_u.append(up.source)
@@ -231,18 +253,17 @@ class Training:
                      ) -> list[list[BoundPair]]:
         """Per checkpoint, the (upper, lower) pairs of the accountants that answer."""
         last = self._at(int(order[-1])) if order[-1] != self.steps else self
-        fast = None
-        if accountant in ("best", "pld"):
-            analyses, _ = last._analyses(accountant, skip=("rdp",)) if accountant == "best" \
-                else last._analyses(accountant)
-            if len(analyses) == 1 and hasattr(analyses[0][1], "curve"):
-                fast = analyses[0][1]
-        if accountant == "rdp":
+        screened = _screened(last)
+        chosen = applicable(last, accountant)
+        if chosen and all(a in screened for a in chosen):  # an RDP accountant by name
             return [[pair] for pair in self._rdp_curve(order, d, strict=True)]
+        fast = None
+        analyses, _ = last._analyses(accountant, skip=screened if accountant == "best" else ())
+        if len(analyses) == 1 and offers(analyses[0][1], "curve"):
+            fast = analyses[0][1]
         if fast is None:
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
-        rdp_ok = accountant == "best" and any(
-            a.name == "rdp" for a in applicable(last, "best"))
+        rdp_ok = accountant == "best" and bool(screened)
 
         bases: list[_Floor] = []
 
@@ -310,18 +331,24 @@ class Training:
     def _rdp_curve(self, order: np.ndarray, d: np.ndarray, strict: bool = False
                    ) -> list[BoundPair | None]:
         """The "rdp" accountant after each number of steps in ``order``, from one one-step
-        curve (:meth:`RdpAccountant.with_steps`); None where it declines (raised if
+        curve (:meth:`~privamp.accountants.rdp.RdpAccountant.with_steps`); None where it
+        declines (raised if
         ``strict``)."""
         out: list[BoundPair | None] = []
         base = None
         for t in order:
             try:
                 run_t = self._at(int(t))
-                an = run_t._built(applicable(run_t, "rdp")[0], "rdp")
-                if isinstance(an, NotApplicable):
-                    raise an
-                base = an.acc if base is None else base
-                out.append(_RdpRun(acc=base.with_steps(an.acc._terms[0][1])).epsilon(d))
+                n = compositions(run_t)
+                if base is None:
+                    accs = _screened(run_t)
+                    if not accs:
+                        raise NotApplicable(f"no Rényi-DP accountant applies to {run_t}")
+                    an = run_t._built(accs[0], "rdp")
+                    if isinstance(an, NotApplicable):
+                        raise an
+                    base = an.rdp_accountant()
+                out.append(RdpRunAnalysis(acc=base.with_steps(n)).epsilon(d))
             except NotApplicable:
                 if strict:
                     raise
@@ -339,6 +366,13 @@ class Training:
             f"Training({self.mechanism}, {self.scheme}, steps={self.steps}, "
             f"relation={self.relation})"
         )
+
+
+def _screened(run: Training) -> tuple[RunAccountant, ...]:
+    """The applicable accountants whose answers are the conversion of a Rényi-DP curve
+    (capability "rdp_accountant"): "best" asks them last, where the screening rule
+    (:mod:`privamp.accounting.screening`) does not rule them out."""
+    return tuple(a for a in applicable(run, "best") if "rdp_accountant" in a.capabilities)
 
 
 class _Floor:
@@ -372,9 +406,23 @@ def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:
     return Bound(value, kind, source)
 
 
-def _combine(
+def combine_pairs(
     pairs: list[BoundPair], shape: tuple, declined: tuple[tuple[str, str], ...] = ()
 ) -> Guarantee:
+    """The accountants' (upper, lower) answers as one Guarantee: the smallest upper and the
+    largest lower bound at each point (an exact answer is both).
+
+    Args:
+        pairs: one (upper or None, lower or None) pair per accountant that answered.
+        shape: the shape of the query (``()`` for a scalar).
+        declined: (accountant, reason) for each accountant that declined.
+
+    Returns:
+        The combined Guarantee, carrying ``declined``.
+
+    Raises:
+        NotApplicable: no accountant gave any bound.
+    """
     uppers = [u for u, _ in pairs if u is not None]
     lowers = [lo for _, lo in pairs if lo is not None]
     upper = _pick(uppers, True, shape)

@@ -123,4 +123,3 @@ def as_array(l: np.ndarray | float) -> np.ndarray:
     return np.asarray(l, dtype=float)
 
 
-_bracket = bracket  # alias for modules not yet migrated (theorems/poisson_pld.py)

@@ -82,7 +82,3 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     return out
 
 
-# aliases for modules not yet migrated (see RENAMES.txt); the lead drops them at merge
-_TWO_LEVEL_FACTOR = TWO_LEVEL_FACTOR
-_TWO_LEVEL_MIN_T = TWO_LEVEL_MIN_T
-_optimistic_factor = optimistic_factor

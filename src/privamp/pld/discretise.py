@@ -147,4 +147,3 @@ def _sparse_points(pair: LossPair, l: np.ndarray, k: int) -> np.ndarray:
     return idx if idx[-1] == len(l) - 1 else np.append(idx, len(l) - 1)
 
 
-_MAX_LOSS = MAX_LOSS  # alias for modules not yet migrated (theorems/poisson_pld.py)

@@ -575,8 +575,3 @@ def strip(p: PLD) -> PLD:
 
 
 
-# aliases for modules not yet migrated (see RENAMES.txt); the lead drops them at merge
-_QUERY_REL = QUERY_REL
-_TRUNC_BUDGET = TRUNC_BUDGET
-_REL_SAFETY = REL_SAFETY
-_zero_pld = zero_pld

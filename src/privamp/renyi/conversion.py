@@ -69,9 +69,6 @@ MAX_ORDER = 1e6
 #: and memory per order (about 0.3 s and 50 MB per order at 1e5, 50 times that at 1e7)
 CURVE_MAX_ORDER = 1e5
 
-# aliases for modules not yet migrated (theorems/rdp_composition.py)
-_MAX_ORDER = MAX_ORDER
-_CURVE_MAX_ORDER = CURVE_MAX_ORDER
 
 
 _SEARCH_ROUNDS = 60

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..accountants.registry import rdp_values as rdp_of
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.randomized_response import RandomizedResponse
@@ -37,7 +38,6 @@ from ..renyi.curves import monotone_envelope
 from ..sampling.relations import AddRemove, Substitution
 from ..sampling.schemes import Poisson, WithoutReplacement
 from ..theorems.mironov2017 import mironov_group_curve
-from ..theorems.registry import rdp as rdp_of
 
 __all__ = [
     "FIGURES",

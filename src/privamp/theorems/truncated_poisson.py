@@ -49,6 +49,8 @@ import math
 import numpy as np
 from scipy import special, stats
 
+from ..accountants.grid import auto_grid
+from ..accountants.poisson import poisson_pairs
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
@@ -63,7 +65,6 @@ from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import TruncatedPoisson
-from .poisson_pld import auto_grid, poisson_pairs
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [

@@ -59,7 +59,7 @@ class _BlackBoxRun(RunAnalysis):
     def __init__(self, run) -> None:
         # imported here so that importing this module does not register the "rdp" accountant
         # ahead of the others (Training asks accountants in registration order)
-        from ..rdp_composition import RdpAccountant, compositions
+        from ...accountants.rdp import RdpAccountant, compositions
 
         method = REGISTRY["balle-profile-black-box"]
 

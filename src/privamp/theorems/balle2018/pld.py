@@ -1,4 +1,6 @@
-"""Tight composition of fixed-size subsampling (without / with replacement) with PLDs.
+"""Tight composition of fixed-size subsampling (without / with replacement) with PLDs, and
+of Poisson subsampling under substitution (the same construction from Balle et al.'s
+Poisson-substitution weights, :func:`.profiles.profile_terms`).
 
 One subsampled step has, by Balle, Barthe, Gaboardi 2018 (Thms 9-11, groups via Thm 7), the
 privacy profile bound
@@ -18,7 +20,7 @@ divergences of a disjoint mixture are the mixtures of the components').
 Which pair dominates *every* ordered pair of neighbours, for *all* eps (eps < 0 included),
 as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
 
-* Without / with replacement under **substitution**: the relation is symmetric and the
+* Without / with replacement, and Poisson, under **substitution**: the relation is symmetric and the
   actual output laws are A = (1-eta) C + eta A1, B = (1-eta) C + eta B1, neither of the form
   "mixture vs one component".  For a > 1, H_a(A||B) <= H_a(D) (the theorem); for a < 1,
   H_a(A||B) = 1 - a + a H_{1/a}(B||A) <= 1 - a + a H_{1/a}(D) = H_a(swap D) since (B, A) is
@@ -39,8 +41,9 @@ as PLD composition requires (Zhu, Dong, Wang 2022, Def. 7 and Thm 10)?
 
 Lower bounds come from pairs of neighbouring datasets that realise the worst case of one
 step: for the Gaussian sum, all records equal to v' except v with f(v) - f(v') = Delta; a
-batch then holds J copies / members of v, J ~ Binom(m, K/n) (with replacement) or
-Hypergeom(n, K, m) (without), and the output pair is (sum_j P(J=j) N(j Delta, s^2), N(0, s^2))
+batch then holds J copies / members of v, J ~ Binom(m, K/n) (with replacement),
+Hypergeom(n, K, m) (without) or Binom(K, q) (Poisson at rate q), and the output pair is
+(sum_j P(J=j) N(j Delta, s^2), N(0, s^2))
 (:class:`GaussianShiftMixturePair`, whose privacy loss is increasing in the output).  Its
 composition (and its swap's) is a certified lower bound on the worst case; the truncated
 weights' mass rho is subtracted (T rho of total variation).
@@ -48,8 +51,12 @@ weights' mass rho is subtracted (T rho of total variation).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...accountants.grid import auto_grid
+from ...accountants.registry import BoundPair, RunAnalysis, run_accountant
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
@@ -61,12 +68,11 @@ from ...pairs.loss_pair import LossPair
 from ...pairs.mechanism_pairs import GaussianPair
 from ...pairs.mixtures import DisjointMixturePair, GaussianShiftMixturePair, SymmetrisedPair
 from ...pld.discretise import discretise
-from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
+from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
+from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
-from ...sampling.schemes import WithoutReplacement, WithReplacement
-from ..poisson_pld import auto_grid
-from ..registry import BoundPair, RunAnalysis, run_accountant
+from ...sampling.schemes import Poisson, WithoutReplacement, WithReplacement
 from .profiles import PAPER, covers_fixed_batch, profile_terms
 from .triangle import TriangleUpper
 from .wr_substitution import SRC_WR_SUBSTITUTION, profile_pld
@@ -86,6 +92,8 @@ _LOWER_TRUNC = 1e-18
 def _count_law(scheme, relation):
     from scipy import stats  # heavy: on first use, not at import
     K = relation.group
+    if isinstance(scheme, Poisson):  # the K substituted pairs' coins
+        return stats.binom(K, scheme.rate), K
     m, n = scheme.batch_size, scheme.dataset_size
     if isinstance(scheme, WithoutReplacement):
         return HypergeomLaw(n, K, m), min(K, m)
@@ -203,7 +211,7 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
             top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
             triangle = [top, SwappedPair(top)]
     elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
-            scheme, WithoutReplacement):
+            scheme, (WithoutReplacement, Poisson)):
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     lo_src = f"{realised} ({PAPER}, Thms 9-11 attained); {OPTIMISTIC_SOURCE}"
@@ -258,6 +266,50 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             self._plds = (ups, los)
         return self._plds
 
+    # -- capabilities (privamp.accountants.registry) -----------------------------------------
+    def grid_step(self) -> float:
+        """The automatic step of the leading upper pair for this run (:func:`auto_grid`)."""
+        return self.h if self.h is not None else auto_grid(self.upper_pairs[0], self.steps)
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The run's PLD on step ``h`` (None: :meth:`grid_step`; a finer ``h`` than that is
+        rounded up to ``h 2^k`` just below it): the T-fold compositions of
+        the upper pairs (pessimistic; one symmetrised pair under substitution serves both
+        directions) and of the lower pairs (optimistic, realised by one pair of neighbouring
+        datasets; the truncated weights' T rho of total variation added to their slack, or
+        the zero PLD where there is no lower pair).  The with-replacement triangle and
+        profile bounds (not PLDs) are left out: still sound, perhaps wider.
+
+        Raises:
+            ValueError: ``h`` not positive.
+        """
+        own = self.grid_step()
+        h = own if h is None else float(h)
+        if not h > 0:
+            raise ValueError(f"h must be > 0, got {h}")
+        # on its own step rounded down to h 2^k: a grid finer than the one it picks only
+        # costs time here (the count mixtures' tails are slow to evaluate: 9x finer cost a
+        # with-replacement run 50 s), and h 2^k is a multiple a composition can meet
+        h *= 2.0 ** max(0, math.floor(math.log2(own / h) + 1e-9))
+        memo = self.__dict__.setdefault("_pld_at", {})
+        if h not in memo:
+            T = self.steps
+            tail = min(1e-16, 1e-13 / T)
+            ups = [discretise(p, h, tail, optimistic=False)[0].self_compose(T)
+                   for p in self.upper_pairs]
+            los = []
+            for p in self.lower_pairs:
+                o = discretise(p, h, tail)[1].self_compose(T)
+                los.append(PLD(o.h, o.offset, o.masses, o.inf_mass, o.kind,
+                               o.slack + T * self.rho))
+            n = max(len(ups), len(los))
+            if not los:
+                los = [PLD(h, 0, np.zeros(1), 0.0, "optimistic")] * n  # profile 0
+            memo[h] = TwoSidedPLD([(ups[i if len(ups) == n else 0], los[i if len(los) == n
+                                                                          else 0])
+                                   for i in range(n)])
+        return memo[h]
+
     def _upper_delta(self, e: np.ndarray) -> tuple[np.ndarray, str]:
         up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
         if self._triangle is None:
@@ -309,15 +361,19 @@ class FixedBatchPLDAnalysis(RunAnalysis):
 
 
 def _applies(run) -> bool:
-    return isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse)) and \
-        covers_fixed_batch(run.scheme, run.relation)
+    if not isinstance(run.mechanism, (Gaussian, Laplace, RandomizedResponse)):
+        return False
+    if isinstance(run.scheme, Poisson):
+        return type(run.relation) is Substitution and 0.0 < run.scheme.rate
+    return covers_fixed_batch(run.scheme, run.relation)
 
 
 @run_accountant(
     "pld",
     applies=_applies,
-    description="fixed-size batches without / with replacement: Balle et al. 2018 profiles as "
-    "dominating pairs, composed with two-sided PLDs",
+    description="fixed-size batches without / with replacement, Poisson under substitution: "
+    "Balle et al. 2018 profiles as dominating pairs, composed with two-sided PLDs",
+    capabilities=("pld", "grid_step"),
 )
 def _build(run) -> FixedBatchPLDAnalysis:
     return FixedBatchPLDAnalysis(run.mechanism, run.scheme, run.relation, run.steps)

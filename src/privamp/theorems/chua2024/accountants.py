@@ -42,6 +42,7 @@ import math
 
 import numpy as np
 
+from ...accountants.grid import auto_grid
 from ...errors import NotApplicable
 from ...mechanisms.gaussian import Gaussian
 from ...numerics.arrays import shaped
@@ -52,7 +53,6 @@ from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import Deterministic, Shuffle
-from ..poisson_pld import auto_grid
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
 from .shuffle import SRC_THM41, lower_source, shuffle_lower_delta, shuffle_lower_epsilon

@@ -13,12 +13,12 @@ import math
 import numpy as np
 from scipy import special
 
+from ...accountants.grid import auto_grid
 from ...numerics.logspace import log1mexp
 from ...pairs.combinators import SwappedPair
 from ...pairs.loss_pair import LossPair
 from ...pld.discretise import discretise
 from ...pld.two_sided import TwoSidedPLD
-from ..poisson_pld import auto_grid
 from .witness import Witness, c_grid, eq7_log_masses, hockey, log_cdf_max, uniform_witness
 
 __all__ = [

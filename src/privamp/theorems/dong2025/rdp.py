@@ -295,4 +295,3 @@ def balanced_iteration_rdp(sigma: float, steps: int, participations: int,
 
 
 
-_partition_rdp = partition_rdp_kernel  # alias for modules not yet migrated (reproduce/dong2025.py)

@@ -1,4 +1,4 @@
-"""Rényi-DP composition of registered one-step results: RdpAccountant (heterogeneous steps)
+"""The Rényi-DP accountant (generic, not a paper): RdpAccountant (heterogeneous steps)
 and the run accountant "rdp": one-step Rényi-DP curves of the registry, composed over the run
 (Mironov 2017, arXiv:1702.07476, Prop 1) and converted by Balle et al. 2020
 (arXiv:1905.09982, Thm 21).
@@ -14,9 +14,9 @@ from ..mechanisms.base import Mechanism
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..renyi.conversion import (
-    _CURVE_MAX_ORDER,
-    _MAX_ORDER,
     CONVERSIONS,
+    CURVE_MAX_ORDER,
+    MAX_ORDER,
     SOURCE_BALLE,
     SOURCE_PURE,
     CurveFn,
@@ -30,8 +30,8 @@ from .registry import (
     REGISTRY,
     BoundPair,
     RunAnalysis,
-    _applicable,
-    _one_tight,
+    applicable_methods,
+    one_tight,
     rdp_curve,
     rdp_methods,
     run_accountant,
@@ -39,6 +39,7 @@ from .registry import (
 
 __all__ = [
     "RdpAccountant",
+    "RdpRunAnalysis",
     "compositions",
     "pure_dp_epsilon",
 ]
@@ -107,7 +108,7 @@ class RdpAccountant:
         self._values: dict[float, float] = {}
         #: pure-DP epsilon of everything composed (None: unknown), see pure_dp_epsilon
         self.pure_epsilon: float | None = 0.0
-        self._max_order = _MAX_ORDER
+        self._max_order = MAX_ORDER
         #: every term is a privamp one-step curve (cheap integer orders): search integers first
         self._integers_first = False
 
@@ -131,7 +132,7 @@ class RdpAccountant:
 
             self._terms.append((fn, n, (mech, scheme, relation)))
             pure = pure_dp_epsilon(mech, scheme, relation)
-            self._max_order = min(self._max_order, _CURVE_MAX_ORDER)
+            self._max_order = min(self._max_order, CURVE_MAX_ORDER)
             self._integers_first = all(spec is not None for _, _, spec in self._terms)
         elif callable(step):
             self._terms.append((step, n, None))
@@ -171,6 +172,30 @@ class RdpAccountant:
         out._max_order, out._integers_first = self._max_order, self._integers_first
         out.__dict__["_memo"] = memo
         return out
+
+    def extend(self, other: RdpAccountant) -> RdpAccountant:
+        """Compose everything ``other`` composed into this accountant (Mironov 2017, Prop 1:
+        Rényi DP adds up over adaptive composition); returns ``self``.
+
+        Raises:
+            ValueError: ``other`` is not an RdpAccountant or converts differently.
+        """
+        if not isinstance(other, RdpAccountant):
+            raise ValueError(f"other must be an RdpAccountant, got {other!r}")
+        if other.conversion != self.conversion:
+            raise ValueError(f"cannot merge a {other.conversion!r} accountant into a "
+                             f"{self.conversion!r} one")
+        if not other._terms:
+            return self
+        self._terms.extend(other._terms)
+        if self.pure_epsilon is not None and other.pure_epsilon is not None:
+            self.pure_epsilon = (self.pure_epsilon + other.pure_epsilon) * (1.0 + _PURE_ROUND)
+        else:
+            self.pure_epsilon = None
+        self._max_order = min(self._max_order, other._max_order)
+        self._integers_first = all(spec is not None for _, _, spec in self._terms)
+        self._values = {}
+        return self
 
     def rdp(self, alpha: float | np.ndarray) -> np.ndarray:
         """Total RDP of everything composed so far at orders ``alpha``."""
@@ -239,7 +264,7 @@ class RdpAccountant:
         for _, _, spec in self._terms:
             if spec is None:
                 names.add("user curve")
-            elif len(chosen := _one_tight(_applicable(spec[0], spec[1], spec[2], "best"))) == 1:
+            elif len(chosen := one_tight(applicable_methods(*spec))) == 1:
                 names.add(chosen[0].name)  # one method computes every order: no evaluation
             else:
                 names.update(str(m) for m in rdp_curve(spec[0], spec[1], a, spec[2]).methods)
@@ -271,9 +296,9 @@ def _applies(run) -> bool:
     return any(REGISTRY[name].in_best for name, _ in found)
 
 
-class _RdpRun(RunAnalysis):
+class RdpRunAnalysis(RunAnalysis):
     """The "rdp" accountant's analysis of a run, or of any RdpAccountant (``acc``: e.g. the
-    phases of a composition)."""
+    phases of a composition).  Capability: :meth:`rdp_accountant`."""
 
     def __init__(self, run=None, acc: RdpAccountant | None = None) -> None:
         self.acc = acc if acc is not None else RdpAccountant().compose(
@@ -291,6 +316,11 @@ class _RdpRun(RunAnalysis):
             parts.append(SOURCE_PURE.format(eps=self.acc.pure_epsilon))
         return "; ".join(parts)
 
+    def rdp_accountant(self) -> RdpAccountant:
+        """A copy of the run's accountant (composing into it leaves this analysis as is)."""
+        out = RdpAccountant(self.acc.conversion)
+        return out.extend(self.acc)
+
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         eps, orders = self.acc.get_epsilon_and_order(delta)
         value = float(eps) if np.ndim(eps) == 0 else eps
@@ -307,7 +337,8 @@ class _RdpRun(RunAnalysis):
     "rdp",
     _applies,
     "Rényi-DP composition of the best one-step RDP result, converted by Balle et al. 2020, Thm 21",
+    capabilities=("rdp_accountant",),
 )
 def _build_rdp(run) -> RunAnalysis:
-    return _RdpRun(run)
+    return RdpRunAnalysis(run)
 

@@ -1,0 +1,278 @@
+"""The automatic grid of the PLD accountants: a grid step h for composing a pair T times
+(a heuristic: soundness never depends on it, only the width of the certified interval and
+the cost).  Used by the Poisson PLD accountant and by the papers' PLD analyses (fixed-size
+batches, shuffling, balanced iteration)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..pairs.combinators import MixturePair, SwappedPair
+from ..pairs.discrete import DiscretePair
+from ..pairs.loss_pair import LossPair
+from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
+from ..pld.budget import MAX_LOSS, TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
+
+__all__ = [
+    "auto_grid",
+    "grid_plan",
+    "aligned_step",
+    "lead_direction",
+    "secondary_direction",
+    "one_level_optimistic_step",
+    "cap_composed",
+    "SECONDARY_COST",
+    "SPARSE_TAIL",
+    "ONE_LEVEL_LOST",
+    "MAX_COMPOSED_POINTS",
+]
+
+
+# ------------------------------------------------------------------------------------------
+# the automatic grid
+# ------------------------------------------------------------------------------------------
+def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
+    """A grid step h for composing ``pair`` T times (see :func:`grid_plan`)."""
+    return grid_plan(pair, T, points)[0]
+
+
+def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
+               ) -> tuple[float, float, float | None]:
+    """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
+    it, only the width of the certified interval and the cost).
+
+    h = (interquartile range of the single-step loss under P) / 120, but coarse enough that
+    the T-fold grid (about 20 sqrt(T) sd(L) + the single-step range, after truncation) has
+    at most ``points`` points.  For the remove direction ``(w P + (1-w) Q, Q)`` of
+    Poisson-subsampled Gaussian at rates w <= 0.1, h is at most ``_LEAD_STEP`` (the
+    connect-the-dots error is second order in h whatever the loss's spread, and the chained
+    optimistic discretisation keeps the lower bound within a fraction of a percent at that
+    step), and for its add direction ``SECONDARY_COST`` times coarser (its profile lies far
+    below; :class:`PLDAnalysis` composes only its pessimistic side and refines it if it ever
+    decides the upper bound).
+
+    Third value: for those two directions in long runs whose window one step's range sets
+    (tiny rates: rare large losses, a concentrated bulk), the step of a one-level
+    pessimistic composition (:func:`one_level_step`), else None.
+    """
+    atoms = _atoms(pair)
+    if atoms is not None and len(atoms[0]):
+        # discrete: misplaced atoms cost the optimistic bound first order in h, so use the
+        # whole point budget (but at most sd / 2000 is needed)
+        l, p, _ = atoms
+        tot = max(float(p.sum()), 1e-300)
+        mean = float(np.sum(p * l)) / tot
+        sd = math.sqrt(max(float(np.sum(p * (l - mean) ** 2)) / tot, 1e-18))
+        width = 20.0 * math.sqrt(T) * sd + float(l.max() - l.min())
+        return (cap_composed(float(min(max(width / points, sd / 2000.0), 0.05)), width),
+                width, None)
+    coarse = secondary_direction(pair)
+    lead = lead_direction(pair)
+    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / T))  # the range discretise() will use
+    lo_d, hi_d = max(lo_d, -MAX_LOSS), min(hi_d, MAX_LOSS)  # ... clipped as _grid does
+    lo, hi = pair.loss_range(1e-12)
+    grid = np.linspace(lo, hi, 4001)
+    cdf = np.clip(pair.tail(grid, "P", False, False), 0.0, 1.0)
+    mid = 0.5 * (grid[1:] + grid[:-1])
+    w = np.diff(cdf)
+    tot = max(float(w.sum()), 1e-300)
+    mean = float(np.sum(w * mid)) / tot
+    sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
+    width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
+    if lead or coarse:
+        base = pair.base if coarse else pair
+        h = min(_LEAD_STEP, loss_iqr(base) / _LEAD_IQR_BINS)
+        h *= SECONDARY_COST if coarse else 1.0
+        if T >= TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
+            points *= TWO_LEVEL_FACTOR
+    else:
+        quart = np.interp([0.25, 0.75], cdf, grid)
+        iqr = float(quart[1] - quart[0])
+        spread = max(iqr if iqr > 0.1 * sd else sd, (hi - lo) / 4000.0, 1e-9)
+        h = spread / 120.0
+    h = max(h, width / points,
+            (hi_d - lo_d) / (_MAX_SINGLE_POINTS / (SECONDARY_COST if coarse else 1.0)))
+    # composed in two levels, the long window lies on the grid TWO_LEVEL_FACTOR times
+    # coarser: cap on a grid half that coarse (at most ~4e6 points there; q = 0.01, T = 1e6:
+    # h 2e-4 -> 6e-5, upper bound 1.3e-5 relative lower, 60 MiB at T = 1e7)
+    # (only where the composed spread, not one step's range, sets the window: tiny rates
+    # have a long range of rare large losses, and a finer grid there only costs time)
+    long = (lead or coarse) and T >= TWO_LEVEL_MIN_T
+    two = long and 20.0 * math.sqrt(T) * sd >= hi_d - lo_d
+    h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
+    one = one_level_step(h, hi_d - lo_d, coarse) if long and not two else None
+    return h, width, one
+
+
+#: one-level pessimistic composition (tiny rates): about this many points over one step's
+#: loss range (the T-fold window is about twice that)
+_ONE_LEVEL_POINTS = 4e5
+
+
+#: one-level regime: above the bulk, one grid point in this many carries mass
+#: (:func:`privamp.pld.discretise.discretise`'s ``sparse_tail``; q = 1e-5, T = 1e5,
+#: sigma 0.3: 1.35M -> 74k points, both bounds within 1e-8 relative of the full grid's)
+SPARSE_TAIL = 32
+
+
+#: one-level regime, optimistic side: the single step drops P-mass above its grid
+#: (<= ONE_LEVEL_LOST / T) and the composition truncates tails of total <= ONE_LEVEL_LOST,
+#: so its lower bounds on delta give up at most 2e-11 (about 20% shorter windows)
+ONE_LEVEL_LOST = 1e-11
+
+
+def one_level_optimistic_step(pair: LossPair, h: float) -> float:
+    """Grid step of the optimistic side of a lead direction in the one-level regime: h, or
+    h / 2 where h exceeds 200 times the step the loss's interquartile range asks for (the
+    point budget over a long range set h; the bulk is then only a few steps wide, and the
+    optimistic error there is first order in the step, times T: q = 1e-5, T = 1e5,
+    sigma 0.3: lower bound 9.4765 -> 9.8787 (upper 9.878932), sigma 0.32: 7.7086 -> 7.8730;
+    from sigma 0.34 the ratio is below 150 and the interval already 0.003% wide).  A
+    heuristic: soundness never depends on it."""
+    fine = loss_iqr(pair) / _LEAD_IQR_BINS
+    return h / 2.0 if h > 200.0 * fine else h
+
+
+def one_level_step(h: float, span: float, coarse: bool) -> float:
+    """Grid step of the one-level pessimistic composition of a direction whose window one
+    step's loss range ``span`` sets (tiny rates).  There the two-level scheme gains nothing
+    (its fine level must cover the whole range anyway), and its certified FFT allowance
+    grows with the coarse steps (T / T1 times the fine level's); one power on a grid of
+    about ``_ONE_LEVEL_POINTS`` points over the range is faster and tighter (q = 1e-5,
+    T = 1e5, sigma 0.3: 9.87896 against 9.87927 two-level, dp-accounting 9.87894).  Not
+    finer than the automatic step h; the coarse (add) direction ``SECONDARY_COST`` times
+    coarser.  A heuristic: soundness never depends on it."""
+    return max(h, span / _ONE_LEVEL_POINTS * (SECONDARY_COST if coarse else 1.0))
+
+
+#: at most about this many points in the T-fold composition's window (the 0.05 cap on h
+#: gives way for very long runs: T = 1e12 steps of Laplace would otherwise need ~1e9 points)
+MAX_COMPOSED_POINTS = 2e6
+
+
+def cap_composed(h: float, width: float, coarsening: int = 1) -> float:
+    """h, coarsened if the composed window ``width`` would need more than
+    ``MAX_COMPOSED_POINTS`` points on the grid ``coarsening`` times coarser than h (where
+    the long composition happens; a coarser grid is as sound, only wider)."""
+    return float(max(h, width / (MAX_COMPOSED_POINTS * coarsening)))
+
+
+#: grid step of the leading (remove) direction of small-rate Poisson-subsampled Gaussian:
+#: at most _LEAD_STEP, and at most the interquartile range of its loss / _LEAD_IQR_BINS
+_LEAD_STEP = 6e-5
+
+
+_LEAD_IQR_BINS = 15.0
+
+
+#: at most this many grid points for one step's PLD
+_MAX_SINGLE_POINTS = 2e6
+
+
+def loss_iqr(pair: LossPair) -> float:
+    """Interquartile range of the loss under P (bracket search on the tails)."""
+    from ..pairs.loss_pair import bracket
+
+    def cdf(x: np.ndarray) -> np.ndarray:
+        return pair.tail(x, "P", False, False)
+
+    lo, hi = pair.loss_range(1e-12)
+    q1 = bracket(cdf, 0.25, lo, hi, increasing=True, side="hi", rounds=5)
+    q3 = bracket(cdf, 0.75, lo, hi, increasing=True, side="hi", rounds=5)
+    return max(q3 - q1, 1e-12)
+
+
+#: the secondary (add) direction of a Poisson-subsampled pair gets a grid this much coarser
+SECONDARY_COST = 4.0
+
+
+def lead_direction(pair: LossPair) -> bool:
+    """True for the remove direction ``(w P + (1 - w) Q, Q)`` of Poisson-subsampled Gaussian
+    at a small rate ``w <= 0.1``."""
+    return (isinstance(pair, MixturePair) and isinstance(pair.base, GaussianPair)
+            and pair.w <= 0.1)
+
+
+def secondary_direction(pair: LossPair) -> bool:
+    """True for the add direction ``(Q, w P + (1 - w) Q)`` of Poisson-subsampled Gaussian at a
+    small rate ``w <= 0.1``.  Its profile lies well below the remove direction's for the pairs the
+    accountant handles (the run's bounds are maxima over directions), so a coarser grid there
+    costs no width of the run's interval, only time saved.  A heuristic: soundness never
+    depends on the grid."""
+    return isinstance(pair, SwappedPair) and lead_direction(pair.base)
+
+
+def aligned_step(pair: LossPair, h: float, floor: float = 0.0) -> float:
+    """For a discrete pair: a step in [max(h/4, floor), h] putting the largest finite loss just
+    above a grid point and the other atoms as close to grid points as possible.
+
+    A grid-supported optimistic pair must lose O(Q_atom h) on a half-line for every atom
+    strictly inside a bin (and round the top atom down), which composes to a first-order
+    error; atoms (nearly) on grid points cost nothing.  Soundness does not depend on this.
+    """
+    atoms = _atom_list(pair)
+    if atoms is None or not len(atoms[0]):
+        return h
+    l, q = atoms
+    top = float(l.max())
+    if top <= 0:
+        return h
+    n0 = math.ceil(top / h)
+    ns = np.arange(n0, 4 * n0 + 1)[:20000]
+    steps = top / ns * (1.0 - 1e-12)
+    steps = steps[steps >= max(h / 4.0, floor)]  # floor: the composed window's point cap
+    if not len(steps):  # no aligned step in range (e.g. the top atom lies below h / 4)
+        return h
+    others = l < top
+    if not others.any():
+        return float(steps[0])
+    frac = np.mod(l[others][None, :] / steps[:, None], 1.0)
+    score = np.sum(q[others][None, :] * np.minimum(frac, 1.0 - frac), axis=1)
+    return float(steps[int(np.argmin(score))])
+
+
+def _atoms(pair: LossPair) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(finite losses, P-probabilities, Q-probabilities) of a pair built from DiscretePair
+    by mixing and swapping; None for pairs with a continuous part."""
+    if isinstance(pair, DiscretePair):
+        keep = np.isfinite(pair.losses)
+        return pair.losses[keep], pair.p[keep], pair.q[keep]
+    if isinstance(pair, SwappedPair):
+        base = _atoms(pair.base)
+        return None if base is None else (-base[0], base[2], base[1])
+    if isinstance(pair, MixturePair):
+        base = _atoms(pair.base)
+        if base is None:
+            return None
+        l, p, q = base
+        return np.log1p(pair.w * np.expm1(l)), pair.w * p + (1 - pair.w) * q, q
+    return None
+
+
+def _atom_list(pair: LossPair) -> tuple[np.ndarray, np.ndarray] | None:
+    """(losses, Q-masses) of the finite atoms of a pair (the atoms of a Laplace pair at
+    +-e0 included), for grid alignment; None when unknown."""
+    if isinstance(pair, LaplacePair):
+        e0 = pair.e0
+        return np.array([-e0, e0]), np.array([0.5, 0.5 * math.exp(-e0)])
+    if isinstance(pair, SwappedPair):
+        base = _atom_list(pair.base)
+        if base is None:
+            return None
+        l, q = base
+        # Q of the swap is P of the base: P-mass of an atom = e^l * Q-mass
+        return -l, np.exp(l) * q
+    if isinstance(pair, MixturePair):
+        base = _atom_list(pair.base)
+        return None if base is None else (np.log1p(pair.w * np.expm1(base[0])), base[1])
+    atoms = _atoms(pair)
+    return None if atoms is None else (atoms[0], atoms[2])
+
+
+def _finite_losses(pair: LossPair) -> np.ndarray:
+    atoms = _atoms(pair)
+    return np.array([]) if atoms is None else atoms[0]
+
+

@@ -1,0 +1,196 @@
+"""Shared machinery of the PLD run analyses: the refusals (too many steps for the grid's
+allowances, an uncertified infinite epsilon) and the checkpoints of an epsilon curve."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import NotApplicable
+from ..numerics.arrays import shaped
+from ..pld.budget import QUERY_REL
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, zero_pld
+from ..pld.two_sided import TwoSidedPLD
+from ..results import Bound
+from .registry import BoundPair
+
+__all__ = [
+    "check_slack",
+    "check_finite_upper",
+    "sparse_checkpoints",
+    "curve_points",
+    "settle_partial",
+    "checkpoint_plds",
+    "TRUNC_CURVE",
+    "CURVE_OPTIMISTIC",
+    "CURVE_DIRECT",
+    "SPARSE_RATIO",
+]
+
+
+#: truncation budget of the checkpoint products of :meth:`PLDAnalysis.curve`, over t steps
+#: each product truncates TRUNC_CURVE / t (at most one product per step)
+TRUNC_CURVE = 1e-13
+
+
+#: epsilon_curve of a long run: the optimistic side's blocks are coarsened this many times more
+#: than the pessimistic side's (a heuristic: lower bounds only; half its transform lengths;
+#: widest interval 0.018% -> 0.033% at q = 256/60000, sigma = 1.1, T = 14063, 0.059% ->
+#: 0.066% at q = 1e-3, sigma = 1, T = 1e5)
+CURVE_OPTIMISTIC = 2
+
+
+#: direct-sum budget of the checkpoint products (their FFT allowance, ~1e-12 each, is
+#: negligible against delta; the direct part costs more than the FFT there)
+CURVE_DIRECT = 1e5
+
+
+#: epsilon_curve evaluates a pessimistic-only direction at checkpoints about this factor
+#: apart in steps (a heuristic: the others are settled, :func:`settle_partial`)
+SPARSE_RATIO = 1.1
+
+
+def sparse_checkpoints(ts: np.ndarray) -> list[bool]:
+    """The checkpoints (increasing steps ``ts``) where a pessimistic-only direction is
+    evaluated: the last, and going down, each whose next evaluated one has more than
+    SPARSE_RATIO times its steps."""
+    out = [False] * len(ts)
+    nxt = math.inf
+    for k in range(len(ts) - 1, -1, -1):
+        if nxt > SPARSE_RATIO * ts[k]:
+            out[k], nxt = True, ts[k]
+    return out
+
+
+def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
+                  ) -> tuple[list, list, dict[int, dict[int, np.ndarray]]]:
+    """The checkpoints' bounds from the directions' PLD streams (a stream yields None where
+    its direction is not evaluated: those bounds cover the other directions only); also,
+    per pessimistic-only direction, its upper bounds at the checkpoints where it was."""
+    out: list[BoundPair | NotApplicable] = []
+    extra: list[object] = []
+    partial: dict[int, dict[int, np.ndarray]] = {}
+    hints: dict[int, tuple] = {}  # the last answers: later epsilons lie above these
+    for k, t in enumerate(ts):
+        dirs, present = [], []
+        for i, (pess_side, opt_side) in enumerate(streams):
+            pess = next(pess_side)
+            if opt_side is None:
+                partial.setdefault(i, {})
+            if pess is None:
+                continue
+            dirs.append((pess, zero_pld(pess.h) if opt_side is None else next(opt_side)))
+            present.append(i)
+        pld = TwoSidedPLD(dirs)
+        try:
+            if which == "epsilon":
+                sides = pld.epsilon_sides(x, [hints.get(i, (np.nan, np.nan)) for i in present])
+                for i, side in zip(present, sides, strict=True):
+                    hints[i] = side
+                    if i in partial:
+                        partial[i][k] = side[0]
+                up, lo = (np.max(v, axis=0) for v in zip(*sides, strict=True))
+            else:
+                up, lo = pld.delta(x)
+            check_finite_upper(pld, up, lo, x, which)
+            out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
+                        Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
+        except NotApplicable as exc:
+            out.append(exc)
+        extra.append(None if hook is None else hook(int(t), pld, out[-1]))
+    return out, extra, partial
+
+
+def settle_partial(out: list, partial: dict[int, dict[int, np.ndarray]], sparse: list[bool],
+                    stream, x: np.ndarray) -> None:
+    """Complete the upper bounds of the checkpoints where a pessimistic-only direction was
+    not evaluated.  Each direction's epsilon grows with the steps (the first t steps'
+    outputs are a post-processing of the first t' > t steps'), so its certified upper bound
+    at the next evaluated checkpoint bounds it at this one: where that is <= the bound
+    already there, the bound stands (at most the old max over directions); elsewhere the
+    direction is evaluated there (``stream(i, want)``: its PLDs, None where not wanted)."""
+    n = len(out)
+    nxt, s = [0] * n, n - 1
+    for k in range(n - 1, -1, -1):
+        s = k if sparse[k] else s
+        nxt[k] = s
+    for i, vals in partial.items():
+        miss = [not sparse[k] and not isinstance(out[k], NotApplicable) and (
+            nxt[k] not in vals or bool(np.any(vals[nxt[k]] > out[k][0].value)))
+            for k in range(n)]
+        if not any(miss):
+            continue
+        hints, last = None, max(k for k in range(n) if miss[k])
+        for k, pess in zip(range(last + 1), stream(i, miss), strict=False):
+            if not miss[k]:
+                continue
+            one = TwoSidedPLD([(pess, zero_pld(pess.h))])
+            hints = one.epsilon_sides(x, hints)
+            up = np.maximum(np.asarray(out[k][0].value, dtype=float), hints[0][0])
+            try:
+                check_finite_upper(one, up, np.asarray(out[k][1].value), x, "epsilon")
+            except NotApplicable as exc:
+                out[k] = exc
+                continue
+            out[k] = (Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), out[k][1])
+
+
+def checkpoint_plds(blocks: dict[int, PLD], gaps: list[int], want: list[bool] | None = None):
+    """The PLDs after each checkpoint: running products of the gaps' blocks, by one inverse
+    FFT each (:meth:`PLD.running_products`, tails of mass TRUNC_CURVE / 2 cut on each side
+    once), else -- or from the first checkpoint where its allowance is not certified -- by
+    composing checkpoint after checkpoint (each product truncating TRUNC_CURVE / k at the
+    k-th).  With ``want``: None at the k-th checkpoint where ``want[k]`` is false."""
+    done = 0
+    spectral = PLD.running_products(blocks, gaps, TRUNC_CURVE / 2.0, want)
+    if spectral is not None:
+        try:
+            for pld in spectral:
+                done += 1
+                yield pld
+        except ArithmeticError:
+            pass
+        if done == len(gaps):
+            return
+    current = None
+    for k, g in enumerate(gaps):
+        b = blocks[g]
+        current = b if current is None else current.compose(
+            b, TRUNC_CURVE / (k + 1), direct_budget=CURVE_DIRECT)
+        if k >= done:
+            yield current if want is None or want[k] else None
+
+
+def check_slack(p: PLD, T: int) -> None:
+    """Refuse (NotApplicable) before composing when the allowances of one step (float-error
+    slack, mass at +inf, total mass above 1 from the safety factors), added T times, already
+    reach 0.1: every upper bound of the composition would be >= 0.1, at great cost."""
+    excess = p.slack + p.inf_mass + max(float(np.sum(p.masses)) - 1.0, 0.0)
+    if T * excess >= 0.1:
+        raise NotApplicable(
+            f"steps={T} is too many for the PLD accountant here: the numerical allowances of "
+            f"one step ({excess:.3g}) times the steps reach {T * excess:.3g}, so every upper "
+            f"bound would be >= 0.1; steps must be below {0.1 / excess:.3g}")
+
+
+def check_finite_upper(pld: TwoSidedPLD, up: np.ndarray, lo: np.ndarray, x: np.ndarray,
+                        which: str) -> None:
+    """Refuse (NotApplicable) an infinite upper bound on epsilon that the lower bound does not
+    certify: the grid's mass at +inf plus its float-error allowance exceed the delta asked
+    for, so this grid cannot answer (another accountant may).  An infinite epsilon certified
+    by both sides (e.g. randomized response with theta = 1, whose P-mass at +inf exceeds
+    delta) is the true answer and is returned."""
+    if which != "epsilon":
+        return
+    bad = np.isposinf(np.asarray(up)) & ~np.isposinf(np.asarray(lo))
+    if not np.any(bad):
+        return
+    floor = max(p.inf_mass + p.slack for p, _ in pld.directions)
+    d = float(np.min(np.asarray(x, dtype=float)[np.broadcast_to(bad, np.shape(x))]))
+    raise NotApplicable(
+        f"the PLD accountant cannot certify a finite epsilon at delta={d:.3g}: its grid's "
+        f"mass at infinite loss plus its numerical-error allowance is {floor:.3g}; it "
+        f"answers delta >= {floor * (1 + 2 * QUERY_REL):.3g} (or ask another accountant)")
+
+

@@ -1,0 +1,343 @@
+"""The PLD accountant for Poisson subsampling (add/remove, zero-out): the remove and add
+dominating pairs of a Poisson-subsampled mechanism (Zhu, Dong, Wang 2022, arXiv:2106.08567)
+and the run accountant "pld" for Poisson runs (grid: :mod:`.grid`; checkpoints of an
+epsilon curve: :mod:`.pld_run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._validation import check_positive
+from ..errors import NotApplicable
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.laplace import Laplace
+from ..mechanisms.randomized_response import RandomizedResponse
+from ..numerics.arrays import shaped
+from ..numerics.fft import shared_spectra
+from ..pairs.combinators import MixturePair, SwappedPair
+from ..pairs.loss_pair import LossPair
+from ..pld.budget import TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
+from ..pld.compose import compose_two_level, optimistic_factor
+from ..pld.discretise import discretise
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, zero_pld
+from ..pld.moments import two_sided_renyi_floor
+from ..pld.two_sided import TwoSidedPLD
+from ..results import Bound
+from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.schemes import Poisson
+from .grid import (
+    MAX_COMPOSED_POINTS,
+    ONE_LEVEL_LOST,
+    SECONDARY_COST,
+    SPARSE_TAIL,
+    aligned_step,
+    grid_plan,
+    lead_direction,
+    one_level_optimistic_step,
+    secondary_direction,
+)
+from .pld_run import (
+    CURVE_OPTIMISTIC,
+    check_finite_upper,
+    check_slack,
+    checkpoint_plds,
+    curve_points,
+    settle_partial,
+    sparse_checkpoints,
+)
+from .registry import BoundPair, RunAnalysis, run_accountant
+
+__all__ = [
+    "poisson_pairs",
+    "PLDAnalysis",
+    "pld_analysis",
+]
+
+
+def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[LossPair]:
+    """Dominating pairs of one Poisson-subsampled step under add/remove:
+    [remove: (q P + (1-q) Q, Q), add: its swap] (Zhu, Dong, Wang 2022, "Optimal accounting
+    of differential privacy via characteristic function", AISTATS, dominating pairs of
+    Poisson subsampling; rate 1: the base pair and its swap).  ``distance`` is the group
+    distance of the base mechanism's pair."""
+    rate = float(rate)
+    if not 0.0 < rate <= 1.0:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    base = mechanism.pair(distance)
+    if rate == 1.0:
+        return [base, SwappedPair(base)]
+    mix = MixturePair(base, rate)
+    return [mix, SwappedPair(mix)]
+
+
+class PLDAnalysis(RunAnalysis):
+    """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
+
+    ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
+    step of each direction is adjusted so that its largest loss lies on the grid, which
+    removes the first-order rounding of the top atom in the optimistic bound).  The
+    composition is computed on the first query and cached.
+    """
+
+    def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
+        self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
+        self.h = None if h is None else check_positive("h", h)
+        self.grid: list[float] = []
+        self._pld: TwoSidedPLD | None = None
+        self._singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] | None = None
+
+    def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
+        """Per direction: (pessimistic, optimistic or None, two-level per side) PLDs of one
+        step, on the grids :func:`grid_plan` picks for this run's length; None: the
+        direction's pessimistic side only (a coarse secondary direction); two-level: composed
+        by :func:`compose_two_level` (else plain self-composition).  Where one step's range
+        sets the window (tiny rates), the pessimistic side is composed in one level on its
+        own grid (:func:`one_level_step`)."""
+        if self._singles is None:
+            self._pairs = poisson_pairs(self.mechanism, self.rate)
+            self._tail = min(1e-16, 1e-13 / self.steps)
+            self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
+            self._partial = []
+            singles = []
+            for i, pair in enumerate(self._pairs):
+                h, width, one = ((self.h, 0.0, None) if self.h is not None
+                                 else grid_plan(pair, self.steps))
+                if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
+                    h = aligned_step(pair, h, width / MAX_COMPOSED_POINTS)
+                self.grid.append(h)
+                if self.h is None and secondary_direction(pair):
+                    # pessimistic side only: a lower bound from the other direction is
+                    # valid, and this one is refined if it ever decides the upper bound
+                    p, _ = discretise(pair, h if one is None else one, self._tail,
+                                      optimistic=False, rho_max=self._rho,
+                                      sparse_tail=1 if one is None else SPARSE_TAIL)
+                    self._partial.append(i)
+                    singles.append((p, None, (one is None, True)))
+                elif self.h is None and lead_direction(pair):
+                    sparse = 1 if one is None else SPARSE_TAIL
+                    tail = self._tail if one is None else max(self._tail,
+                                                              ONE_LEVEL_LOST / self.steps)
+                    step = h if one is None else one_level_optimistic_step(pair, h)
+                    p, o = discretise(pair, step, tail, rho_max=self._rho, pessimistic=one is None,
+                                      sparse_tail=sparse)
+                    if one is not None:
+                        p, _ = discretise(pair, one, self._tail, optimistic=False,
+                                          rho_max=self._rho, sparse_tail=sparse)
+                    singles.append((p, o.coarsen(optimistic_factor(pair.w)),
+                                    (one is None, one is None)))
+                else:
+                    p, o = discretise(pair, h, self._tail, rho_max=self._rho)
+                    check_slack(p, self.steps)
+                    singles.append((p, o, (False, False)))
+            self._singles = singles
+        return self._singles
+
+    @property
+    def _run_pld(self) -> TwoSidedPLD:
+        """The run's PLD on the analysis's own grids (composed on first use, cached)."""
+        if self._pld is None:
+            dirs = []
+            for p, o, two_level in self._single_steps():
+                sides = [compose_two_level(x, self.steps) if two else x.self_compose(
+                    self.steps, truncation=None if x is p or two_level[0]
+                    else ONE_LEVEL_LOST / self.steps)
+                         for x, two in zip((p, o), two_level, strict=True) if x is not None]
+                dirs.append((sides[0], zero_pld(p.h) if o is None else sides[1]))
+            self._pld = TwoSidedPLD(dirs)
+        return self._pld
+
+    # -- capabilities (privamp.accountants.registry) -----------------------------------------
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The run's two-sided PLD ([remove, add]); ``h=None``: the one its queries use (on
+        its own grids; the add direction of small-rate Gaussian may have only its
+        pessimistic side, the optimistic one zero), else on step ``h``, the add direction of
+        small-rate Gaussian on ``SECONDARY_COST h`` (its profile lies far below; an integer
+        multiple, so a composition can bring other phases to it by :meth:`PLD.coarsen`).
+        Both sides of every direction are composed (Zhu, Dong, Wang 2022, arXiv:2106.08567:
+        the remove and add pairs of Poisson subsampling; the optimistic side is the pair of
+        one realised pair of neighbours, so it composes with other phases' lower sides).
+
+        Raises:
+            NotApplicable: rate 0 (no privacy loss: nothing to compose), or more steps than
+                the grid's numerical allowances permit.
+            ValueError: ``h`` not positive.
+        """
+        if self.rate == 0.0:
+            raise NotApplicable("rate 0: the run has no privacy loss (compose skips it)")
+        if h is None:
+            return self._run_pld
+        h = check_positive("h", h)
+        memo = self.__dict__.setdefault("_pld_at", {})
+        if h not in memo:
+            memo[h] = _full_pld(self.mechanism, self.rate, self.steps, h)
+        return memo[h]
+
+    def grid_step(self) -> float:
+        """The automatic step of the leading (remove) direction for this run
+        (:func:`~privamp.accountants.grid.auto_grid`).
+
+        Raises:
+            NotApplicable: rate 0.
+        """
+        if self.rate == 0.0:
+            raise NotApplicable("rate 0: the run has no privacy loss")
+        if self.h is not None:
+            return self.h
+        return grid_plan(poisson_pairs(self.mechanism, self.rate)[0], self.steps)[0]
+
+    def curve(self, steps: np.ndarray, which: str, x: np.ndarray,
+              hook: Callable[[int, TwoSidedPLD, object], object] | None = None
+              ) -> tuple[list[BoundPair | NotApplicable], list[object]]:
+        """Bounds after each number of steps in ``steps`` (increasing, each <= the run's),
+        reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
+        composed with the gap's block (each distinct gap composed once, on the fine grid,
+        then coarsened like :func:`compose_two_level` when the run is long; the optimistic
+        side ``CURVE_OPTIMISTIC`` times more).  Every block and
+        product keeps its side's kind, so each checkpoint's interval is certified as for a
+        run of that length (a little wider: one coarsening per block).  A checkpoint the grid
+        cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
+        is called at each checkpoint (its results are returned alongside)."""
+        if self.rate == 0.0:
+            x = np.asarray(x, dtype=float)
+            return [self._query(x, which) for _ in steps], [False for _ in steps]
+        singles = self._single_steps()
+        coarse = self.steps >= TWO_LEVEL_MIN_T
+        blocks: dict[tuple[int, int], PLD] = {}
+
+        def block(i: int, side: int, gap: int) -> PLD:
+            key = (i, side, gap)
+            if key not in blocks:
+                one, two_level = singles[i][side], singles[i][2][side]
+                b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
+                if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
+                    b = b.coarsen(round(one.h * TWO_LEVEL_FACTOR * (
+                        CURVE_OPTIMISTIC if side else 1) / b.h))
+                elif side and not two_level:  # one level: on the pessimistic side's grid
+                    # at most (the optimistic side's finer one-level grid would make every
+                    # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
+                    # 8M-point windows, 73 s)
+                    b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
+                blocks[key] = b
+            return blocks[key]
+
+        ts = np.asarray(steps, dtype=int)
+        gaps = np.diff(np.concatenate(([0], ts))).tolist()
+
+        def stream(i: int, side: int, want: list[bool] | None = None):
+            return checkpoint_plds({g: block(i, side, g) for g in set(gaps)}, gaps, want)
+
+        # a pessimistic-only direction (optimistic side 0) matters only where its upper
+        # bound exceeds the others': for epsilon it is evaluated at a few checkpoints
+        # (sparse_checkpoints), then settled at the others (settle_partial)
+        sparse = sparse_checkpoints(ts) if which == "epsilon" else None
+        with shared_spectra():  # the gaps' blocks of one direction share its transform
+            streams = [(stream(i, 0, sparse if o is None else None),
+                        None if o is None else stream(i, 1))
+                       for i, (_, o, _) in enumerate(singles)]
+        x = np.asarray(x, dtype=float)
+        out, extra, partial = curve_points(ts, streams, which, x, hook)
+        if sparse is not None:
+            settle_partial(out, partial, sparse, lambda i, want: stream(i, 0, want), x)
+        return out, extra
+
+    def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
+        """Compose a coarse, pessimistic-only direction fully (on the finest grid in use) if
+        its upper bound exceeds every full direction's at some query point."""
+        pld = self._run_pld
+        full = [i for i in range(len(pld.directions)) if i not in self._partial]
+        if not self._partial or not full:
+            return
+        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
+        h = min(self.grid[i] for i in full)
+        for i in list(self._partial):
+            if np.any(getattr(pld.directions[i][0], which)(x) > best):
+                p, o = discretise(self._pairs[i], h, self._tail, rho_max=self._rho)
+                pld.directions[i] = (p.self_compose(self.steps), o.self_compose(self.steps))
+                self.grid[i] = h
+                self._partial.remove(i)
+
+    def _query(self, x: np.ndarray, which: str) -> BoundPair:
+        x = np.asarray(x, dtype=float)
+        if self.rate == 0.0:
+            z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
+            return z, z
+        self._refine_if_deciding(x, which)
+        up, lo = getattr(self._run_pld, which)(x)
+        check_finite_upper(self._run_pld, up, lo, x, which)
+        return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
+            shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Lower bounds on the run's Rényi DP at orders ``alpha``
+        (:func:`privamp.pld.moments.two_sided_renyi_floor`: each optimistic PLD belongs to a
+        pair the true one dominates)."""
+        if self.rate == 0.0:
+            return np.zeros(np.shape(alpha))
+        return two_sided_renyi_floor(self._run_pld, alpha)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._query(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._query(epsilon, "delta")
+
+
+def _full_pld(mechanism: Mechanism, rate: float, steps: int, h: float) -> TwoSidedPLD:
+    """Both sides of both directions of ``steps`` Poisson-subsampled steps on step ``h``
+    (``SECONDARY_COST h`` for the add direction of small-rate Gaussian), composed in two
+    levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
+    tail = min(1e-16, 1e-13 / steps)
+    rho = 1e-9  # a fine split: the phase may be a small part of a long history
+    dirs = []
+    for pair in poisson_pairs(mechanism, rate):
+        two = lead_direction(pair) or secondary_direction(pair)
+        step = h * (SECONDARY_COST if secondary_direction(pair) else 1.0)
+        p, o = discretise(pair, step, tail, rho_max=rho)
+        if not two:
+            check_slack(p, steps)
+        dirs.append(tuple(compose_two_level(x, steps) if two else x.self_compose(steps)
+                          for x in (p, o)))
+    return TwoSidedPLD(dirs)
+
+
+def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
+    """The PLD analysis of a :class:`~privamp.Training` run with an explicit grid step
+    ``h`` (``None``: automatic).  ``Training.epsilon(accountant="pld")`` uses h=None."""
+    if not _applies(run):
+        raise NotApplicable(
+            "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
+            "response runs under add/remove or zero-out with group 1"
+        )
+    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
+
+
+def _applies(run) -> bool:
+    mech = run.mechanism
+    if not (
+        isinstance(run.scheme, Poisson)
+        and isinstance(mech, (Gaussian, Laplace, RandomizedResponse))
+        and isinstance(run.relation, (AddRemove, ZeroOut))
+        and run.relation.group == 1
+    ):
+        return False
+    # the single-step losses must fit the grid's range [-700, 700]
+    if isinstance(mech, Gaussian):
+        return mech.shift(1) <= 25.0
+    if isinstance(mech, Laplace):
+        return mech.sensitivity / mech.scale <= 600.0
+    return True
+
+
+@run_accountant(
+    "pld",
+    applies=_applies,
+    description="Poisson subsampling: privacy loss distributions, two-sided (pessimistic "
+    "connect-the-dots and optimistic lowered chords), FFT composition",
+    capabilities=("pld", "grid_step", "renyi_floor", "curve"),
+)
+def _build(run) -> PLDAnalysis:
+    return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)
