@@ -295,8 +295,5 @@ def test_sampler_epsilon_matches_the_scheme_run():
     ref = pa.Training(pa.Gaussian(1.0), pa.Shuffle(25, 100), epochs=2).epsilon(1e-5)
     assert g.upper.value == ref.upper.value
     t = ShuffleBatchSampler(30, 100, epochs=2, seed=0)
-    try:
-        ref = pa.Training(pa.Gaussian(1.0), pa.Shuffle(30, 100), epochs=2).epsilon(1e-5)
-    except pa.NotApplicable:
-        pytest.skip("non-divisible shuffle accountant not merged yet (issue 25)")
+    ref = pa.Training(pa.Gaussian(1.0), pa.Shuffle(30, 100), epochs=2).epsilon(1e-5)
     assert t.training(pa.Gaussian(1.0)).epsilon(1e-5).upper.value == ref.upper.value

@@ -238,6 +238,7 @@ def _applies(run) -> bool:
     applies=_applies,
     description="persistent balls-in-bins, Gaussian noise: E cycles as one epoch of random "
     "allocation at sigma/sqrt(E) (Chua et al. 2025; Dong et al. 2025 accountants)",
+    capabilities=("pld", "grid_step"),
 )
 def _build(run) -> RunAnalysis:
     T = run.scheme.batches

@@ -468,6 +468,7 @@ def _applies(run) -> bool:
     applies=_applies,
     description="truncated Poisson: dominating pair on the truncation event, realised "
     "no-truncation pair below; two-sided PLD",
+    capabilities=("pld", "grid_step", "renyi_floor"),
 )
 def _build(run) -> TruncatedPoissonAnalysis:
     return TruncatedPoissonAnalysis(run.mechanism, run.scheme, run.steps,

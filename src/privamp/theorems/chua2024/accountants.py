@@ -268,6 +268,7 @@ def _shifts(run) -> tuple[float, int, int]:
     "ablq-deterministic",
     applies=lambda run: _ablq_applies(run, Deterministic),
     description="deterministic batches, Gaussian noise: exact (Chua et al. 2024, Prop 3.1)",
+    capabilities=("pld", "grid_step"),
 )
 def _build_deterministic(run) -> RunAnalysis:
     s_all, _, _ = _shifts(run)
@@ -279,6 +280,7 @@ def _build_deterministic(run) -> RunAnalysis:
     applies=lambda run: _ablq_applies(run, Shuffle),
     description="shuffled batches, Gaussian noise: [eq. (7) lower, Thm 4.1 upper] "
     "(Chua et al. 2024)",
+    capabilities=("pld", "grid_step"),
 )
 def _build_shuffle(run) -> RunAnalysis:
     sch, mech = run.scheme, run.mechanism

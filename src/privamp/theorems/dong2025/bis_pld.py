@@ -525,7 +525,8 @@ def _applies(run) -> bool:
                 description="Balanced Iteration: certified upper bound by a dominating grid PLD "
                             "(k > 1 through k one-participation blocks) and lower bound by a "
                             "dominated one (k > 1: threshold tests on a statistic), FFT "
-                            "composition")
+                            "composition",
+                capabilities=("pld", "grid_step"))
 def _build(run) -> BISPLDAnalysis:
     mech = run.mechanism
     return BISPLDAnalysis(mech.sigma / mech.sensitivity, run.scheme.steps,
