@@ -85,15 +85,15 @@ def test_with_replacement_and_poisson_add_remove():
 
 
 def test_shuffle_and_poisson_compose_as_plds():
-    """Shuffle + Poisson (add/remove): the shuffle analysis offers ``pld``, so the
+    """Shuffle + Poisson (zero-out): the shuffle analysis offers ``pld``, so the
     composition is a PLD one.  Checks: the interval is
     ordered; its upper bound lies above dp-accounting's epsilon of the Poisson phase alone
     (a realised pair: the history can only be less private than one of its phases); "best"
     is labelled with the PLD composition wherever it wins and is at most both answers."""
     import dp_accounting as dpa
 
-    s = pa.Training(pa.Gaussian(1.0), pa.Shuffle(10, 1000), epochs=1)
-    p = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    s = pa.Training(pa.Gaussian(1.0), pa.Shuffle(10, 1000), epochs=1)  # zero-out
+    p = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100, relation=pa.ZeroOut())
     offered, declined = [], []
     for acc in applicable(s, "best"):
         try:

@@ -22,7 +22,7 @@ from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee
-from ..sampling.relations import AddRemove, Relation
+from ..sampling.relations import Relation
 from ..sampling.schemes import Scheme
 from .screening import rdp_ruled_out, rdp_ruled_out_scaled
 
@@ -34,13 +34,17 @@ __all__ = [
 @dataclass(frozen=True)
 class Training:
     """A training run: ``steps`` releases of ``mechanism``, each on data chosen by ``scheme``,
-    protecting neighbours under ``relation``.  Give ``steps`` or ``epochs`` (not both)."""
+    protecting neighbours under ``relation``.  Give ``steps`` or ``epochs`` (not both).
+
+    ``relation`` defaults to the scheme's :meth:`~privamp.Scheme.default_relation`:
+    add/remove, or zero-out for batches cut from an ordering of the records (shuffled and
+    deterministic batches, whose layout shifts when a record is added or removed)."""
 
     mechanism: Mechanism
     scheme: Scheme
     steps: int | None = None
     epochs: float | None = None
-    relation: Relation = field(default_factory=AddRemove)
+    relation: Relation = None  # type: ignore[assignment]  # None: the scheme's default
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -48,6 +52,8 @@ class Training:
             raise ValueError(f"mechanism must be a privamp mechanism, got {self.mechanism!r}")
         if not isinstance(self.scheme, Scheme):
             raise ValueError(f"scheme must be a privamp sampling scheme, got {self.scheme!r}")
+        if self.relation is None and isinstance(self.scheme, Scheme):
+            object.__setattr__(self, "relation", self.scheme.default_relation())
         if not isinstance(self.relation, Relation):
             raise ValueError(f"relation must be a privamp relation, got {self.relation!r}")
         if (self.steps is None) == (self.epochs is None):

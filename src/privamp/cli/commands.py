@@ -165,7 +165,7 @@ def cmd_rdp(args: argparse.Namespace) -> None:
     """``privamp rdp``: the one-step Rényi DP curve, or ``--list`` the methods."""
     mech = make_mechanism(args)
     scheme = make_scheme(args)
-    rel = make_relation(args)
+    rel = make_relation(args, scheme)
     if args.list:
         for name, source in rdp_methods(mech, scheme, rel):
             print(f"{name:<22}{source}")

@@ -117,8 +117,9 @@ def sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:
     else:
         s.add_argument("--batch-size", type=count, help="examples per batch (expected, Poisson)")
         s.add_argument("--dataset-size", type=count, help="examples in the dataset")
-    s.add_argument("--relation", choices=tuple(RELATIONS), default="add-remove",
-                   help="neighbouring datasets (default add-remove)")
+    s.add_argument("--relation", choices=tuple(RELATIONS), default=None,
+                   help="neighbouring datasets (default: add-remove; zero-out for shuffled "
+                        "and deterministic batches)")
     s.add_argument("--group", type=count, default=1, help="protect groups of K examples")
 
 

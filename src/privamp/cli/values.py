@@ -71,8 +71,13 @@ def make_scheme(args: argparse.Namespace, name: str | None = None) -> Scheme:
     return scheme_entry(name or args.scheme).build(vars(args))
 
 
-def make_relation(args: argparse.Namespace) -> Relation:
-    """The ``--relation`` with ``--group``."""
+def make_relation(args: argparse.Namespace, scheme: Scheme | None = None) -> Relation:
+    """The ``--relation`` with ``--group``; without ``--relation``, the scheme's default
+    (:meth:`privamp.Scheme.default_relation`: add/remove, zero-out for shuffled and
+    deterministic batches)."""
+    if args.relation is None:
+        return scheme.default_relation(args.group) if scheme is not None else AddRemove(
+            group=args.group)
     return RELATIONS[args.relation](group=args.group)
 
 
@@ -85,10 +90,11 @@ def make_run(args: argparse.Namespace, sigma: float | None = None) -> Training:
     """
     if (args.steps is None) == (args.epochs is None):
         raise CliError("give exactly one of --steps or --epochs")
+    scheme = make_scheme(args)
     return Training(
         make_mechanism(args, sigma),
-        make_scheme(args),
+        scheme,
         steps=args.steps,
         epochs=args.epochs,
-        relation=make_relation(args),
+        relation=make_relation(args, scheme),
     )

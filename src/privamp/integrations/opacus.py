@@ -140,7 +140,8 @@ class PrivampAccountant(IAccountant):
         self.scheme: Scheme | None = None
         if sampler is not None:
             self.scheme = accumulated(_scheme_of(sampler), self.accumulation_steps)
-        self.relation = as_relation(relation)
+        # None: the scheme's default relation (zero-out for shuffled / fixed-order batches)
+        self.relation = None if relation is None else as_relation(relation)
         self.sensitivity = clipped_sensitivity(self.relation, sensitivity)
         self.accountant = accountant
         self.dataset_size: int | None = getattr(sampler, "dataset_size", None)
@@ -257,7 +258,8 @@ class PrivampAccountant(IAccountant):
             lower = "" if g.lower is None else f" (a lower bound is {float(g.lower.value):.6g})"
             raise ValueError(
                 f"privamp has no upper bound on epsilon for {self.scheme} under "
-                f"{self.relation}{lower}; use get_guarantee(delta) for what is known"
+                f"{self.relation or self.scheme.default_relation()}{lower}; use "
+                f"get_guarantee(delta) for what is known"
             )
         return float(g.upper.value)
 

@@ -44,7 +44,7 @@ import numpy as np
 from .._validation import check_int, check_rate
 from ..accounting.training import Training
 from ..mechanisms.base import Mechanism
-from ..sampling.relations import AddRemove, Relation
+from ..sampling.relations import Relation
 from ..sampling.schemes import (
     BalancedIteration,
     BallsInBins,
@@ -217,7 +217,7 @@ class PrivampBatchSampler(Sampler[list[int]]):
         if e == 0:
             raise ValueError("epochs must be given (no epoch planned or drawn yet)")
         return Training(mechanism, self.scheme, steps=e * self.steps_per_epoch,
-                        relation=relation or AddRemove())
+                        relation=relation)
 
     def __repr__(self) -> str:
         ddp = f", rank={self.rank}, world_size={self.world_size}" if self.world_size > 1 else ""

@@ -18,6 +18,7 @@ from typing import Any
 
 from .._validation import check_int, check_rate
 from .registry import Flag, register_scheme, scheme_names
+from .relations import AddRemove, Relation, ZeroOut
 
 # command-line flags shared by several schemes (see privamp.sampling.registry)
 _BATCH = Flag("batch_size", "count", "examples per batch")
@@ -43,6 +44,19 @@ class Scheme:
     def steps_per_epoch(self) -> float:
         """Steps that make one pass over the data."""
         raise NotImplementedError
+
+    def default_relation(self, group: int = 1) -> Relation:
+        """The neighbouring relation a run under this scheme protects when none is given:
+        add/remove, except where the batch layout depends on the dataset's size (see
+        :class:`Deterministic` and :class:`Shuffle`).
+
+        Args:
+            group: number of records in which the datasets differ.
+
+        Returns:
+            A relation with that group size.
+        """
+        return AddRemove(group=group)
 
 
 def _positive_rate(value: object) -> float:
@@ -176,6 +190,13 @@ class _Partitioned(_FixedBatch):
     def steps_per_epoch(self) -> int:
         n, b = self.dataset_size, self.batch_size
         return n // b if self.drop_last else -(-n // b)
+
+    def default_relation(self, group: int = 1) -> Relation:
+        """Zero-out: batches cut from an ordering of the records are analysed under zero-out
+        neighbours (one record replaced by one that contributes nothing; Chua et al. 2024,
+        Sec. 2).  Under add/remove, adding or removing a record shifts every later record to
+        another batch, and no accountant here applies."""
+        return ZeroOut(group=group)
 
 
 @register_scheme("the same consecutive batches every epoch (--drop-last: no short batch)",
