@@ -55,7 +55,13 @@ from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import Deterministic, Shuffle
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
-from .shuffle import SRC_THM41, lower_source, shuffle_lower_delta, shuffle_lower_epsilon
+from .shuffle import (
+    SRC_THM41,
+    checked_lower,
+    lower_source,
+    shuffle_lower_delta,
+    shuffle_lower_epsilon,
+)
 from .statistics import maxstat_composed, maxstat_grid
 from .witness import Witness, uniform_witness
 
@@ -211,7 +217,7 @@ class ShuffleAnalysis(RunAnalysis):
         if self.lower is None:
             return upper, None
         w, E, extra = self.lower
-        lo = np.minimum(shuffle_lower_epsilon(d, w, E, self.s_all, extra), up)
+        lo = checked_lower(shuffle_lower_epsilon(d, w, E, self.s_all, extra), up, "epsilon")
         return upper, Bound(shaped(lo, delta), "lower",
                             self._lower_src() + " (inverted)" + self.note)
 
@@ -222,7 +228,7 @@ class ShuffleAnalysis(RunAnalysis):
         if self.lower is None:
             return upper, None
         w, E, extra = self.lower
-        lo = np.minimum(shuffle_lower_delta(e, w, E, extra), up)
+        lo = checked_lower(shuffle_lower_delta(e, w, E, extra), up, "delta")
         return upper, Bound(shaped(lo, epsilon), "lower", self._lower_src() + self.note)
 
     def grid_step(self) -> float:
@@ -242,7 +248,13 @@ class ShuffleAnalysis(RunAnalysis):
         low = None if self.lower is None else maxstat_composed(*self.lower, h=h)
         if low is None:
             return TwoSidedPLD([(p, _zero(h))])
+        for _, o in low.directions:  # an optimistic side above the pessimistic one is a bug
+            checked_lower(np.array([o.inf_mass]), np.array([p.inf_mass + p.slack]), "delta")
+            checked_lower(o.delta(_CHECK_EPS), p.delta(_CHECK_EPS), "delta")
         return TwoSidedPLD([(p, o) for _, o in low.directions])
+
+
+_CHECK_EPS = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 
 
 def _ablq_applies(run, scheme_type: type) -> bool:
