@@ -128,3 +128,16 @@ def test_lower_above_upper_is_an_internal_error():
     np.testing.assert_array_equal(checked_lower(np.array([1.0]), np.array([1.0]), "delta"), [1.0])
     with pytest.raises(RuntimeError, match="internal error.*please report"):
         checked_lower(np.array([819.4454]), np.array([816.5161]), "epsilon")
+
+
+def test_add_remove_counterexample_is_far_from_the_zero_out_curve():
+    # Deterministic(10, 100), 10 steps, sigma = 1: removing record 0 moves the releases by a
+    # vector of norm sqrt(37) (batch-leading records alternating +-1), so at the zero-out
+    # curve's eps(1e-5) = 4.377 the realised pair has delta ~ 0.98: hence NotApplicable
+    assert float(_gauss_delta(mp.mpf("4.3772"), mp.sqrt(37))) > 0.98
+    run = pa.Training(pa.Gaussian(1.0), pa.Deterministic(10, 100), steps=10,
+                      relation=pa.AddRemove())
+    with pytest.raises(pa.NotApplicable, match="zero-out"):
+        run.epsilon(1e-5, accountant="ablq-deterministic")
+    g = _run(pa.Deterministic(10, 100), 10, 1.0).epsilon(1e-5)
+    assert g.upper.value == pytest.approx(ref_epsilon(mp.mpf("1e-5"), 1, {1: 1}), rel=1e-6)

@@ -32,8 +32,11 @@ epoch's pair (its m released batches, each with p_t = b / n; the rest is p_0), i
 post-processing.  Persistent permutation: one pair at shift s sqrt(c_t) per batch
 (c_t = E_f + 1 released copies for t < m, else E_f), exact by sufficiency.
 
-Add/remove neighbours are analysed as zero-out (Chua et al. 2024, Sec. 2): the added or
-removed record changes only its own batch, the other batches are fixed.
+*Neighbours.*  Zero-out only (Chua et al. 2024, Sec. 2).  Under add/remove the batches are
+not fixed: removing a record shifts every later record into another batch (e.g.
+deterministic batches of 10 out of 100 whose batch-leading records alternate +-1: removing
+record 0 moves the releases by a vector of norm sqrt(37)), so these accountants raise
+NotApplicable there.  Substitution is not covered either (no bound proven here).
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ __all__ = [
     "SRC_ANY_N",
     "SRC_PERSISTENT",
     "SRC_PARTIAL",
+    "NOT_ZERO_OUT",
     "run_layout",
     "shuffle_witnesses",
 ]
@@ -90,16 +94,16 @@ SRC_UPPER_ANY = (
     "orderings (Chua et al. 2024, Thm 4.1 generalised) with Prop 3.1 at ceil(steps/T) epochs"
 )
 
-_AS_ZERO_OUT = (
-    "; add/remove analysed as zero-out: the added or removed record changes only its own "
-    "batch, the other batches are fixed (Chua et al. 2024, Sec. 2)"
+NOT_ZERO_OUT = (
+    "shuffled/deterministic batches are analysed under zero-out neighbours (Chua et al. 2024, "
+    "Sec. 2): adding or removing a record shifts the later batches; use relation=pa.ZeroOut()"
 )
 
 
-def _relation_note(run) -> str:
-    """What was analysed: Chua et al. 2024 analyse fixed batches under zero-out neighbours; a
-    run declared under add/remove gets that analysis, and its sources say so."""
-    return _AS_ZERO_OUT if isinstance(run.relation, AddRemove) else ""
+def _require_zero_out(run) -> None:
+    """Raise NotApplicable unless the run is declared under zero-out neighbours."""
+    if not isinstance(run.relation, ZeroOut):
+        raise NotApplicable(NOT_ZERO_OUT)
 
 
 def run_layout(scheme, steps: int) -> tuple[int, int, int]:
@@ -283,8 +287,9 @@ def _shifts(run) -> tuple[float, int, int]:
     capabilities=("pld", "grid_step"),
 )
 def _build_deterministic(run) -> RunAnalysis:
+    _require_zero_out(run)
     s_all, _, _ = _shifts(run)
-    return DeterministicAnalysis(s_all, s_all, _relation_note(run))
+    return DeterministicAnalysis(s_all, s_all)
 
 
 @run_accountant(
@@ -295,6 +300,7 @@ def _build_deterministic(run) -> RunAnalysis:
     capabilities=("pld", "grid_step"),
 )
 def _build_shuffle(run) -> RunAnalysis:
+    _require_zero_out(run)
     sch, mech = run.scheme, run.mechanism
     s_all, E_f, m = _shifts(run)
     if not math.isfinite(s_all) or s_all <= 0:
@@ -310,4 +316,4 @@ def _build_shuffle(run) -> RunAnalysis:
         elif m and E_f:
             note += "; " + SRC_PARTIAL
     upper_src = SRC_THM41 if plain else SRC_UPPER_ANY
-    return ShuffleAnalysis(s_all, lower, _relation_note(run), upper_src, note)
+    return ShuffleAnalysis(s_all, lower, "", upper_src, note)
