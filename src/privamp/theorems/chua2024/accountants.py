@@ -58,6 +58,13 @@ from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import Deterministic, Shuffle
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
+from .mixture import (
+    SRC_MIXTURE,
+    mixture_delta,
+    mixture_epsilon,
+    mixture_pld,
+    release_counts,
+)
 from .shuffle import (
     SRC_THM41,
     checked_lower,
@@ -205,9 +212,21 @@ class ShuffleAnalysis(RunAnalysis):
     witness ``lower = (w, E, extra)``, or None (groups)."""
 
     def __init__(self, s_all: float, lower: tuple[Witness, int, Witness | None] | None,
-                 note: str = "", upper_src: str = SRC_THM41, lower_note: str = "") -> None:
+                 note: str = "", upper_src: str = SRC_THM41, lower_note: str = "",
+                 counts: tuple[float, dict[int, float]] | None = None) -> None:
         self.s_all, self.lower, self.note = s_all, lower, note
         self.upper_src, self.lower_note = upper_src, lower_note
+        self.counts = counts  # (s, law of the releases): the count-mixture upper bound
+
+    def _up_delta(self, e: np.ndarray) -> np.ndarray:
+        if self.counts is None:
+            return gauss_delta(e, self.s_all)
+        return np.minimum(mixture_delta(e, *self.counts), gauss_delta(e, self.s_all))
+
+    def _up_epsilon(self, d: np.ndarray) -> np.ndarray:
+        if self.counts is None:
+            return gauss_epsilon(d, self.s_all)
+        return np.minimum(mixture_epsilon(d, *self.counts), gauss_epsilon(d, self.s_all))
 
     def _lower_src(self) -> str:
         assert self.lower is not None
@@ -216,7 +235,7 @@ class ShuffleAnalysis(RunAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.ravel(delta)
-        up = gauss_epsilon(d, self.s_all)
+        up = self._up_epsilon(d)
         upper = Bound(shaped(up, delta), "upper", self.upper_src + " (inverted)" + self.note)
         if self.lower is None:
             return upper, None
@@ -227,7 +246,7 @@ class ShuffleAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.ravel(epsilon)
-        up = gauss_delta(e, self.s_all)
+        up = self._up_delta(e)
         upper = Bound(shaped(up, epsilon), "upper", self.upper_src + self.note)
         if self.lower is None:
             return upper, None
@@ -248,7 +267,10 @@ class ShuffleAnalysis(RunAnalysis):
         Gaussian at ``s_all`` (symmetric), optimistic the composed per-epoch max statistic
         of the witness (zero when there is none or the grid cannot hold it)."""
         h = self.grid_step() if h is None else h
-        p, _ = discretise(GaussianPair(self.s_all), h, optimistic=False)
+        if self.counts is None:
+            p, _ = discretise(GaussianPair(self.s_all), h, optimistic=False)
+        else:
+            p = mixture_pld(*self.counts, h)
         low = None if self.lower is None else maxstat_composed(*self.lower, h=h)
         if low is None:
             return TwoSidedPLD([(p, _zero(h))])
@@ -316,4 +338,10 @@ def _build_shuffle(run) -> RunAnalysis:
         elif m and E_f:
             note += "; " + SRC_PARTIAL
     upper_src = SRC_THM41 if plain else SRC_UPPER_ANY
-    return ShuffleAnalysis(s_all, lower, "", upper_src, note)
+    counts = None
+    if run.relation.group == 1:
+        law = release_counts(sch, run.steps)
+        if len(law) > 1:  # k not constant: the count mixture is strictly tighter
+            counts = (mech.sensitivity / mech.sigma, law)
+            upper_src = SRC_MIXTURE + "; else " + upper_src
+    return ShuffleAnalysis(s_all, lower, "", upper_src, note, counts)
