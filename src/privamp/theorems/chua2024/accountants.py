@@ -15,6 +15,11 @@ output is the same mixture over orderings under D and D'; the hockey-stick diver
 jointly convex, so the mixture's divergence is at most the largest conditional one: the
 Gaussian curve of Prop 3.1 at s sqrt(E_up) (Chua et al. 2024, Thm 4.1 for b | n).
 
+One record, shuffled: when its number k of releases is not constant (sit-out, a partial
+epoch, a persistent permutation) the upper side is the tighter count mixture
+``sum_k P(k) delta_Gauss(s sqrt(k))`` (:mod:`~privamp.theorems.chua2024.mixture`: condition
+on k, which depends on the ordering only; joint convexity).
+
 A group of K: the run's squared norm is E_f times an epoch's (at most
 :func:`~.deterministic.group_epoch_square`) plus the partial epoch's, whose m released batches
 (all full: the short one is last) hold at most min(K, m b) members, at most
