@@ -204,7 +204,7 @@ def test_training_accountants_shuffle_and_deterministic():
     assert float(g.upper.value) == pytest.approx(6.652, abs=5e-4)
     assert "eq. (7)" in g.lower.source and "Thm 4.1" in g.upper.source
     det = pa.Training(pa.Gaussian(0.7), pa.Deterministic(10, 10_000), epochs=3,
-                      relation=pa.AddRemove())
+                      relation=pa.ZeroOut())
     gd = det.delta(1.0)
     assert gd.exact and "Prop 3.1" in gd.upper.source
     assert float(gd.upper.value) == pytest.approx(float(mp_delta_D(1.0, 0.7, 3)), rel=1e-9)

@@ -115,7 +115,8 @@ def test_rr_poisson_epsilon(theta, q, T, delta):
 def test_deterministic_batches_closed_form(sigma, epochs, b, eps, delta):
     """Chua et al. 2024 Prop 3.1: E epochs of deterministic batches = one Gaussian, mu =
     sqrt(E)/sigma (each record in one batch per epoch)."""
-    run = pa.Training(pa.Gaussian(sigma), pa.Deterministic(b, 10 * b), epochs=epochs)
+    run = pa.Training(pa.Gaussian(sigma), pa.Deterministic(b, 10 * b), epochs=epochs,
+                      relation=pa.ZeroOut())
     mu = math.sqrt(epochs) / sigma
     check_delta(run, eps, R.gaussian_delta(eps, mu))
     check_epsilon(run, delta, lambda e: R.gaussian_delta(e, mu))
@@ -147,7 +148,7 @@ def test_unsampled_laplace_one_step(scale, eps):
 @pytest.mark.parametrize("T", [2, 4])
 @pytest.mark.parametrize("eps", [0.5, 2.0])
 def test_shuffle_between_eq7_and_deterministic(sigma, T, eps):
-    run = pa.Training(pa.Gaussian(sigma), pa.Shuffle(1, T), epochs=1)
+    run = pa.Training(pa.Gaussian(sigma), pa.Shuffle(1, T), epochs=1, relation=pa.ZeroOut())
     with time_limit():
         g = run.delta(eps)
     eq7 = R.chua_eq7(eps, sigma, T)  # a valid lower bound on the true delta_S

@@ -11,11 +11,12 @@ Units: ``s = sensitivity / sigma`` is the mean shift of one Gaussian release in 
 * :mod:`.statistics`: finer statistics of the witness (histogram, per-epoch max composed by
   PLD, (max, count)).
 * :mod:`.shuffle`: the public functions on (sigma, T, E) and calibration.
+* :mod:`.mixture`: the count-mixture upper bound (condition on the number of releases).
 * :mod:`.accountants`: the run accountants "ablq-deterministic" and "ablq-shuffle" (any
   n, b, drop_last, persistent, partial epochs), with the PLD capability.
 """
 
-from . import accountants, deterministic, shuffle, statistics, witness
+from . import accountants, deterministic, mixture, shuffle, statistics, witness
 from .deterministic import (
     SRC_DET,
     deterministic_delta,
@@ -56,6 +57,7 @@ __all__ = [
     "calibrate_interval",
     "accountants",
     "deterministic",
+    "mixture",
     "shuffle",
     "statistics",
     "witness",

@@ -15,6 +15,11 @@ output is the same mixture over orderings under D and D'; the hockey-stick diver
 jointly convex, so the mixture's divergence is at most the largest conditional one: the
 Gaussian curve of Prop 3.1 at s sqrt(E_up) (Chua et al. 2024, Thm 4.1 for b | n).
 
+One record, shuffled: when its number k of releases is not constant (sit-out, a partial
+epoch, a persistent permutation) the upper side is the tighter count mixture
+``sum_k P(k) delta_Gauss(s sqrt(k))`` (:mod:`~privamp.theorems.chua2024.mixture`: condition
+on k, which depends on the ordering only; joint convexity).
+
 A group of K: the run's squared norm is E_f times an epoch's (at most
 :func:`~.deterministic.group_epoch_square`) plus the partial epoch's, whose m released batches
 (all full: the short one is last) hold at most min(K, m b) members, at most
@@ -32,8 +37,11 @@ epoch's pair (its m released batches, each with p_t = b / n; the rest is p_0), i
 post-processing.  Persistent permutation: one pair at shift s sqrt(c_t) per batch
 (c_t = E_f + 1 released copies for t < m, else E_f), exact by sufficiency.
 
-Add/remove neighbours are analysed as zero-out (Chua et al. 2024, Sec. 2): the added or
-removed record changes only its own batch, the other batches are fixed.
+*Neighbours.*  Zero-out only (Chua et al. 2024, Sec. 2).  Under add/remove the batches are
+not fixed: removing a record shifts every later record into another batch (e.g.
+deterministic batches of 10 out of 100 whose batch-leading records alternate +-1: removing
+record 0 moves the releases by a vector of norm sqrt(37)), so these accountants raise
+NotApplicable there.  Substitution is not covered either (no bound proven here).
 """
 
 from __future__ import annotations
@@ -55,7 +63,20 @@ from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import Deterministic, Shuffle
 from ..registry import BoundPair, RunAnalysis, run_accountant
 from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
-from .shuffle import SRC_THM41, lower_source, shuffle_lower_delta, shuffle_lower_epsilon
+from .mixture import (
+    SRC_MIXTURE,
+    mixture_delta,
+    mixture_epsilon,
+    mixture_pld,
+    release_counts,
+)
+from .shuffle import (
+    SRC_THM41,
+    checked_lower,
+    lower_source,
+    shuffle_lower_delta,
+    shuffle_lower_epsilon,
+)
 from .statistics import maxstat_composed, maxstat_grid
 from .witness import Witness, uniform_witness
 
@@ -65,6 +86,7 @@ __all__ = [
     "SRC_ANY_N",
     "SRC_PERSISTENT",
     "SRC_PARTIAL",
+    "NOT_ZERO_OUT",
     "run_layout",
     "shuffle_witnesses",
 ]
@@ -84,16 +106,16 @@ SRC_UPPER_ANY = (
     "orderings (Chua et al. 2024, Thm 4.1 generalised) with Prop 3.1 at ceil(steps/T) epochs"
 )
 
-_AS_ZERO_OUT = (
-    "; add/remove analysed as zero-out: the added or removed record changes only its own "
-    "batch, the other batches are fixed (Chua et al. 2024, Sec. 2)"
+NOT_ZERO_OUT = (
+    "shuffled/deterministic batches are analysed under zero-out neighbours (Chua et al. 2024, "
+    "Sec. 2): adding or removing a record shifts the later batches; use relation=pa.ZeroOut()"
 )
 
 
-def _relation_note(run) -> str:
-    """What was analysed: Chua et al. 2024 analyse fixed batches under zero-out neighbours; a
-    run declared under add/remove gets that analysis, and its sources say so."""
-    return _AS_ZERO_OUT if isinstance(run.relation, AddRemove) else ""
+def _require_zero_out(run) -> None:
+    """Raise NotApplicable unless the run is declared under zero-out neighbours."""
+    if not isinstance(run.relation, ZeroOut):
+        raise NotApplicable(NOT_ZERO_OUT)
 
 
 def run_layout(scheme, steps: int) -> tuple[int, int, int]:
@@ -195,9 +217,21 @@ class ShuffleAnalysis(RunAnalysis):
     witness ``lower = (w, E, extra)``, or None (groups)."""
 
     def __init__(self, s_all: float, lower: tuple[Witness, int, Witness | None] | None,
-                 note: str = "", upper_src: str = SRC_THM41, lower_note: str = "") -> None:
+                 note: str = "", upper_src: str = SRC_THM41, lower_note: str = "",
+                 counts: tuple[float, dict[int, float]] | None = None) -> None:
         self.s_all, self.lower, self.note = s_all, lower, note
         self.upper_src, self.lower_note = upper_src, lower_note
+        self.counts = counts  # (s, law of the releases): the count-mixture upper bound
+
+    def _up_delta(self, e: np.ndarray) -> np.ndarray:
+        if self.counts is None:
+            return gauss_delta(e, self.s_all)
+        return np.minimum(mixture_delta(e, *self.counts), gauss_delta(e, self.s_all))
+
+    def _up_epsilon(self, d: np.ndarray) -> np.ndarray:
+        if self.counts is None:
+            return gauss_epsilon(d, self.s_all)
+        return np.minimum(mixture_epsilon(d, *self.counts), gauss_epsilon(d, self.s_all))
 
     def _lower_src(self) -> str:
         assert self.lower is not None
@@ -206,23 +240,23 @@ class ShuffleAnalysis(RunAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.ravel(delta)
-        up = gauss_epsilon(d, self.s_all)
+        up = self._up_epsilon(d)
         upper = Bound(shaped(up, delta), "upper", self.upper_src + " (inverted)" + self.note)
         if self.lower is None:
             return upper, None
         w, E, extra = self.lower
-        lo = np.minimum(shuffle_lower_epsilon(d, w, E, self.s_all, extra), up)
+        lo = checked_lower(shuffle_lower_epsilon(d, w, E, self.s_all, extra), up, "epsilon")
         return upper, Bound(shaped(lo, delta), "lower",
                             self._lower_src() + " (inverted)" + self.note)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.ravel(epsilon)
-        up = gauss_delta(e, self.s_all)
+        up = self._up_delta(e)
         upper = Bound(shaped(up, epsilon), "upper", self.upper_src + self.note)
         if self.lower is None:
             return upper, None
         w, E, extra = self.lower
-        lo = np.minimum(shuffle_lower_delta(e, w, E, extra), up)
+        lo = checked_lower(shuffle_lower_delta(e, w, E, extra), up, "delta")
         return upper, Bound(shaped(lo, epsilon), "lower", self._lower_src() + self.note)
 
     def grid_step(self) -> float:
@@ -238,11 +272,20 @@ class ShuffleAnalysis(RunAnalysis):
         Gaussian at ``s_all`` (symmetric), optimistic the composed per-epoch max statistic
         of the witness (zero when there is none or the grid cannot hold it)."""
         h = self.grid_step() if h is None else h
-        p, _ = discretise(GaussianPair(self.s_all), h, optimistic=False)
+        if self.counts is None:
+            p, _ = discretise(GaussianPair(self.s_all), h, optimistic=False)
+        else:
+            p = mixture_pld(*self.counts, h)
         low = None if self.lower is None else maxstat_composed(*self.lower, h=h)
         if low is None:
             return TwoSidedPLD([(p, _zero(h))])
+        for _, o in low.directions:  # an optimistic side above the pessimistic one is a bug
+            checked_lower(np.array([o.inf_mass]), np.array([p.inf_mass + p.slack]), "delta")
+            checked_lower(o.delta(_CHECK_EPS), p.delta(_CHECK_EPS), "delta")
         return TwoSidedPLD([(p, o) for _, o in low.directions])
+
+
+_CHECK_EPS = np.array([0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0])
 
 
 def _ablq_applies(run, scheme_type: type) -> bool:
@@ -271,8 +314,9 @@ def _shifts(run) -> tuple[float, int, int]:
     capabilities=("pld", "grid_step"),
 )
 def _build_deterministic(run) -> RunAnalysis:
+    _require_zero_out(run)
     s_all, _, _ = _shifts(run)
-    return DeterministicAnalysis(s_all, s_all, _relation_note(run))
+    return DeterministicAnalysis(s_all, s_all)
 
 
 @run_accountant(
@@ -283,6 +327,7 @@ def _build_deterministic(run) -> RunAnalysis:
     capabilities=("pld", "grid_step"),
 )
 def _build_shuffle(run) -> RunAnalysis:
+    _require_zero_out(run)
     sch, mech = run.scheme, run.mechanism
     s_all, E_f, m = _shifts(run)
     if not math.isfinite(s_all) or s_all <= 0:
@@ -298,4 +343,10 @@ def _build_shuffle(run) -> RunAnalysis:
         elif m and E_f:
             note += "; " + SRC_PARTIAL
     upper_src = SRC_THM41 if plain else SRC_UPPER_ANY
-    return ShuffleAnalysis(s_all, lower, _relation_note(run), upper_src, note)
+    counts = None
+    if run.relation.group == 1:
+        law = release_counts(sch, run.steps)
+        if len(law) > 1:  # k not constant: the count mixture is strictly tighter
+            counts = (mech.sensitivity / mech.sigma, law)
+            upper_src = SRC_MIXTURE + "; else " + upper_src
+    return ShuffleAnalysis(s_all, lower, "", upper_src, note, counts)

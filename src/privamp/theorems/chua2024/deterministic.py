@@ -30,6 +30,7 @@ __all__ = [
     "deterministic_shift",
     "group_epoch_square",
     "gauss_delta",
+    "gauss_log_delta",
     "gauss_epsilon",
 ]
 
@@ -85,8 +86,37 @@ def deterministic_shift(sigma: float, epochs: int = 1, sensitivity: float = 1.0,
     return math.sqrt(epochs * per_epoch_sq) * sensitivity / sigma
 
 
+def gauss_log_delta(eps: np.ndarray, s: float) -> np.ndarray:
+    """log of the Gaussian privacy profile Phi(a) - e^eps Phi(b), a = s/2 - eps/s,
+    b = -s/2 - eps/s (Prop 3.1), without underflow or cancellation.
+
+    Where a < 0 (the tail), e^eps phi(b) = phi(a) gives Phi(a) - e^eps Phi(b) =
+    e^{-a^2/2} (erfcx(-a/sqrt 2) - erfcx(-b/sqrt 2)) / 2, a difference of two moderate
+    numbers (erfcx decreasing); elsewhere Phi(a) >= 1/2 and the direct form in log space is
+    accurate.
+
+    Args:
+        eps: epsilons (array).
+        s: total shift of the Gaussian pair in noise units (> 0).
+
+    Returns:
+        log delta (-inf where the profile is 0).
+    """
+    eps = np.asarray(eps, dtype=float)
+    a, b = s / 2 - eps / s, -s / 2 - eps / s
+    la = special.log_ndtr(a)
+    lb = eps + special.log_ndtr(b)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        direct = la + log1mexp(np.minimum(lb - la, 0.0))
+        r = math.sqrt(0.5)
+        diff = special.erfcx(-a * r) - special.erfcx(-b * r)
+        tail = -0.5 * a * a + np.log(0.5 * np.maximum(diff, 0.0))
+        out = np.where(a < 0, tail, direct)
+    return np.where(np.isnan(out), -np.inf, out)
+
+
 def gauss_delta(eps: np.ndarray, s: float) -> np.ndarray:
-    """Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), in log space (Prop 3.1).
+    """Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), from :func:`gauss_log_delta` (Prop 3.1).
 
     Args:
         eps: epsilons (array).
@@ -95,12 +125,7 @@ def gauss_delta(eps: np.ndarray, s: float) -> np.ndarray:
     Returns:
         The Gaussian privacy profile at ``eps``.
     """
-    eps = np.asarray(eps, dtype=float)
-    la = special.log_ndtr(s / 2 - eps / s)
-    lb = eps + special.log_ndtr(-s / 2 - eps / s)
-    with np.errstate(invalid="ignore"):
-        out = np.exp(la + log1mexp(np.minimum(lb - la, 0.0)))
-    return np.maximum(np.nan_to_num(out, nan=0.0), 0.0)
+    return np.exp(gauss_log_delta(eps, s))
 
 
 def gauss_epsilon(delta: np.ndarray, s: float) -> np.ndarray:

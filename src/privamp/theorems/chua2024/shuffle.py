@@ -62,6 +62,7 @@ __all__ = [
     "shuffle_lower_delta",
     "shuffle_lower_epsilon",
     "lower_source",
+    "checked_lower",
 ]
 
 
@@ -90,6 +91,33 @@ SRC_MAXPLD = (
     "statistic (the sets of eq. (7)) and (max, count above a threshold) composed by privamp's "
     "PLD, optimistic side"
 )
+
+
+def checked_lower(lower: np.ndarray, upper: np.ndarray, what: str) -> np.ndarray:
+    """The lower bounds, after checking that none exceeds its certified upper bound beyond
+    rounding (relative 1e-7, plus 1e-18 for deltas); within rounding they are capped at the
+    upper.  A larger excess is a bug (an unsound side), never clamped silently.
+
+    Args:
+        lower: lower bounds (array).
+        upper: the matching upper bounds (array).
+        what: "delta" or "epsilon".
+
+    Returns:
+        ``min(lower, upper)``.
+
+    Raises:
+        RuntimeError: a lower bound above its upper bound beyond rounding.
+    """
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    slack = 1e-7 * np.abs(upper) + (1e-18 if what == "delta" else 1e-7)
+    bad = lower > upper + slack
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise RuntimeError(
+            f"internal error: shuffle lower bound on {what} ({lower.flat[i]!r}) exceeds the "
+            f"certified upper bound ({upper.flat[i]!r}); please report this run")
+    return np.minimum(lower, upper)
 
 
 def lower_source(E: int, method: str = "auto") -> str:
@@ -293,7 +321,8 @@ def shuffle_delta(epsilon, sigma: float, steps_per_epoch: int, epochs: int = 1,
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
     up = gauss_delta(e.ravel(), s * math.sqrt(E))
-    lo = np.minimum(shuffle_lower_delta(e.ravel(), uniform_witness(s, T), E, method=method), up)
+    lo = checked_lower(shuffle_lower_delta(e.ravel(), uniform_witness(s, T), E, method=method),
+                       up, "delta")
     src = lower_source(E, method)
     return Guarantee(Bound(shaped(up, epsilon), "upper", SRC_THM41),
                      Bound(shaped(lo, epsilon), "lower", src))
@@ -321,8 +350,8 @@ def shuffle_epsilon(delta, sigma: float, steps_per_epoch: int, epochs: int = 1,
     s, T, E = _check_shuffle(sigma, steps_per_epoch, epochs, sensitivity)
     method = _check_method(method)
     up = gauss_epsilon(d.ravel(), s * math.sqrt(E))
-    lo = np.minimum(shuffle_lower_epsilon(d.ravel(), uniform_witness(s, T), E, s * math.sqrt(E),
-                                          method=method), up)
+    lo = checked_lower(shuffle_lower_epsilon(d.ravel(), uniform_witness(s, T), E,
+                                             s * math.sqrt(E), method=method), up, "epsilon")
     src = lower_source(E, method)
     return Guarantee(Bound(shaped(up, delta), "upper", SRC_THM41 + " (inverted)"),
                      Bound(shaped(lo, delta), "lower", src + " (inverted)"))

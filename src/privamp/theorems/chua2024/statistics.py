@@ -19,11 +19,20 @@ from ...pairs.combinators import SwappedPair
 from ...pairs.loss_pair import LossPair
 from ...pld.discretise import discretise
 from ...pld.two_sided import TwoSidedPLD
-from .witness import Witness, c_grid, eq7_log_masses, hockey, log_cdf_max, uniform_witness
+from .witness import (
+    Witness,
+    c_grid,
+    eq7_log_masses,
+    hockey,
+    uniform_witness,
+)
 
 __all__ = [
     "histogram_delta",
     "maxstat_pair",
+    "max_cell_masses",
+    "component_cell_masses",
+    "gauss_interval",
     "sorted_pair",
     "maxstat_composed",
     "maxstat_grid",
@@ -122,7 +131,7 @@ def histogram_delta(eps: np.ndarray, s: float, T: int) -> np.ndarray:
 # ---- several epochs: compose the max statistic with a certified (optimistic) PLD ----------
 def maxstat_pair(w: Witness, ncells: int = 400) -> LossPair:
     """The law of M = max_t w_t (cut into cells) under the witness's P and Q, as a discrete
-    pair (:func:`~privamp.theorems.chua2024.witness.log_cdf_max`; for (P_S, Q_S):
+    pair (:func:`max_cell_masses`; for (P_S, Q_S):
     P(M < m) = Phi(m - 2s) Phi(m)^{T-1}, Q(M < m) = Phi(m - s) Phi(m)^{T-1}).  A cell index
     is a post-processing of the pair, so its divergence (and that of its E-fold product)
     lower-bounds the shuffled mechanism's."""
@@ -132,11 +141,76 @@ def maxstat_pair(w: Witness, ncells: int = 400) -> LossPair:
     edges = np.linspace(lo, hi, ncells + 1)
     out = []
     for k in (2, 1):
-        lf = log_cdf_max(edges, w, k)
-        inner = np.exp(lf[1:] + log1mexp(np.minimum(lf[:-1] - lf[1:], 0.0)))
-        masses = np.concatenate([[math.exp(lf[0])], inner, [-math.expm1(lf[-1])]])
-        out.append(np.maximum(masses, 0.0))
+        out.append(max_cell_masses(edges, w, k))
     return sorted_pair(out[0], out[1])
+
+
+def gauss_interval(lo: np.ndarray, hi: np.ndarray, mu: float | np.ndarray) -> np.ndarray:
+    """P(lo <= Z < hi) for Z ~ N(mu, 1), from lower tails when the interval lies below mu and
+    upper tails when it lies above (no cancellation of two numbers near 1)."""
+    lo, hi = np.asarray(lo, dtype=float) - mu, np.asarray(hi, dtype=float) - mu
+    with np.errstate(invalid="ignore"):
+        out = np.where(lo >= 0, special.ndtr(-lo) - special.ndtr(-hi),
+                       special.ndtr(hi) - special.ndtr(lo))
+    return np.maximum(np.nan_to_num(out, nan=0.0), 0.0)
+
+
+def component_cell_masses(edges: np.ndarray, comps: list[tuple[float, float]],
+                          T: int) -> np.ndarray:
+    """Masses of the cells (-inf, e_0), [e_0, e_1), ..., [e_K, inf) of M = max of T
+    independent unit-variance normals, a mixture over ``comps = [(weight, shift)]`` (the
+    first coordinate N(shift, 1), the T - 1 others N(0, 1)), without cancellation.
+
+    Each component's cdf G(x) = Phi(x - shift) Phi(x)^{T-1} is differenced where G < 1/2
+    and its survival function 1 - G (from log space) where G >= 1/2, so each component's
+    cell mass has a small *relative* error; the mixture adds non-negative terms.  (Differences
+    of the mixture's cdf or survival function alone lose cells lying between the
+    components' bulks, e.g. under sit-out: a cell of P-mass rounded to 0 where Q has mass
+    ~0.5 fakes an infinite privacy loss.)
+
+    Args:
+        edges: increasing finite cell edges.
+        comps: the mixture's components (weight > 0, shift >= 0).
+        T: number of coordinates (>= 1).
+
+    Returns:
+        The K + 2 cell masses (non-negative).
+    """
+    edges = np.asarray(edges, dtype=float)
+    total = np.zeros(len(edges) + 1)
+    base = (T - 1) * special.log_ndtr(edges)
+    for weight, shift in comps:
+        lf = np.minimum(special.log_ndtr(edges - shift) + base, 0.0)
+        ls = log1mexp(lf)  # log(1 - G), accurate where G is near 1 (log_ndtr is)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            low = np.exp(lf[1:] + log1mexp(np.minimum(lf[:-1] - lf[1:], 0.0)))
+            high = np.exp(ls[:-1] + log1mexp(np.minimum(ls[1:] - ls[:-1], 0.0)))
+        inner = np.nan_to_num(np.where(lf[1:] < _LOG_HALF, low, high), nan=0.0)
+        cells = np.concatenate([[math.exp(lf[0])], inner, [math.exp(ls[-1])]])
+        total += weight * np.maximum(cells, 0.0)
+    return total
+
+
+def max_cell_masses(edges: np.ndarray, w: Witness, factor: int) -> np.ndarray:
+    """Masses of the cells (-inf, e_0), ..., [e_K, inf) of M = max_t w_t under the witness's
+    P (``factor=2``) or Q (``factor=1``): :func:`component_cell_masses` over the witness's
+    components (each batch class, and sitting out).
+
+    Args:
+        edges: increasing finite cell edges.
+        w: the witness.
+        factor: 2 (P) or 1 (Q).
+
+    Returns:
+        The K + 2 cell masses (non-negative).
+    """
+    comps = [(k * p, factor * mu) for k, p, mu in w.classes]
+    if w.sitout > 0:
+        comps.append((w.sitout, 0.0))
+    return component_cell_masses(edges, comps, w.T)
+
+
+_LOG_HALF = math.log(0.5)
 
 
 _MAXPLD: dict[tuple, object] = {}
@@ -223,9 +297,7 @@ def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
     lo = float(special.ndtri(math.exp(-34.5 / T)))
     hi = max(2 * s + 9.5, float(-special.ndtri(1e-19 / T)))
     edges = np.unique(np.concatenate([np.linspace(lo, hi, ncells + 1), [c]]))
-    lf = special.log_ndtr(edges - mu) + (T - 1) * special.log_ndtr(edges)
-    inner = np.exp(lf[1:] + log1mexp(np.minimum(lf[:-1] - lf[1:], 0.0)))
-    cell = np.maximum(np.concatenate([[math.exp(lf[0])], inner, [-math.expm1(lf[-1])]]), 0.0)
+    cell = component_cell_masses(edges, [(1.0, mu)], T)
     a = np.concatenate([[-np.inf], edges])
     a2 = np.concatenate([edges, [np.inf]])
     up = a >= c  # cells above the threshold (c is an edge: none straddles it)
@@ -235,8 +307,8 @@ def _maxcount_masses(s: float, T: int, c: float, mu: float, ncells: int = 400,
     x = sbar(-c) - sbar(-a)
     x2 = sbar(-c) - sbar(-a2)
     dx = sbar(-a) - sbar(-a2)
-    g = sbar(mu - c) - sbar(mu - a)
-    dg = sbar(mu - a) - sbar(mu - a2)
+    g = gauss_interval(np.full(a.shape, c), a, mu)
+    dg = gauss_interval(a, a2, mu)
     Fc, Gc = float(special.ndtr(c)), float(special.ndtr(c - mu))
 
     def powdiff(k: int) -> np.ndarray:  # x2^k - x^k >= 0
