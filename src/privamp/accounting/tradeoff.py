@@ -60,6 +60,10 @@ _GRID = np.unique(np.concatenate((
     [0.0, 1.0], np.logspace(-12, 0, 1201), np.linspace(0.0, 1.0, 801))))
 
 
+#: eps points of the (eps, delta) fallback (each is a delta query of the run)
+_PROFILE_POINTS = 48
+
+
 DUALITY = ("f-DP duality beta(alpha) = sup_eps [1 - delta(eps) - e^eps alpha] "
            "(Dong, Roth, Su 2022, Prop. 2.12)")
 
@@ -83,8 +87,8 @@ class TradeoffCurve:
         bound from the lower envelope, the lower bound from the upper envelope."""
         lo = np.asarray(self.lower.value, dtype=float)
         up = np.asarray(self.upper.value, dtype=float)
-        return Guarantee(Bound(1.0 - lo, "upper", "TPR = 1 - beta; " + self.lower.source),
-                         Bound(1.0 - up, "lower", "TPR = 1 - beta; " + self.upper.source))
+        return Guarantee(Bound(1.0 - lo, "upper", self.lower.source + "; TPR = 1 - beta"),
+                         Bound(1.0 - up, "lower", self.upper.source + "; TPR = 1 - beta"))
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,7 @@ def _profile_lower(run: Any, grid: np.ndarray) -> tuple[np.ndarray, str]:
     top = run.epsilon(1e-12).upper
     if top is None or not math.isfinite(float(top)):
         raise NotApplicable("no finite upper bound on the run's epsilon to build a curve from")
-    eps = np.linspace(0.0, float(top), 200)
+    eps = np.linspace(0.0, float(top), _PROFILE_POINTS)
     g = run.delta(eps)
     if g.upper is None:
         raise NotApplicable("no upper bound on the run's delta(eps) to build a curve from")
@@ -249,7 +253,8 @@ def _profile_lower(run: Any, grid: np.ndarray) -> tuple[np.ndarray, str]:
     a = grid[:, None]
     lines = np.maximum(1.0 - d - np.exp(e) * a, np.exp(-e) * (1.0 - d - a)).max(axis=1)
     lo = np.clip(lines - 1e-14, 0.0, 1.0 - grid)
-    return lo, f"(epsilon, delta) profile at 200 eps (weaker): {g.upper.source}"
+    return lo, (f"(epsilon, delta) profile bounds at {_PROFILE_POINTS} eps (weaker); {DUALITY}; "
+                f"from: {g.upper.source}")
 
 
 def tradeoff(run: Any, alphas: Any) -> Tradeoff:
@@ -282,9 +287,10 @@ def tradeoff(run: Any, alphas: Any) -> Tradeoff:
             res[k] = (pick[0], np.min([p[k][1] for p in per], axis=0))
             lines[k] = (pick[1], pick[2])
         names = "; ".join(dict.fromkeys(s for s, _ in sources))
-        src_lo = f"{DUALITY}, pessimistic PLD sides at eps >= 0 ({names})"
-        src_up = ("exact Neyman-Pearson power of the optimistic PLD sides (pairs of "
-                  f"neighbours realising them; LP duality) ({names})")
+        src_lo = (f"f-DP duality of the pessimistic PLD sides at eps >= 0 (Dong, Roth, Su "
+                  f"2022, Prop. 2.12); {DUALITY}; accountants: {names}")
+        src_up = ("Neyman-Pearson power of the optimistic PLD sides (realised pairs of "
+                  f"neighbours; LP duality); accountants: {names}")
     else:
         lo, src_lo = _profile_lower(run, grid)
         res = {k: (lo, 1.0 - grid) for k in ("remove", "add")}
@@ -300,9 +306,9 @@ def tradeoff(run: Any, alphas: Any) -> Tradeoff:
              "either": "either order (worst case)",
              "symmetric": "symmetrised f-DP function C(min(f, f^-1)), Dong et al. Prop. 2.5"}
     curves = {k: TradeoffCurve(k, a, Bound(v[0][at].reshape(a.shape), "lower",
-                                           f"{notes[k]}: {src_lo}"),
+                                           f"{src_lo}; {notes[k]}"),
                                Bound(v[1][at].reshape(a.shape), "upper",
-                                     f"{notes[k]}: {src_up}"))
+                                     f"{src_up}; {notes[k]}"))
               for k, v in res.items()}
     return Tradeoff(a, curves["remove"], curves["add"], curves["either"], curves["symmetric"])
 
@@ -329,22 +335,27 @@ def tpr_at_fpr(run: Any, fprs: Any, order: str = "either") -> Guarantee:
     return getattr(tradeoff(run, fprs), order).tpr()
 
 
-def _profile_upper(run: Any) -> tuple[Any, str]:
-    """A certified upper bound on the run's profile (both orders) at eps >= 0, as a function,
-    and its source: the best PLD's pessimistic sides, else the run's delta bounds."""
+def _profile_upper(run: Any, tolerance: float) -> tuple[Any, float, str]:
+    """A certified upper bound D on the run's profile (both orders) at eps >= 0, as a
+    function, an eps beyond which D <= tolerance (inf if none), and its source: the PLDs'
+    pessimistic sides, else the run's delta bounds."""
     sources = pld_sources(run)
     if sources:
         def prof(eps: np.ndarray) -> np.ndarray:
             return np.min([np.max([p.delta(eps) for p, _ in pld.directions], axis=0)
                            for _, pld in sources], axis=0)
-        return prof, "; ".join(dict.fromkeys(s for s, _ in sources))
+        top = min(max(float(p.epsilon(tolerance)) for p, _ in pld.directions)
+                  for _, pld in sources)
+        return prof, top, "; ".join(dict.fromkeys(s for s, _ in sources))
 
     def prof_run(eps: np.ndarray) -> np.ndarray:
         g = run.delta(eps)
         if g.upper is None:
             raise NotApplicable("no upper bound on the run's delta(eps)")
         return np.asarray(g.upper.value, dtype=float)
-    return prof_run, "(epsilon, delta) profile bounds of the run"
+    up = run.epsilon(tolerance).upper
+    top = math.inf if up is None else float(up)
+    return prof_run, top, "(epsilon, delta) profile bounds of the run"
 
 
 def gdp_mu(run: Any, tolerance: float = 1e-9, points: int = 20000) -> GdpBound:
@@ -376,11 +387,10 @@ def gdp_mu(run: Any, tolerance: float = 1e-9, points: int = 20000) -> GdpBound:
         raise ValueError(f"tolerance must be in (0, 1e-3), got {tolerance}")
     if int(points) != points or points < 10:
         raise ValueError(f"points must be an integer >= 10, got {points}")
-    prof, src = _profile_upper(run)
-    top = run.epsilon(tolerance).upper
-    if top is None or not math.isfinite(float(top)):
+    prof, top, src = _profile_upper(run, tolerance)
+    if not math.isfinite(top):
         raise NotApplicable("no finite upper bound on epsilon at the tolerance")
-    hi_e = float(top) * (1 + 1e-9) + 1e-12
+    hi_e = top * (1 + 1e-9) + 1e-12
     eps = np.linspace(0.0, hi_e, int(points))
     d = prof(eps)
     if prof(np.array([hi_e]))[0] > tolerance:

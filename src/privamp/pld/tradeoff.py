@@ -1,7 +1,7 @@
 """Certified trade-off curves (f-DP) of one discretised PLD.
 
 A pair (P, Q) with privacy profile ``delta(eps) = H_{e^eps}(P || Q)`` has the trade-off curve
-(Dong, Roth, Su 2022, "Gaussian differential privacy", JRSS-B, arXiv:1905.02383, Prop. 2.12)
+(Dong, Roth, Su 2022, JRSS-B, arXiv:1905.02383, Prop. 2.12)
 
     T(Q, P)(alpha) = sup_{eps real} [1 - delta(eps) - e^eps alpha],
 
