@@ -241,10 +241,8 @@ def _hull(grid: np.ndarray, lines: dict[str, tuple[np.ndarray, np.ndarray]]) -> 
 
 def _profile_lower(run: Any, grid: np.ndarray) -> tuple[np.ndarray, str]:
     """Lower envelope from the run's upper bounds on delta at a grid of eps (both orders)."""
-    top = run.epsilon(1e-12).upper
-    if top is None or not math.isfinite(float(top)):
-        raise NotApplicable("no finite upper bound on the run's epsilon to build a curve from")
-    eps = np.linspace(0.0, float(top), _PROFILE_POINTS)
+    # one vectorised delta query (an epsilon query first would cost a root search)
+    eps = np.concatenate(([0.0], np.geomspace(1e-3, 64.0, _PROFILE_POINTS - 1)))
     g = run.delta(eps)
     if g.upper is None:
         raise NotApplicable("no upper bound on the run's delta(eps) to build a curve from")
