@@ -205,3 +205,16 @@ def test_audit_check_flags_a_violation():
         pa.audit_check(run, 0.01, 0.2, 10000, strict=True)
     with pytest.raises(ValueError, match="fpr"):
         pa.audit_check(run, 0.0101, 0.2, 1000)
+
+
+def test_gdp_mu_is_below_the_envelope_and_nearly_minimal():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=20)
+    g = run.gdp_mu()
+    mu, tol = float(g.upper), g.tolerance
+    a = np.unique(np.concatenate((np.logspace(-9, 0, 800), np.linspace(0, 1, 801))))
+    lo = np.asarray(run.tradeoff(a).lower.value)
+    assert np.all(gaussian_curve(mu, a) - tol <= lo + 1e-6)
+    assert np.any(gaussian_curve(0.98 * mu, a) - tol > lo)
+    assert g.estimate is not None and "NOT a certified bound" in g.estimate_source
+    with pytest.raises(ValueError, match="tolerance"):
+        run.gdp_mu(tolerance=0.0)
