@@ -218,3 +218,41 @@ def test_gdp_mu_is_below_the_envelope_and_nearly_minimal():
     assert g.estimate is not None and "NOT a certified bound" in g.estimate_source
     with pytest.raises(ValueError, match="tolerance"):
         run.gdp_mu(tolerance=0.0)
+
+
+def test_subsampled_gaussian_symmetrisation_closed_form():
+    """One Poisson-subsampled Gaussian step: the membership curve is f_p = q G_mu + (1 - q)
+    (1 - alpha) and the symmetrised one C_p(G_mu) = f_p up to x* = Phi(-mu/2), the line
+    x* + f_p(x*) - x, then f_p^{-1} (Dong, Roth, Su 2022, Thm 4.2 and its symmetrisation);
+    f_p^{-1} by root finding."""
+    from scipy.optimize import brentq
+
+    q, mu = 0.2, 1.0
+    a = ALPHAS[(ALPHAS > 0) & (ALPHAS < 1)]
+
+    def fp(x):
+        return q * gaussian_curve(mu, x) + (1 - q) * (1 - x)
+
+    def fp_inv(y):
+        return brentq(lambda t: fp(t) - y, 0.0, 1.0, xtol=1e-15)
+
+    xs = norm.cdf(-mu / 2)
+    ys = fp(xs)
+    inv = np.array([fp_inv(y) for y in a])
+    sym = np.where(a <= xs, fp(a), np.where(a <= ys, xs + ys - a, inv))
+    run = pa.Training(pa.Gaussian(1 / mu), pa.Poisson(q), steps=1)
+    tr = run.tradeoff(a)
+    assert contains(tr.remove, fp(a), 1e-10) < 1e-4
+    assert contains(tr.add, inv, 1e-10) < 1e-4
+    lo = np.asarray(tr.symmetric.lower.value)
+    assert np.all(lo <= sym + 1e-10) and np.max(sym - lo) < 1e-4
+
+
+@pytest.mark.slow
+def test_composition_without_pld_uses_its_profile():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=50,
+                      relation=pa.HybridSubstitution())
+    tr = pa.compose(run, run).tradeoff([1e-3, 0.5])
+    assert "profile" in tr.lower.source
+    one = np.asarray(run.tradeoff([1e-3, 0.5]).lower.value)
+    assert np.all(np.asarray(tr.lower.value) <= one + 1e-12)  # two phases leak more
