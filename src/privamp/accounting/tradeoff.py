@@ -199,11 +199,11 @@ def _orders(pld: TwoSidedPLD, grid: np.ndarray) -> dict[str, tuple[np.ndarray, .
 def _lower_hull(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vertices of the lower convex hull of the points (xs sorted increasing)."""
     hull: list[int] = []
-    for i in range(len(xs)):
+    x, y = xs.tolist(), ys.tolist()  # (Python floats: far faster than numpy scalars here)
+    for i in range(len(x)):
         while len(hull) >= 2:
             i0, i1 = hull[-2], hull[-1]
-            cross = (xs[i1] - xs[i0]) * (ys[i] - ys[i0]) - (ys[i1] - ys[i0]) * (xs[i] - xs[i0])
-            if cross <= 0:
+            if (x[i1] - x[i0]) * (y[i] - y[i0]) - (y[i1] - y[i0]) * (x[i] - x[i0]) <= 0:
                 hull.pop()
             else:
                 break
