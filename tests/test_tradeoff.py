@@ -256,3 +256,17 @@ def test_composition_without_pld_uses_its_profile():
     assert "profile" in tr.lower.source
     one = np.asarray(run.tradeoff([1e-3, 0.5]).lower.value)
     assert np.all(np.asarray(tr.lower.value) <= one + 1e-12)  # two phases leak more
+
+
+@pytest.mark.slow
+def test_gdp_mu_without_pld_is_certified_on_the_profile():
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100,
+                      relation=pa.HybridSubstitution())
+    g = run.gdp_mu()
+    mu, tol = float(g.upper), g.tolerance
+    eps = np.linspace(0.0, 8.0, 41)
+    # the GDP profile (Dong et al. 2022, Cor. 2.13) at mu, plus the tolerance, lies above the
+    # run's certified delta(eps)
+    dm = norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
+    assert np.all(np.asarray(run.delta(eps).upper.value) <= dm + tol + 1e-12)
+    assert g.estimate is None and "profile" in g.upper.source
