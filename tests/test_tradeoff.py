@@ -270,3 +270,16 @@ def test_gdp_mu_without_pld_is_certified_on_the_profile():
     dm = norm.cdf(mu / 2 - eps / mu) - np.exp(eps) * norm.cdf(-mu / 2 - eps / mu)
     assert np.all(np.asarray(run.delta(eps).upper.value) <= dm + tol + 1e-12)
     assert g.estimate is None and "profile" in g.upper.source
+
+
+def test_optimistic_side_is_below_the_profile_at_negative_eps():
+    """The upper envelope uses the optimistic profile at every eps, negative ones included:
+    for a composed Gaussian it stays below the analytic profile there (valid for real eps)."""
+    mu, T = 0.5, 16
+    p, o = pa.discretise(pa.Gaussian(1 / mu).pair(), 1e-3, 1e-16)
+    o = o.self_compose(T)
+    m = mu * math.sqrt(T)
+    eps = np.linspace(-6.0, 3.0, 91)
+    exact = norm.cdf(m / 2 - eps / m) - np.exp(eps) * norm.cdf(-m / 2 - eps / m)
+    assert np.all(o.delta(eps) <= exact + 1e-15)
+    assert np.max(exact - o.delta(eps)) < 1e-4

@@ -20,8 +20,11 @@ delta(eps) - alpha]`` (the inverse curve, Prop. 2.4's ``f^{-1}``).
   touch it (and their neighbours, and 0): the choice affects tightness, never soundness.
 * Upper envelope (what an attack achieves on the realised pair): needs the sup over ALL eps
   of a certified LOWER bound on the profile; a finite eps grid would under-estimate the sup.
-  It is computed exactly instead: the optimistic grid pair's profile ``D~ (>= ... - slack,
-  <= the realised pair's profile at every a = e^eps >= 0)`` gives ``beta <= 1 + slack -
+  It is computed exactly instead: the optimistic grid pair's profile D~ satisfies ``D~(a) -
+  slack <= D(a)``, the realised pair's profile, at every ``a = e^eps`` in [0, inf) (the
+  optimistic sides are certified there: discretisation, composition and truncation only
+  lower a profile at every a; lower sides that are a statistic of the realised pair's output
+  are post-processings, below it at every a too), which gives ``beta <= 1 + slack -
   inf_a [D~(a) + a alpha]``, and by linear-programming duality ``inf_a [D~(a) + a alpha]`` is
   the Neyman-Pearson power ``pi~(alpha) = max {P~(phi) : Q~(phi) <= alpha}`` of the grid
   measures (atoms p_j, q_j = p_j e^{-l_j}; P~-mass at +inf).  A FEASIBLE test (top atoms by
