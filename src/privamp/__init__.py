@@ -15,6 +15,8 @@ from .accountants.poisson import poisson_pairs
 from .accountants.rdp import RdpAccountant
 from .accountants.registry import rdp_curve, rdp_methods
 from .accounting import Composition, Training, calibrate, compare, compose
+from .accounting.audit import AuditCheck, audit_check
+from .accounting.tradeoff import Tradeoff, TradeoffCurve
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
@@ -66,6 +68,7 @@ def profile(mechanism, scheme, epsilon, relation=None, group="white-box",
 #: privamp.sampling.registry) and the rest
 __all__ = [
     "ABLQ",
+    "AuditCheck",
     "Bound",
     "ChainEvents",
     "Composition",
@@ -77,8 +80,11 @@ __all__ = [
     "PLD",
     "RandomizedResponse",
     "RdpAccountant",
+    "Tradeoff",
+    "TradeoffCurve",
     "Training",
     "TwoSidedPLD",
+    "audit_check",
     "calibrate",
     "calibrate_interval",
     "compare",

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from .accounting.audit import AuditCheck
+from .accounting.tradeoff import Tradeoff, gaussian_beta
 from .accounting.training import Training
 from .errors import NotApplicable
 from .mechanisms.gaussian import Gaussian
@@ -20,6 +22,7 @@ __all__ = [
     "epsilon_over_training",
     "plot_epsilon_curve",
     "plot_epsilon_vs_sigma",
+    "plot_tradeoff",
     "pyplot",
 ]
 
@@ -154,6 +157,58 @@ def plot_epsilon_curve(
     ax.set_ylabel("epsilon")
     ax.set_title("\n".join(_wrap(title, 80)), fontsize=8)
     ax.grid(True, alpha=0.3)
+    return _save(fig, ax, path)
+
+
+def plot_tradeoff(curve: Tradeoff, path: str | Path, title: str, mu: float | None = None,
+                  audits: Sequence[AuditCheck] = ()) -> Path:
+    """Draw the certified TPR band (1 - upper / lower envelopes on beta, either order) against
+    the FPR, the symmetrised f-DP guarantee, the Gaussian-DP curve ``1 - G_mu`` (if ``mu``)
+    and each audit's confidence corner (FPR upper bound, TPR lower bound; red if it violates
+    the certified curve).
+
+    Args:
+        curve: a :class:`Tradeoff` (e.g. ``run.tradeoff(np.logspace(-6, 0, 400))``).
+        path: output file (png, pdf, svg).
+        title: the plot title.
+        mu: a GDP mu to draw as reference, or None.
+        audits: results of :func:`privamp.audit_check` to mark.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: matplotlib is missing.
+    """
+    plt = pyplot()
+    a = np.asarray(curve.alphas, dtype=float).ravel()
+    keep = a > 0
+    a = a[keep]
+    t_up = 1 - np.asarray(curve.either.lower.value, dtype=float).ravel()[keep]
+    t_lo = 1 - np.asarray(curve.either.upper.value, dtype=float).ravel()[keep]
+    t_sym = 1 - np.asarray(curve.symmetric.lower.value, dtype=float).ravel()[keep]
+    fig, ax = plt.subplots(figsize=(6.0, 4.5))
+    ax.fill_between(a, t_lo, t_up, color="tab:blue", alpha=0.3,
+                    label="certified TPR (lower: realised attack, upper: guarantee)")
+    ax.plot(a, t_up, color="tab:blue", lw=1.2)
+    ax.plot(a, t_sym, color="tab:blue", lw=0.8, ls=":", label="symmetrised f-DP guarantee")
+    if mu is not None:
+        ax.plot(a, 1 - gaussian_beta(mu, a), color="tab:gray", ls="--",
+                label=f"Gaussian DP, mu = {mu:.3g}")
+    ax.plot(a, a, color="black", lw=0.6, ls="-", label="random guess")
+    for chk in audits:
+        ax.plot([chk.fpr_upper], [max(chk.tpr_lower, a[0])], marker="o", ms=7,
+                color="tab:green" if chk.consistent else "tab:red", ls="none",
+                label="audit (FPR upper, TPR lower)" if chk.consistent else
+                "audit VIOLATES the accounting")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(a[0], 1.0)
+    ax.set_ylim(max(a[0], 1e-6), 1.05)
+    ax.set_xlabel("false-positive rate (type I error alpha)")
+    ax.set_ylabel("true-positive rate (1 - beta)")
+    ax.set_title("\n".join(_wrap(title, 80)), fontsize=8)
+    ax.grid(True, which="both", alpha=0.2)
     return _save(fig, ax, path)
 
 

@@ -31,6 +31,7 @@ from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
 from ..results import Guarantee
 from .screening import rdp_ruled_out
+from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
 from .training import Training, combine_pairs
 
 __all__ = [
@@ -171,6 +172,29 @@ class Composition:
         """
         e = check_epsilon(epsilon)
         return self._query("delta", e, accountant)
+
+    def pld_analysis(self) -> ComposedPLDAnalysis:
+        """The phases composed as PLDs on one grid (built once).
+
+        Raises:
+            NotApplicable: some phase offers no PLD.
+        """
+        an = self._analysis("pld")
+        if isinstance(an, NotApplicable):
+            raise an
+        return an
+
+    def tradeoff(self, alphas) -> Tradeoff:
+        """Certified trade-off curves (:func:`privamp.accounting.tradeoff.tradeoff`)."""
+        return tradeoff(self, alphas)
+
+    def tpr_at_fpr(self, fprs, order: str = "either") -> Guarantee:
+        """Bounds on an attack's true-positive rate at ``fprs`` (:func:`tpr_at_fpr`)."""
+        return tpr_at_fpr(self, fprs, order)
+
+    def gdp_mu(self, tolerance: float = 1e-9) -> GdpBound:
+        """A certified Gaussian-DP mu (:func:`privamp.accounting.tradeoff.gdp_mu`)."""
+        return gdp_mu(self, tolerance)
 
     def __str__(self) -> str:
         return "Composition(" + ", ".join(str(p) for p in self.phases) + ")"

@@ -25,6 +25,7 @@ from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
 from ..sampling.schemes import Scheme
 from .screening import rdp_ruled_out, rdp_ruled_out_scaled
+from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
 
 __all__ = [
     "Training",
@@ -360,6 +361,19 @@ class Training:
                     raise
                 out.append(None)
         return out
+
+    def tradeoff(self, alphas) -> Tradeoff:
+        """Certified trade-off curves (f-DP) at type-I errors ``alphas``
+        (:func:`privamp.accounting.tradeoff.tradeoff`)."""
+        return tradeoff(self, alphas)
+
+    def tpr_at_fpr(self, fprs, order: str = "either") -> Guarantee:
+        """Bounds on an attack's true-positive rate at ``fprs`` (:func:`tpr_at_fpr`)."""
+        return tpr_at_fpr(self, fprs, order)
+
+    def gdp_mu(self, tolerance: float = 1e-9) -> GdpBound:
+        """A certified Gaussian-DP mu (:func:`privamp.accounting.tradeoff.gdp_mu`)."""
+        return gdp_mu(self, tolerance)
 
     def __add__(self, other):
         """``run_a + run_b``: the two runs one after the other (:func:`privamp.compose`)."""

@@ -19,6 +19,7 @@ from .commands import (
 )
 from .demo import cmd_demo
 from .flags import Parser, command, count, mechanism_flags, output_flags, run_flags, sampling_flags
+from .tradeoff import add_tradeoff
 from .values import CliError
 
 __all__ = [
@@ -94,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--figure", help="figure name (default: all)")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.add_argument("--fast", action="store_true", help="coarse grids (seconds)")
+
+    add_tradeoff(sub)
 
     command(sub, "support", "the support matrix (markdown), from the registries",
             "privamp support > support.md", cmd_support)
