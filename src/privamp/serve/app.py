@@ -37,6 +37,8 @@ __all__ = ["ServeConfig", "create_app", "compute_answer"]
 
 MAX_QUERY = 2048
 MAX_BODY = 8192
+#: seconds a task stopped at its budget is answered "over budget" again without rerunning
+OVER_BUDGET_MEMORY = 30.0
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,25 @@ class _State:
         key = (name, q.key(), arg)
         if key in self.cache:
             self.cache.move_to_end(key)
-            return self.cache[key]
-        out = await self.pool.run(name, asdict(q), arg, heavy=heavy, deadline=deadline)
+            hit = self.cache[key]
+            if "over" not in hit:
+                return hit
+            if time.monotonic() < hit["over"]:  # stopped at its budget a moment ago
+                raise OverBudget("ran past the time budget a moment ago")
+        try:
+            out = await self.pool.run(name, asdict(q), arg, heavy=heavy, deadline=deadline)
+        except OverBudget:
+            self._keep(key, {"over": time.monotonic() + OVER_BUDGET_MEMORY})
+            raise
         if "error" not in out or out["error"].get("field") != "budget":
-            self.cache[key] = out
-            while len(self.cache) > self.config.cache_size:
-                self.cache.popitem(last=False)
+            self._keep(key, out)
         return out
+
+    def _keep(self, key: tuple, value: dict[str, Any]) -> None:
+        self.cache[key] = value
+        self.cache.move_to_end(key)
+        while len(self.cache) > self.config.cache_size:
+            self.cache.popitem(last=False)
 
 
 def _docs_pages() -> dict[str, str]:

@@ -220,7 +220,7 @@ def parse_query(params: Any) -> Query:
     for name, raw in params.items():
         if not isinstance(name, str) or name not in _BY_NAME:
             shown = str(name)[:20]
-            raise FieldError(shown, f"unknown field {shown!r} (fields: "
+            raise FieldError(shown or "body", f"unknown field {shown!r} (fields: "
                              f"{', '.join(FIELD_NAMES)})")
         if raw is None or (isinstance(raw, str) and raw.strip() == ""):
             continue

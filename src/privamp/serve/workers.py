@@ -1,8 +1,8 @@
 """A small pool of worker processes that can be stopped: every task runs in a worker with an
 address-space limit (``RLIMIT_AS``, the memory budget) and a deadline; a worker that
 overruns is killed and replaced.  Two lanes: heavy tasks (comparisons, curves, calibration)
-may hold at most ``size - 1`` workers, so a burst of them never starves the light ones (a
-single interval); a bounded queue refuses work beyond it.
+may hold at most ``size - 1`` workers and wait while a light one (a single interval) waits,
+so a burst of them never starves the light ones; a bounded queue refuses work beyond it.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ class WorkerPool:
         self._cond: asyncio.Condition | None = None
         self._heavy_busy = 0
         self._waiting = 0
+        self._light_waiting = 0
         self.replaced = 0
         self._replacing: set[asyncio.Future] = set()
         self._closed = False
@@ -145,16 +146,22 @@ class WorkerPool:
             raise Overloaded(f"the server is busy ({self._waiting} requests waiting); try "
                              "again in a few seconds")
         self._waiting += 1
+        self._light_waiting += not heavy
         try:
             async with self._cond:
                 cap = self.config.size - 1
                 await self._cond.wait_for(
-                    lambda: bool(self._idle) and (not heavy or self._heavy_busy < cap))
+                    lambda: bool(self._idle) and (not heavy or (
+                        self._heavy_busy < cap and not self._light_waiting)))
                 if heavy:
                     self._heavy_busy += 1
                 return self._idle.pop()
         finally:
             self._waiting -= 1
+            self._light_waiting -= not heavy
+            if not heavy and self._cond is not None:  # heavy waiters may go now
+                async with self._cond:
+                    self._cond.notify_all()
 
     async def _release(self, worker: _Worker | None, heavy: bool) -> None:
         assert self._cond is not None
