@@ -120,7 +120,7 @@ def _table(rows: list[dict[str, Any]], mine: dict[str, Any], poisson_up: float |
             '<p class="note">Reporting the Poisson epsilon for a run that samples otherwise '
             'under-reports it by at least the factor shown (certified lower bound / Poisson '
             'upper bound).</p><table><thead><tr><th>sampler</th><th class="num">lower</th>'
-            '<th class="num">upper</th><th class="num">Poisson under-reports by</th>'
+            '<th class="num">upper</th><th class="num">Poisson under-reports &times;</th>'
             f'<th>source</th></tr></thead><tbody>{"".join(body)}</tbody></table></div>')
 
 
