@@ -152,6 +152,9 @@ def test_page_answer_plot_and_share_link(url):
             sampler="poisson", points=3)
     assert r.status_code == 200
     assert 'id="interval-value"' in r.text and '<polygon class="band"' in r.text
+    # the page streams a progress line as each part of the answer ends (9 samplers + curve)
+    done = re.findall(r"<li>[^<]*: done \((\d+) of (\d+), [\d.]+ s of the 6 s budget\)", r.text)
+    assert [int(k) for k, _ in done] == list(range(1, 11)) and {n for _, n in done} == {"10"}
     share = re.search(r'id="share-link" href="([^"]+)"', r.text).group(1)
     assert dict(parse_qsl(share.split("?", 1)[1].replace("&amp;", "&"))) == {
         "sigma": "1", "batch_size": "100", "dataset_size": "10000", "epochs": "1",

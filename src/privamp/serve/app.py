@@ -14,6 +14,7 @@ import asyncio
 import json
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from html import escape
@@ -23,13 +24,13 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .. import __version__
 from .fields import FieldError, Query, parse_query, query_string
 from .openapi import ENDPOINTS, openapi_schema
-from .page import render_page
+from .page import ANSWER_MARKER, ANSWER_MARKER_END, ANSWER_MARKER_START, render_page
 from .runs import PAPER_PAGES, cli_line, other_samplers, python_snippet, run_for
 from .workers import OverBudget, Overloaded, PoolConfig, WorkerPool
 
@@ -113,16 +114,21 @@ def _over(what: str, budget: float) -> str:
             "--budget); ask for fewer steps or points, or raise the budget")
 
 
-async def compute_answer(state: _State, q: Query, parts: tuple[str, ...]) -> dict[str, Any]:
+async def compute_answer(state: _State, q: Query, parts: tuple[str, ...], *,
+                         started: float | None = None,
+                         progress: Callable[[str, int, int], None] | None = None,
+                         ) -> dict[str, Any]:
     """The answer's ``parts`` (``interval``, ``rows``, ``curve``, ``calibrate``), computed
-    concurrently before the request's deadline.
+    concurrently before the request's deadline (``started`` + the budget).
+
+    ``progress(name, done, total)`` is called as each task ends.
 
     Raises:
         FieldError: a bad input (the interval's, or calibration's when alone).
         Overloaded: the server is too busy.
     """
     budget = state.config.budget
-    t0 = time.monotonic()
+    t0 = time.monotonic() if started is None else started
     deadline = t0 + budget
     run = run_for(q)  # a bad combination is refused before any work
     jobs: dict[str, Any] = {}
@@ -135,6 +141,17 @@ async def compute_answer(state: _State, q: Query, parts: tuple[str, ...]) -> dic
     if "rows" in parts:
         for s in other_samplers(q):
             jobs[f"row:{s}"] = state.task("row", q, s, heavy=True, deadline=deadline)
+    if progress is not None:
+        total, done = len(jobs), [0]
+
+        async def tracked(name: str, job: Any) -> Any:
+            try:
+                return await job
+            finally:
+                done[0] += 1
+                progress(name, done[0], total)
+
+        jobs = {k: tracked(k, job) for k, job in jobs.items()}
     results = await asyncio.gather(*jobs.values(), return_exceptions=True)
     got = dict(zip(jobs, results, strict=True))
     for r in got.values():
@@ -235,25 +252,60 @@ def create_app(config: ServeConfig | None = None) -> Starlette:
 
     async def page(request: Request) -> Response:
         raw: dict[str, Any] = {}
+        budget = state.config.budget
         try:
             raw = await _params(request)
             if not raw:
-                return HTMLResponse(render_page({}, budget=state.config.budget,
-                                                version=__version__))
+                return HTMLResponse(render_page({}, budget=budget, version=__version__))
             q = parse_query(raw)
-            answer = await compute_answer(state, q, ("interval", "rows", "curve",
-                                                     "calibrate"))
+            t0 = time.monotonic()
+            first = await compute_answer(state, q, ("interval",), started=t0)
         except FieldError as exc:
             html = render_page(raw, error={"field": exc.field, "message": exc.message},
-                               budget=state.config.budget, version=__version__)
+                               budget=budget, version=__version__)
             return HTMLResponse(html, status_code=400)
         except Overloaded as exc:
             html = render_page(raw, error={"field": "form", "message": str(exc)},
-                               budget=state.config.budget, version=__version__)
+                               budget=budget, version=__version__)
             return HTMLResponse(html, status_code=503, headers={"Retry-After": "5"})
-        status = 408 if answer.get("refused") else 200
-        return HTMLResponse(render_page(raw, answer=answer, budget=state.config.budget,
-                                        version=__version__), status_code=status)
+        if first.get("refused"):
+            return HTMLResponse(render_page(raw, answer=first, budget=budget,
+                                            version=__version__), status_code=408)
+        return StreamingResponse(_stream(raw, q, t0), media_type="text/html")
+
+    async def _stream(raw: dict[str, Any], q: Query, t0: float) -> AsyncIterator[str]:
+        """The page in pieces: the form and a progress list at once, a line as each part
+        of the answer ends, then the answer (the interval is already known to be good)."""
+        budget = state.config.budget
+        head, tail = render_page(raw, answer={"marker": True}, budget=budget,
+                                 version=__version__).split(ANSWER_MARKER)
+        yield head + '<ol id="progress-log" class="note">'
+        events: asyncio.Queue = asyncio.Queue()
+        work = asyncio.ensure_future(compute_answer(
+            state, q, ("interval", "rows", "curve", "calibrate"), started=t0,
+            progress=lambda name, k, n: events.put_nowait((name, k, n))))
+        def line(name: str, k: int, n: int) -> str:
+            return (f"<li>{escape(name.replace('row:', 'sampler '))}: done ({k} of {n}, "
+                    f"{time.monotonic() - t0:.1f} s of the {budget:g} s budget)</li>")
+
+        while not work.done():
+            getter = asyncio.ensure_future(events.get())
+            await asyncio.wait({getter, work}, return_when=asyncio.FIRST_COMPLETED)
+            if getter.done():
+                yield line(*getter.result())
+            else:
+                getter.cancel()
+        while not events.empty():
+            yield line(*events.get_nowait())
+        yield "</ol><style>#progress-log{display:none}</style>"
+        try:
+            answer = work.result()
+        except (FieldError, Overloaded) as exc:
+            yield f'<p class="err" id="err-form">{escape(str(exc))}</p>' + tail
+            return
+        yield render_page(raw, answer=answer, budget=budget,
+                          version=__version__).split(ANSWER_MARKER_START)[1].split(
+                              ANSWER_MARKER_END)[0] + tail
 
     def api(parts: tuple[str, ...]):  # noqa: ANN202
         async def endpoint(request: Request) -> Response:

@@ -13,7 +13,13 @@ from typing import Any
 from .fields import FIELDS, SAMPLERS, Field
 from .svg import curve_svg
 
-__all__ = ["render_page", "LABELS"]
+__all__ = ["render_page", "LABELS", "ANSWER_MARKER", "ANSWER_MARKER_START",
+           "ANSWER_MARKER_END"]
+
+#: where the answer goes in a page rendered with ``answer={"marker": True}`` (streaming)
+ANSWER_MARKER = "<!--privamp-answer-->"
+#: the answer of a rendered page lies between these
+ANSWER_MARKER_START, ANSWER_MARKER_END = "<!--answer-start-->", "<!--answer-end-->"
 
 _BY_NAME = {f.name: f for f in FIELDS}
 
@@ -197,7 +203,8 @@ def render_page(raw: dict[str, Any], *, error: dict[str, str] | None = None,
         opacus_fields=_fields(raw, error, "poisson_sampling"),
         jax_fields=_fields(raw, error, "strategy", "cycle_length"),
         calibrate_fields=_fields(raw, error, "target_epsilon", "points"),
-        answer=_answer(answer, delta) if answer else "",
+        answer=ANSWER_MARKER if answer and answer.get("marker") else
+        ANSWER_MARKER_START + (_answer(answer, delta) if answer else "") + ANSWER_MARKER_END,
         budget=f"{budget:g}",
         version=escape(version),
     )
