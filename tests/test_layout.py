@@ -25,8 +25,9 @@ LAYERS = {
     "accounting": 7,
     "plotting": 8, "support": 8, "integrations": 8,
     "reproduce": 9, "opacus": 9, "torch": 9, "interop": 9,
-    "cli": 10,
-    "__init__": 11,
+    "serve": 10,  # a face, like cli: the web page (privamp serve)
+    "cli": 11,
+    "__init__": 12,
 }
 ENGINES = ("pld", "renyi")
 MECHANISM_WORDS = ("Gaussian", "Laplace", "RandomizedResponse", "Poisson", "Shuffle")

@@ -11,13 +11,14 @@
     privamp reproduce PAPER [--figure N] [--out DIR]
     privamp support     # which results and accountants apply where (markdown)
     privamp demo
+    privamp serve [--host 127.0.0.1] [--port 8000] [--budget 20]   # the web page
 
 The ``--scheme`` choices and their flags come from the scheme registry
 (:mod:`privamp.sampling.registry`).  Bad input, and a run no accountant covers, print one line
 ``privamp: error: ...`` and exit with status 2.
 
 Modules: ``flags`` (the parser's flags), ``values`` (mechanism, scheme, run from the flags),
-``output`` (printing), ``commands`` (one function per command), ``demo``, ``main``.
+``output`` (printing), ``commands`` (one function per command), ``demo``, ``serve``, ``main``.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .commands import (
 )
 from .demo import cmd_demo
 from .flags import Parser, command, count, mechanism_flags, output_flags, run_flags, sampling_flags
+from .serve import add_serve_command
 from .tradeoff import add_tradeoff
 from .values import CliError
 
@@ -102,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
             "privamp support > support.md", cmd_support)
     p = command(sub, "demo", "the canonical DP-SGD example", "privamp demo", cmd_demo)
     p.add_argument("--verbose", action="store_true", help="full theorem text for each source")
+    add_serve_command(sub)
     return parser
 
 

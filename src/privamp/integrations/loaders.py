@@ -25,7 +25,7 @@ from ..sampling.schemes import (
     WithReplacement,
 )
 
-__all__ = ["scheme_of", "accumulated"]
+__all__ = ["scheme_of", "scheme_of_options", "accumulated"]
 
 #: refuse Opacus's distributed Poisson sampler when a rank's batch may be empty (it then
 #: skips the step on that rank only, and the ranks' steps no longer line up) with at least
@@ -99,26 +99,59 @@ def _batch_scheme(bs: Any, n: int | None, set_epoch: bool | None) -> Scheme:
                       "DataLoader(batch_size=, shuffle=)")
     b, drop, inner = int(bs.batch_size), bool(bs.drop_last), bs.sampler
     n = len(inner) if n is None else n
-    if type(inner) is SequentialSampler:
-        return Deterministic(b, n, drop_last=drop)
-    if type(inner) is RandomSampler:
-        drawn = inner.num_samples
-        if inner.replacement:
-            if drawn % b and not drop:
-                raise _refuse(
-                    f"RandomSampler(replacement=True) drawing {drawn} per epoch in batches of "
-                    f"{b} (a last batch of {drawn % b})",
-                    f"drop_last=True or num_samples a multiple of {b}")
-            return WithReplacement(b, n)
-        if drawn != n:
-            raise _refuse(f"RandomSampler without replacement drawing {drawn} of {n} "
-                          "examples per epoch", "draw all of them (num_samples=None)")
-        return Shuffle(b, n, drop_last=drop)
+    if type(inner) in (SequentialSampler, RandomSampler):
+        random = type(inner) is RandomSampler
+        return scheme_of_options(b, n, shuffle=random, drop_last=drop,
+                                 replacement=random and inner.replacement,
+                                 num_samples=inner.num_samples if random else None)
     if isinstance(inner, DistributedSampler):
         return _distributed(inner, b, drop, n, set_epoch)
     raise _refuse(f"a {type(inner).__name__} inside the BatchSampler, whose law privamp does "
                   "not know (weighted or custom sampling)",
                   "use shuffle=True/False, a privamp batch sampler, or Opacus's Poisson loader")
+
+
+def scheme_of_options(batch_size: int, dataset_size: int, *, shuffle: bool, drop_last: bool,
+                      replacement: bool = False, num_samples: int | None = None) -> Scheme:
+    """The scheme of ``DataLoader(dataset, batch_size, shuffle=..., drop_last=...)`` (with
+    ``sampler=RandomSampler(dataset, replacement=True, num_samples=...)`` when
+    ``replacement``), read from the options alone: the rules :func:`scheme_of` applies to a
+    loader built with them (no PyTorch needed).
+
+    Args:
+        batch_size: ``batch_size`` (integer >= 1).
+        dataset_size: examples in the dataset (integer >= 1).
+        shuffle: a ``RandomSampler`` (True) or a ``SequentialSampler`` (False).
+        drop_last: the ``DataLoader``'s ``drop_last``.
+        replacement: the ``RandomSampler`` draws with replacement (needs ``shuffle``).
+        num_samples: draws per epoch of the ``RandomSampler`` (default ``dataset_size``).
+
+    Returns:
+        ``Deterministic``, ``Shuffle`` or ``WithReplacement`` of ``(batch_size,
+        dataset_size)``.
+
+    Raises:
+        ValueError: a law privamp cannot account (named, with what would work).
+    """
+    b = check_int("batch_size", batch_size, minimum=1)
+    n = check_int("dataset_size", dataset_size, minimum=1)
+    drawn = n if num_samples is None else check_int("num_samples", num_samples, minimum=1)
+    if replacement and not shuffle:
+        raise _refuse("replacement=True without shuffling", "a RandomSampler draws with "
+                      "replacement: use shuffle=True with it")
+    if not shuffle:
+        return Deterministic(b, n, drop_last=drop_last)
+    if replacement:
+        if drawn % b and not drop_last:
+            raise _refuse(
+                f"RandomSampler(replacement=True) drawing {drawn} per epoch in batches of "
+                f"{b} (a last batch of {drawn % b})",
+                f"drop_last=True or num_samples a multiple of {b}")
+        return WithReplacement(b, n)
+    if drawn != n:
+        raise _refuse(f"RandomSampler without replacement drawing {drawn} of {n} "
+                      "examples per epoch", "draw all of them (num_samples=None)")
+    return Shuffle(b, n, drop_last=drop_last)
 
 
 def _opacus_poisson(bs: Any, n: int | None) -> Poisson:
