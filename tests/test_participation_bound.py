@@ -108,6 +108,7 @@ def test_unbounded_schemes_say_none():
 
 def test_other_schemes_counts():
     assert pa.ModelSplit(4).max_participations(7) == 7
+    assert pa.ModelSplit(4, 3).max_participations(7) == 21
     assert pa.Dropout().max_participations(3) == 3
     assert pa.WithoutReplacement(10, 100).max_participations(5) == 5
     assert pa.PersistentBallsInBins(4).max_participations(9) == 3

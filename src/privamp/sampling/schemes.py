@@ -326,8 +326,10 @@ class ModelSplit(Scheme):
         return 1
 
     def max_participations(self, steps: int) -> int | None:
-        """Every record's gradient enters every step (on its submodels): ``steps``."""
-        return _check_steps(steps)
+        """Every step releases ``parts`` block sums, a record enters ``selected`` of them,
+        each at the mechanism's sensitivity (Dong, Chen, Ozgur 2025, Thm 3.4: one step is an
+        epoch of ``BalancedIteration(parts, selected)``): ``steps * selected``."""
+        return _check_steps(steps) * self.selected
 
 
 @register_scheme("dropout with rate 1/2 (model split in 2)", name="dropout")
