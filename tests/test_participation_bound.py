@@ -223,12 +223,16 @@ def test_compose_keeps_the_scheme_pld_and_its_lower_side():
 
 
 def test_compose_model_split_as_pld():
-    """Dropout has no PLD of its own: the participation bound's joins a composition, sound
-    (above the exact Gaussian composition of its 5 releases and the Poisson phase's lower
-    side) and labelled."""
-    drop = pa.Training(pa.Gaussian(2.0), pa.Dropout(), steps=5)
-    poi = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    """Laplace dropout has no PLD of its own: the participation bound's joins a composition,
+    sound (at least the participation bound of that phase alone) and labelled; and for a
+    Gaussian dropout phase compose keeps the split PLD (its own lower side)."""
+    drop = pa.Training(pa.Laplace(4.0), pa.Dropout(), steps=5)
+    poi = pa.Training(pa.Laplace(2.0), pa.Poisson(0.01), steps=100)
     g = pa.compose(drop, poi).epsilon(1e-5, accountant="pld")
     assert "each record takes part" in g.upper.source
     alone = drop.epsilon(1e-5, accountant="participation").upper.value
     assert g.upper.value >= alone
+    gdrop = pa.Training(pa.Gaussian(2.0), pa.Dropout(), steps=5)
+    g = pa.compose(gdrop, pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)).epsilon(
+        1e-5, accountant="pld")
+    assert "each record takes part" not in g.upper.source and g.lower.value > 0
