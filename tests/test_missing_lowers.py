@@ -240,3 +240,39 @@ def test_extreme_delta_has_no_lower_bound_documented():
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=100)
     g = run.epsilon(1e-300)
     assert g.upper is not None and g.lower is None
+
+
+@pytest.mark.parametrize("eps", [0.5, 5.0, 20.0, 40.0])
+def test_sum_statistic_against_mpmath(eps):
+    """The sum statistic's threshold test: T = 10 steps, group of 2, q = 0.3, s = 1: the
+    statistic's pair is (sum_n Binom(20, 0.3)_n N(n / sqrt(10), 1), N(0, 1)); its remove
+    profile in mpmath bounds the function from above, within 1e-6 relative (down to ~1e-250)."""
+    from privamp.theorems.poisson_groups import sum_statistic_delta
+
+    got = sum_statistic_delta(eps, 2, 10, 0.3, 1.0)
+    b = _binom(20, 0.3)
+    with mp.workdps(60):
+        s = 1 / mp.sqrt(10)
+
+        def loss(x):
+            return mp.log(sum(bj * mp.exp(j * s * x - (j * s) ** 2 / 2) for j, bj in enumerate(b)))
+
+        lo, hi = mp.mpf(-60), mp.mpf(200)
+        for _ in range(300):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if loss(mid) > eps else (mid, hi)
+        x = hi
+        ref = sum(bj * mp.ncdf(j * s - x) for j, bj in enumerate(b)) - mp.e ** eps * mp.ncdf(-x)
+    ref = float(ref)
+    assert 0 < got <= ref
+    assert got >= ref * (1 - 1e-6)
+
+
+def test_extreme_delta_group_lower_bound():
+    """delta = 1e-300, a group of 2 under Poisson: a certified lower bound (sum statistic)
+    where the PLD's lower side is cut; below the RDP upper bound."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=100,
+                      relation=pa.AddRemove(group=2))
+    g = run.epsilon(1e-300)
+    assert g.lower is not None and "sum of the outputs" in g.lower.source
+    assert 150 < g.lower.value < g.upper.value
