@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...mechanisms.gaussian import Gaussian
+from ...pld.moments import two_sided_renyi_floor
 from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import ModelSplit
@@ -65,6 +66,12 @@ class SplitPLDAnalysis(BISPLDAnalysis):
         up, lo = super().delta(epsilon)
         return _noted(up), _noted(lo)  # type: ignore[return-value]
 
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Certified lower bounds on the run's Rényi DP from the optimistic (realised) side
+        of its PLD (:func:`~privamp.pld.moments.two_sided_renyi_floor`), for the screening
+        rule of "best" (it skips the RDP accountant where it cannot win)."""
+        return two_sided_renyi_floor(self.pld(), alpha)
+
 
 def _applies(run) -> bool:
     sch = run.scheme
@@ -81,7 +88,7 @@ def _applies(run) -> bool:
 @run_accountant("pld", applies=_applies,
                 description="model splitting / dropout as Balanced Iteration epochs (Dong, "
                             "Chen, Ozgur 2025, Thm 3.4): certified two-sided PLD",
-                capabilities=("pld", "grid_step"))
+                capabilities=("pld", "grid_step", "renyi_floor"))
 def _build(run) -> SplitPLDAnalysis:
     mech, sch = run.mechanism, run.scheme
     return SplitPLDAnalysis(mech.sigma / mech.sensitivity, sch.parts, sch.selected, run.steps)
