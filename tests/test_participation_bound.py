@@ -188,8 +188,17 @@ RUNS = [
     pa.Training(pa.Gaussian(0.8), pa.Deterministic(10, 100), steps=30),
     pa.Training(pa.Gaussian(0.8), pa.Shuffle(10, 100), steps=30),
     pa.Training(pa.Gaussian(0.8), pa.Dropout(), steps=5),
-    pa.Training(pa.Gaussian(1.0), pa.WithoutReplacement(10, 1000), steps=20),
+    pa.Training(pa.Gaussian(1.0), pa.WithoutReplacement(10, 1000), steps=20,
+                relation=pa.Substitution()),
 ]
+
+
+def test_without_replacement_add_remove_refused():
+    """Fixed-size batches under add/remove: the other records' batches change with the
+    dataset's size, so the count of the record's releases is not the whole story."""
+    run = pa.Training(pa.Gaussian(1.0), pa.WithoutReplacement(10, 1000), steps=20)
+    with pytest.raises(pa.NotApplicable):
+        run.epsilon(1e-5, accountant="participation")
 
 
 @pytest.mark.parametrize("run", RUNS, ids=lambda r: type(r.scheme).__name__)

@@ -12,7 +12,8 @@ the Balanced Iteration PLD's 0.9957 (issue 27).
 
 *Why it holds.*  The sampler's randomness (orderings, batch or submodel choices) does not
 depend on the data, and is the same under both neighbours D, D' (under add/remove and
-zero-out the other records keep their batches: Chua et al. 2024, Sec. 2).  Conditioned on
+zero-out the other records keep their batches: Chua et al. 2024, Sec. 2; not so for
+fixed-size batches without replacement under add/remove, which are refused).  Conditioned on
 it, the releases in which the differing record does not take part have the same law under D
 and D'; each of the at most m others is the mechanism at the relation's sensitivity
 (adaptively chosen queries), so the conditioned run is dominated by the m-fold product of
@@ -57,6 +58,7 @@ from ..pld.grid import PESSIMISTIC_SOURCE, PLD, zero_pld
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, HybridSubstitution, Substitution, ZeroOut
+from ..sampling.schemes import WithoutReplacement
 from .grid import auto_grid
 from .pld_run import check_slack
 from .registry import BoundPair, RunAnalysis, run_accountant
@@ -255,6 +257,10 @@ def _applies(run) -> bool:
     if not isinstance(run.relation, _RELATIONS):
         return False
     if isinstance(mech, Laplace) and run.relation.group > 1:
+        return False
+    if isinstance(run.scheme, WithoutReplacement) and type(run.relation) is AddRemove:
+        # fixed-size batches of a dataset one record larger: the other records' batches
+        # change too (a coupling swaps the record for another, up to twice the sensitivity)
         return False
     return run.scheme.max_participations(run.steps) is not None
 

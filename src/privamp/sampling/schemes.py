@@ -156,7 +156,9 @@ class WithoutReplacement(_FixedBatch):
     name = "without-replacement"
 
     def max_participations(self, steps: int) -> int | None:
-        """At most once per step (the batch's records are distinct): ``steps``."""
+        """At most once per step (the batch's records are distinct): ``steps``.  (Under
+        add/remove the other records' batches also change with the dataset's size; the
+        participation bound refuses that relation.)"""
         return _check_steps(steps)
 
 
