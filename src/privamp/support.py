@@ -29,13 +29,15 @@ LEGEND = {
     "supported": "a tight one-step result (exact divergence of the worst pair) or a "
                  "scheme-specific whole-run accountant (PLD / closed form) applies",
     "partial": "only sound upper bounds that are not known to be tight: generic RDP results "
-               "composed by the `rdp` accountant (group privacy, conversions, reductions)",
+               "composed by the `rdp` accountant (group privacy, conversions, reductions), "
+               "or the `participation` bound (the unsampled mechanism, m releases)",
     "not yet": "privamp refuses (`NotApplicable`): no result covers this setting",
 }
 
 
-#: run accountants that compose one-step RDP curves (generic, not scheme-specific)
-_RDP_COMPOSITION = ("rdp", "black-box-group")
+#: generic run accountants (not scheme-specific): those composing one-step RDP curves, and
+#: the participation bound (the unsampled mechanism composed m times)
+_RDP_COMPOSITION = ("rdp", "black-box-group", "participation")
 
 
 _MECHANISMS: tuple[Mechanism, ...] = (Gaussian(1.0), Laplace(1.0), RandomizedResponse(0.75))

@@ -58,6 +58,30 @@ class Scheme:
         """
         return AddRemove(group=group)
 
+    def max_participations(self, steps: int) -> int | None:
+        """The most releases, over a run of ``steps`` steps, in which one record can take part
+        whatever the sampler's randomness (None: no such bound, e.g. Poisson sampling, where a
+        record may be in every batch, or a batch may hold a record several times).  The
+        participation bound (:mod:`privamp.accountants.participation`) composes the
+        unsampled mechanism that many times.
+
+        Args:
+            steps: the run's number of steps (>= 1).
+
+        Returns:
+            The largest participation count, or None when it is not bounded below ``steps``
+            releases of the record at its own sensitivity.
+        """
+        return None
+
+
+def _check_steps(steps: object) -> int:
+    return check_int("steps", steps, minimum=1)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
 
 def _positive_rate(value: object) -> float:
     """A sampling rate in (0, 1] (a scheme that samples nothing has no steps per epoch)."""
@@ -145,6 +169,12 @@ class WithoutReplacement(_FixedBatch):
 
     name = "without-replacement"
 
+    def max_participations(self, steps: int) -> int | None:
+        """At most once per step (the batch's records are distinct): ``steps``.  (Under
+        add/remove the other records' batches also change with the dataset's size; the
+        participation bound refuses that relation.)"""
+        return _check_steps(steps)
+
 
 @register_scheme("--batch-size draws with replacement each step", example=(10, 1000),
                  flags=(_BATCH, _DATASET))
@@ -197,6 +227,11 @@ class _Partitioned(_FixedBatch):
         Sec. 2).  Under add/remove, adding or removing a record shifts every later record to
         another batch, and no accountant here applies."""
         return ZeroOut(group=group)
+
+    def max_participations(self, steps: int) -> int | None:
+        """At most one batch per epoch (whatever the ordering): ``ceil(steps /
+        steps_per_epoch)``."""
+        return _ceil_div(_check_steps(steps), self.steps_per_epoch)
 
 
 @register_scheme("the same consecutive batches every epoch (--drop-last: no short batch)",
@@ -278,6 +313,13 @@ class BalancedIteration(Scheme):
     def steps_per_epoch(self) -> int:
         return self.steps
 
+    def max_participations(self, steps: int) -> int | None:
+        """``participations`` per whole epoch, and at most ``min(participations, r)`` of the
+        ``r`` steps of a partial one."""
+        t = _check_steps(steps)
+        return (t // self.steps) * self.participations + min(self.participations,
+                                                              t % self.steps)
+
 
 @register_scheme("each example updates --selected of --parts submodels", example=(4,),
                  flags=(_PARTS, Flag("selected", "count", "submodels each example updates "
@@ -305,6 +347,12 @@ class ModelSplit(Scheme):
     @property
     def steps_per_epoch(self) -> int:
         return 1
+
+    def max_participations(self, steps: int) -> int | None:
+        """Every step releases ``parts`` block sums, a record enters ``selected`` of them,
+        each at the mechanism's sensitivity (Dong, Chen, Ozgur 2025, Thm 3.4: one step is an
+        epoch of ``BalancedIteration(parts, selected)``): ``steps * selected``."""
+        return _check_steps(steps) * self.selected
 
 
 @register_scheme("dropout with rate 1/2 (model split in 2)", name="dropout")
@@ -478,6 +526,10 @@ class PersistentBallsInBins(Scheme):
     @property
     def steps_per_epoch(self) -> int:
         return self.batches
+
+    def max_participations(self, steps: int) -> int | None:
+        """One batch per cycle: ``ceil(steps / batches)``."""
+        return _ceil_div(_check_steps(steps), self.batches)
 
 
 @register_scheme("Poisson --rate sampling with batches cut to --max-batch-size",

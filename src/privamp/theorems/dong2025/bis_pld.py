@@ -43,6 +43,7 @@ Epochs compose by FFT (Remark 3.10).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -98,6 +99,19 @@ SOURCE = ("PLD of Balanced Iteration Subsampling (Dong, Chen, Ozgur 2025, Thm 3.
 
 def bis_epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
                         tail: float = 1e-15) -> dict[str, PLD | None]:
+    """:func:`_epoch_two_sided` (see there), memoised for the last few settings: the runs of
+    an epsilon curve (one per checkpoint) share their epoch."""
+    return dict(_epoch_memo(float(sigma), int(steps), float(h), float(lattice), float(tail)))
+
+
+@functools.lru_cache(maxsize=8)
+def _epoch_memo(sigma: float, steps: int, h: float, lattice: float, tail: float
+                ) -> dict[str, PLD | None]:
+    return _epoch_two_sided(sigma, steps, h, lattice, tail)
+
+
+def _epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2e-3,
+                     tail: float = 1e-15) -> dict[str, PLD | None]:
     """Pessimistic and optimistic PLDs of one epoch of Balanced Iteration Subsampling with
     k = 1 (Dong, Chen, Ozgur 2025, Thm 3.8 pair) and the Gaussian mechanism (noise multiplier
     ``sigma``): keys ``"remove"``, ``"add"`` (pessimistic) and ``"remove_opt"``,
