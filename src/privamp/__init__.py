@@ -14,7 +14,7 @@ from . import theorems as _theorems  # noqa: F401  (imports register every resul
 from .accountants.poisson import poisson_pairs
 from .accountants.rdp import RdpAccountant
 from .accountants.registry import rdp_curve, rdp_methods
-from .accounting import Composition, Training, calibrate, compare, compose
+from .accounting import Calibration, Composition, Training, calibrate, compare, compose
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
@@ -79,6 +79,7 @@ __all__ = [
     "RdpAccountant",
     "Training",
     "TwoSidedPLD",
+    "Calibration",
     "calibrate",
     "calibrate_interval",
     "compare",
