@@ -201,3 +201,21 @@ def test_calibrate_rate_small_sigma_is_cheap():
                        callback=lambda v, g: probes.append((v, g)))
     assert len(probes) <= 3 and got.epsilon <= 1.0
     assert any(v > got.value and g.upper > 1.0 for v, g in probes)
+
+
+def test_guarantee_of_a_curve_prints_one_interval_a_line():
+    """Issue 33: epsilon_curve's Guarantee printed as `in [[array], [array]]`."""
+    g = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=300).epsilon_curve(
+        1e-5, steps=[100, 200, 300])
+    lines = str(g).splitlines()
+    assert lines[0] == "in [lower, upper] at each of 3 points:"
+    assert lines[1].startswith("  [0] in [") and "[[" not in str(g)
+
+
+def test_formatting_rounds_only_when_digits_are_dropped():
+    """The safe-side rounding leaves a value that the digits show exactly (0.01 stays
+    "0.01"), and rounds an upper bound up otherwise (2.3816 -> "2.39", docs/reporting.md)."""
+    assert f"{pa.Bound(0.01, 'upper', 's'):.6g}" == "0.01"
+    assert f"{pa.Bound(2.3816, 'upper', 's'):.2f}" == "2.39"
+    assert f"{pa.Bound(2.3816, 'lower', 's'):.2f}" == "2.38"
+    assert str(pa.Bound(2.38164449, "upper", "s")).startswith("<= 2.38165")
