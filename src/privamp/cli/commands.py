@@ -158,7 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
     at = args.delta if args.delta is not None else args.epsilon
     table = Comparison(quantity, float(at), tuple(rows))
     settings = (f"{base.mechanism}, batch {b} of {n}, {base.steps} steps ({epochs:.4g} "
-                f"epochs), {base.relation}")
+                f"epoch{'' if epochs == 1 else 's'}), {base.relation}")
     if args.json:
         print(json.dumps({"inputs": inputs(args, base), **table.to_dict()}))
     else:
@@ -241,8 +241,10 @@ def cmd_rdp(args: argparse.Namespace) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
     """``privamp reproduce``: redraw a paper's figures."""
+    from ..plotting import pyplot
     from ..reproduce import figures, reproduce
 
+    pyplot()  # matplotlib checked before any computing
     names = [args.figure] if args.figure is not None else list(figures(args.paper))
     for name in iterate(names, f"drawing {args.paper}", unit=" figures"):
         for p in reproduce(args.paper, name, args.out, fast=args.fast):
