@@ -192,6 +192,8 @@ def cmd_curve(args: argparse.Namespace) -> None:
 
         check_plot_path(args.plot)  # before the computing
     run = make_run(args)
+    if hasattr(run, "phases"):
+        raise CliError("curve follows one run: give its flags, not --phase groups")
     steps = curve_steps(run, args.points)
     bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0,
                    unit=" points")
