@@ -165,8 +165,10 @@ def test_calibrate_prints_the_noise_as_a_number(capsys):
     assert main(["calibrate", "--epsilon", "2", "--delta", "1e-5", "--scheme", "poisson",
                  "--rate", "1", "--steps", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("noise multiplier") and "<=" not in first
-    sigma = float(first.split()[-1])
+    # issue 33: the knob's value, then the guarantee it meets (not "<= sigma")
+    assert first.startswith("noise multiplier ") and ": epsilon <= " in first
+    assert " at delta 1e-05 [" in first
+    sigma = float(first.split()[2].rstrip(":"))
     exact = brentq(lambda s: _gauss_eps(1 / s, 1e-5) - 2.0, 0.5, 20.0, xtol=1e-10)
     assert exact * (1 - 1e-9) <= sigma <= exact * (1 + 2e-3)
 
@@ -356,3 +358,119 @@ def test_compare_takes_a_batch_size_that_does_not_divide_the_dataset(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["inputs"]["run"]["steps"] == 2 * 15  # ceil(100 / 7) steps an epoch
     assert len(out["rows"]) == 4
+
+
+# ---- issue 33: CLI parity with Python, through the CLI itself ----------------------------
+
+def test_calibrate_any_knob_from_the_cli(capsys):
+    """--knob steps: T releases of Gaussian(sigma) at rate 1 are one Gaussian of shift
+    sqrt(T) / sigma; the printed steps meet the target by the closed form, 1% more do not."""
+    assert main(["calibrate", "--knob", "steps", "--sigma", "20", "--epsilon", "2",
+                 "--delta", "1e-5", "--scheme", "poisson", "--rate", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("steps ") and ": epsilon <= " in first
+    T = int(first.split()[1].rstrip(":"))
+    assert _gauss_delta(np.sqrt(T) / 20, 2.0) <= 1e-5 < _gauss_delta(np.sqrt(T * 1.01) / 20, 2.0)
+
+
+def test_calibrate_rate_knob_json(capsys):
+    assert main(["calibrate", "--knob", "rate", "--sigma", "1", "--epsilon", "1",
+                 "--delta", "1e-5", "--scheme", "poisson", "--steps", "100", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["knob"] == "rate" and 0 < out["value"] < 1
+    assert out["calibration"]["guarantee"]["upper"]["value"] <= 1.0
+
+
+def test_calibrate_refuses_sigma_with_the_noise_knob_and_huge_targets_answer(capsys):
+    assert main(["calibrate", "--sigma", "1", "--epsilon", "2", "--delta", "1e-5",
+                 "--scheme", "poisson", "--rate", "1", "--steps", "1"]) == 2
+    assert "drop --sigma" in capsys.readouterr().err
+    # issue 27: --epsilon 1e6 was a traceback; now an answer at the search limit
+    assert main(["calibrate", "--epsilon", "1e6", "--delta", "1e-5", "--scheme", "poisson",
+                 "--rate", "0.01", "--steps", "10"]) == 0
+    assert "search limit" in capsys.readouterr().out
+
+
+def test_phases_from_the_cli_match_python(capsys):
+    import privamp as pa
+
+    assert main(["epsilon", "--delta", "1e-5", "--json",
+                 "--phase", "--sigma 1.0 --scheme poisson --rate 0.01 --steps 200",
+                 "--phase", "--sigma 2.0 --scheme poisson --rate 0.05 --steps 100"]) == 0
+    got = json.loads(capsys.readouterr().out)["upper"]["value"]
+    run = (pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=200)
+           + pa.Training(pa.Gaussian(2.0), pa.Poisson(0.05), steps=100))
+    assert got == pytest.approx(float(run.epsilon(1e-5)), rel=1e-9)
+    assert main(["epsilon", "--delta", "1e-5", "--phase", "--sigma 1 --scheme nope"]) == 2
+    assert "--phase 1" in capsys.readouterr().err
+
+
+def test_config_file_for_any_command(tmp_path, capsys):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('sigma = 1.1\nscheme = "poisson"\nrate = 0.01\nsteps = 100\n'
+                   'delta = 1e-5\njson = true\n')
+    assert main(["epsilon", "--config", str(cfg)]) == 0
+    a = json.loads(capsys.readouterr().out)
+    assert main(["epsilon", "--sigma", "1.1", "--scheme", "poisson", "--rate", "0.01",
+                 "--steps", "100", "--delta", "1e-5", "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert a["upper"] == b["upper"]
+    # flags on the command line win over the file
+    assert main(["epsilon", "--config", str(cfg), "--steps", "50"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["steps"] == 50
+    phases = tmp_path / "phases.toml"
+    phases.write_text('delta = 1e-5\n[[phase]]\nsigma = 1.0\nscheme = "poisson"\n'
+                      'rate = 0.01\nsteps = 200\n[[phase]]\nsigma = 2.0\n'
+                      'scheme = "poisson"\nrate = 0.05\nsteps = 100\n')
+    assert main(["epsilon", "--config", str(phases)]) == 0
+    assert " then " in capsys.readouterr().out
+    assert main(["epsilon", "--config", str(tmp_path / "missing.toml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_compare_steps_mean_training_steps(capsys):
+    """Issue 33: compare --steps is the number of training steps (as everywhere), and the
+    batch comes from --batch-size (no silent batch of 1)."""
+    assert main(["compare", "--sigma", "1", "--batch-size", "100", "--dataset-size", "1000",
+                 "--steps", "20", "--delta", "1e-5"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "batch 100 of 1000, 20 steps (2 epochs)" in first
+    assert main(["compare", "--sigma", "1", "--steps", "20", "--delta", "1e-5"]) == 2
+    assert "--batch-size is required" in capsys.readouterr().err
+
+
+def test_plot_checked_before_computing(tmp_path, capsys, monkeypatch):
+    """A bad --plot path fails at once, before any accountant is asked."""
+    import privamp.accounting.training as training
+
+    def boom(*a, **k):
+        raise AssertionError("computed before checking the plot path")
+
+    monkeypatch.setattr(training.Training, "epsilon", boom)
+    for cmd in (["compare", "--sigma", "1", "--batch-size", "10", "--dataset-size", "100",
+                 "--epochs", "1", "--delta", "1e-5"],
+                ["curve", "--sigma", "1", "--scheme", "poisson", "--rate", "0.1", "--steps",
+                 "10", "--delta", "1e-5"]):
+        assert main([*cmd, "--plot", str(tmp_path / "no" / "x.png")]) == 2
+        assert "does not exist" in capsys.readouterr().err
+        assert main([*cmd, "--plot", str(tmp_path / "x.txt")]) == 2
+        assert "must end in" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["epsilon", "delta", "calibrate", "compare", "curve", "rdp"])
+def test_every_help_example_runs(command, capsys):
+    """The example in each command's --help runs and prints what it says (no --plot)."""
+    import shlex
+
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    example = text.split("example:")[1].strip().splitlines()[0]
+    argv = [a for a in shlex.split(example)[1:]]
+    if "--plot" in argv:
+        i = argv.index("--plot")
+        del argv[i:i + 2]
+    if command == "calibrate":
+        argv = [a if a != "10000" else "100" for a in argv]  # keep the test quick
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.strip()

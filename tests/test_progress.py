@@ -56,3 +56,29 @@ def test_off_a_terminal_the_closing_refresh_is_not_repeated():
     assert [line.split("]")[0].split(" [")[0] for line in lines] == [
         "calibrating: 0 probes", "calibrating: 1 probes", "calibrating: 2 probes"]
     assert lines[-1].endswith("sigma=1.7]")
+
+
+def test_silenced_by_tqdm_disable(monkeypatch):
+    """Issue 33: tqdm's own TQDM_DISABLE=1 silences the bars and the elapsed-time line."""
+    monkeypatch.delenv("PRIVAMP_PROGRESS", raising=False)
+    monkeypatch.setenv("TQDM_DISABLE", "1")
+    out = io.StringIO()
+    list(iterate(range(3), "quiet", stream=out))
+    working("quiet", lambda: time.sleep(0.2), stream=out, after=0.01)
+    assert out.getvalue() == ""
+    monkeypatch.setenv("TQDM_DISABLE", "0")
+    list(iterate(range(3), "loud", stream=out))
+    assert "loud" in out.getvalue()
+
+
+def test_lines_go_through_logging_when_it_is_configured(caplog, monkeypatch, capsys):
+    """Issue 33: off a terminal, with logging configured at INFO, progress lines are records
+    of the "privamp" logger, not stray stderr text."""
+    import logging
+
+    monkeypatch.delenv("PRIVAMP_PROGRESS", raising=False)
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    with caplog.at_level(logging.INFO, logger="privamp"):
+        list(iterate(range(2), "logged"))
+    assert any(r.name == "privamp" and "logged" in r.getMessage() for r in caplog.records)
+    assert "logged" not in capsys.readouterr().err

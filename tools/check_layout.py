@@ -1,11 +1,14 @@
-"""Check a page of the built docs in headless Chromium: no table overflows its column and the
-page does not scroll sideways.  Also writes a screenshot.
+"""Check the built docs in headless Chromium, every page at desktop (1280 px) and phone
+(390 px) widths: tables inside their column, with rules between rows, striped rows and
+padded cells (neighbouring cells do not run together); no word broken mid-identifier
+(``DeterministicBatchSa|mpler``); no clipped code block; no sideways scrolling.  Writes a
+screenshot of each page at each width.
 
-    python tools/check_layout.py [--page integrations] [--width 1280] [--out shot.png]
-                                 [--without-extra-css]
+    python tools/check_layout.py [--page integrations ...] [--width 1280 ...]
+                                 [--shots build/screenshots] [--without-extra-css]
 
 Needs ``mkdocs`` (with mkdocstrings) and Debian's ``chromium`` (``apt-get install -y
-chromium``).  Prints one line per width and exits 1 when something overflows.
+chromium``).  Prints one line per page and width and exits 1 when something is wrong.
 ``--without-extra-css`` drops docs/css/extra.css, to show what the check catches.
 """
 
@@ -26,22 +29,101 @@ CHROMIUM_FLAGS = (
     "--no-first-run", "--disable-component-update", "--disable-sync",
     "--hide-scrollbars", "--virtual-time-budget=5000",
 )
-# measures, after layout, every table of the main column against that column
-PROBE = """<script>
+# measures, after layout, the main column of a page: tables (inside the column, rules,
+# striping, padded cells), words broken mid-identifier, clipped code blocks, sideways scrolling
+PROBE = r"""<script>
 window.addEventListener('load', () => {
   const main = document.querySelector('[role=main]') || document.body;
   const box = main.getBoundingClientRect();
-  const tables = [...main.querySelectorAll('table')].map((t, i) => {
+  const problems = [];
+  const say = (m) => { if (problems.length < 40) problems.push(m); };
+  const css = (el) => getComputedStyle(el);
+  const name = (el) => (el.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 60);
+  // tables: inside the column, rules on the cells, striped rows, padded cells
+  const tables = [...main.querySelectorAll('table')];
+  tables.forEach((t, i) => {
     const r = t.getBoundingClientRect();
-    return {index: i, right: r.right, limit: box.right, overflows: r.right > box.right + 1};
+    if (r.right > box.right + 1)
+      say(`table ${i} ends at ${Math.round(r.right)}px, its column at ${Math.round(box.right)}px`);
+    const cell = t.querySelector('tbody td');
+    if (!cell) return;
+    const s = css(cell);
+    const rule = parseFloat(s.borderBottomWidth) + parseFloat(s.borderTopWidth)
+      + parseFloat(css(cell.parentElement).borderBottomWidth);
+    if (rule === 0)
+      say(`table ${i} has no rules between rows`);
+    const pad = parseFloat(s.paddingLeft) + parseFloat(s.paddingRight);
+    if (pad < 8 && parseFloat(s.borderLeftWidth) === 0)
+      say(`table ${i}: neighbouring cells run together (padding ${pad}px, no rule)`);
+    const rows = t.querySelectorAll('tbody tr');
+    if (rows.length >= 3 && css(rows[0]).backgroundColor === css(rows[1]).backgroundColor)
+      say(`table ${i} has no striping`);
   });
+  // words broken mid-identifier (DeterministicBatchSa|mpler): a line break between two word
+  // characters (UAX 14 breaks after punctuation such as an en dash or an ellipsis are fine)
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let node;
+  while ((node = walker.nextNode())) {
+    const text = node.textContent;
+    if (text.trim().length < 2 || node.parentElement.closest('pre')) continue;
+    let lastTop = null;
+    for (let k = 0; k < text.length; k++) {
+      range.setStart(node, k); range.setEnd(node, k + 1);
+      const rs = range.getClientRects();
+      if (!rs.length) continue;
+      const top = Math.round(rs[0].top);
+      // a break inside an identifier: letters, digits or underscores on both sides
+      if (lastTop !== null && top > lastTop + 2 && /\w/.test(text[k]) && /\w/.test(text[k - 1]))
+        say(`"${text.slice(Math.max(0, k - 20), k)}|${text.slice(k, k + 20)}" broken mid-word`);
+      lastTop = top;
+    }
+  }
+  // code blocks: a line wider than its box must scroll, not be clipped
+  main.querySelectorAll('pre').forEach((p, i) => {
+    const ox = css(p).overflowX;
+    if (p.scrollWidth > p.clientWidth + 1 && !['auto', 'scroll'].includes(ox))
+      say(`code block ${i} ("${name(p).slice(0, 30)}") is clipped (overflow-x ${ox})`);
+    const r = p.getBoundingClientRect();
+    if (r.right > box.right + 1) say(`code block ${i} sticks out of the column`);
+  });
+  const scrolls = (e) => {  // inside a box that scrolls sideways by itself
+    for (; e && e !== document.body; e = e.parentElement)
+      if (['auto', 'scroll'].includes(css(e).overflowX)) return true;
+    return false;
+  };
   const page = document.documentElement.scrollWidth > window.innerWidth + 1;
+  if (page) {
+    const wide = [...document.body.querySelectorAll('*')].filter(
+      (e) => e.getBoundingClientRect().right > window.innerWidth + 1
+        && !scrolls(e.parentElement));
+    const tag = (e) => e.tagName.toLowerCase();
+    const first = wide.slice(-3).map(
+      (e) => `${tag(e.parentElement)}>${tag(e)} "${name(e).slice(0, 30)}"`);
+    say(`the page scrolls sideways (${first.join(', ')})`);
+  }
   const out = document.createElement('pre');
   out.id = 'layout-result';
-  out.textContent = JSON.stringify({tables, page, width: window.innerWidth});
+  out.textContent = JSON.stringify({tables: tables.length, problems, width: window.innerWidth});
   document.body.appendChild(out);
+  if (window.parent !== window) window.parent.postMessage(out.textContent, '*');
 });
 </script>"""
+
+
+#: the narrowest headless Chromium window
+MIN_WINDOW = 500
+# a page at a phone's width: an iframe that wide, its probe's result copied out
+PHONE = """<!doctype html><html><body style="margin:0">
+<iframe id="f" src="{src}" style="border:0;width:{width}px;height:1000px"></iframe>
+<script>
+window.addEventListener('message', (e) => {{
+  const out = document.createElement('pre');
+  out.id = 'layout-result';
+  out.textContent = e.data;
+  document.body.appendChild(out);
+}});
+</script></body></html>"""
 
 
 def chromium() -> str | None:
@@ -72,7 +154,17 @@ def measure(html: Path, width: int, screenshot: Path | None, profile: Path) -> d
     exe = chromium()
     if exe is None:
         raise RuntimeError("chromium not found: apt-get install -y chromium")
-    base = [exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},1000"]
+    target = probed
+    window = width
+    if width < MIN_WINDOW:
+        # headless windows are at least 500 px wide: a phone width is an iframe of that width
+        target = html.with_name(f"phone-{width}.html")
+        target.write_text(PHONE.format(width=width, src=probed.name))
+        window = MIN_WINDOW
+    # (local files in a throwaway profile: the iframe of a phone width may message its page)
+    base = [exe, *CHROMIUM_FLAGS, "--allow-file-access-from-files", "--disable-web-security",
+            f"--user-data-dir={profile}", f"--window-size={window},1000"]
+    probed = target
     dom = subprocess.run([*base, "--dump-dom", probed.as_uri()], capture_output=True,
                          text=True, timeout=120, check=True).stdout
     found = re.search(r'<pre id="layout-result">(.*?)</pre>', dom, re.S)
@@ -84,37 +176,59 @@ def measure(html: Path, width: int, screenshot: Path | None, profile: Path) -> d
     return json.loads(found.group(1).replace("&quot;", '"'))
 
 
-def check(page: str = "integrations", widths: tuple[int, ...] = (1280, 1000),
+#: the widths checked by default: a desktop and a phone
+WIDTHS = (1280, 390)
+
+
+def pages(site: Path) -> list[str]:
+    """The pages of a built site (folder names; "" is the home page)."""
+    out = []
+    for html in sorted(site.rglob("index.html")):
+        rel = html.parent.relative_to(site).as_posix()
+        if rel != "." and (rel.startswith("search") or rel.startswith("assets")):
+            continue
+        out.append("" if rel == "." else rel)
+    return out
+
+
+def check(page: str | list[str] | None = "integrations", widths: tuple[int, ...] = WIDTHS,
           out: Path | None = None, extra_css: bool = True) -> list[str]:
-    """Problems found on ``page`` at each width (empty when the layout is fine)."""
+    """Problems found on ``page`` (a page, a list, or None: every page) at each width (empty
+    when the layout is fine); screenshots go to ``out``'s folder, named
+    ``<out stem>-<page>-<width>.png`` (or ``<out stem>-<width>.png`` for one page)."""
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         site = build_site(Path(tmp) / "site", extra_css)
-        html = site / page / "index.html"
-        for width in widths:
-            shot = None if out is None else out.with_name(f"{out.stem}-{width}{out.suffix}")
-            res = measure(html, width, shot, Path(tmp) / f"profile-{width}")
-            bad = [t for t in res["tables"] if t["overflows"]]
-            for t in bad:
-                problems.append(f"{page} at {width}px: table {t['index']} ends at "
-                                f"{t['right']:.0f}px, its column at {t['limit']:.0f}px")
-            if res["page"]:
-                problems.append(f"{page} at {width}px: the page scrolls sideways")
-            print(f"{page} at {width}px: {len(res['tables'])} tables, "
-                  f"{len(bad)} overflowing{', page scrolls sideways' if res['page'] else ''}"
-                  + (f"; screenshot {shot}" if shot else ""))
+        names = pages(site) if page is None else [page] if isinstance(page, str) else page
+        for name in names:
+            html = site / name / "index.html"
+            label = name or "home"
+            for width in widths:
+                shot = None
+                if out is not None:
+                    tag = f"-{label.replace('/', '_')}" if len(names) > 1 else ""
+                    shot = out.with_name(f"{out.stem}{tag}-{width}{out.suffix or '.png'}")
+                res = measure(html, width, shot, Path(tmp) / f"profile-{width}")
+                problems += [f"{label} at {width}px: {p}" for p in res["problems"]]
+                print(f"{label} at {width}px: {res['tables']} tables, {len(res['problems'])} "
+                      "problems" + (f"; screenshot {shot}" if shot else ""))
     return problems
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--page", default="integrations", help="page of the site (default: "
-                   "integrations)")
-    p.add_argument("--width", type=int, action="append", help="window width(s) in px")
-    p.add_argument("--out", type=Path, help="screenshot file (one per width)")
+    p.add_argument("--page", action="append", help="page(s) of the site (default: all)")
+    p.add_argument("--width", type=int, action="append", help="window width(s) in px "
+                   "(default 1280 and 390)")
+    p.add_argument("--shots", type=Path, help="folder for the screenshots (one per page and "
+                   "width)")
     p.add_argument("--without-extra-css", action="store_true", help="drop docs/css/extra.css")
     a = p.parse_args(argv)
-    problems = check(a.page, tuple(a.width or (1280, 1000)), a.out, not a.without_extra_css)
+    out = None
+    if a.shots is not None:
+        a.shots.mkdir(parents=True, exist_ok=True)
+        out = a.shots / "docs.png"
+    problems = check(a.page, tuple(a.width or WIDTHS), out, not a.without_extra_css)
     for line in problems:
         print(line)
     return 1 if problems else 0

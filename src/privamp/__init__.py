@@ -14,7 +14,7 @@ from . import theorems as _theorems  # noqa: F401  (imports register every resul
 from .accountants.poisson import poisson_pairs
 from .accountants.rdp import RdpAccountant
 from .accountants.registry import rdp_curve, rdp_methods
-from .accounting import Composition, Training, calibrate, compare, compose
+from .accounting import Calibration, Composition, Training, calibrate, compare, compose
 from .accounting.audit import AuditCheck, audit_check
 from .accounting.tradeoff import Tradeoff, TradeoffCurve
 from .errors import NotApplicable
@@ -70,6 +70,7 @@ __all__ = [
     "ABLQ",
     "AuditCheck",
     "Bound",
+    "Calibration",
     "ChainEvents",
     "Composition",
     "Gaussian",

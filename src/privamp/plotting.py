@@ -18,6 +18,7 @@ from .sampling.relations import Relation
 from .sampling.schemes import Scheme
 
 __all__ = [
+    "check_plot_path",
     "curve_steps",
     "epsilon_over_training",
     "plot_epsilon_curve",
@@ -39,6 +40,35 @@ def pyplot() -> Any:
     return plt
 
 
+#: the file types a plot may be written as
+PLOT_SUFFIXES = (".png", ".pdf", ".svg")
+
+
+def check_plot_path(path: str | Path) -> Path:
+    """Check, before any computing, that a plot can be written to ``path``: matplotlib is
+    installed, the folder exists and is writable, the suffix is png, pdf or svg.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        ValueError: what is wrong (matplotlib missing, no such folder, a suffix not
+            supported).
+    """
+    import os
+
+    path = Path(path)
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise ValueError(f"--plot {path}: the file must end in {', '.join(PLOT_SUFFIXES)}")
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise ValueError(f"--plot {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--plot {path}: the folder {folder} is not writable")
+    pyplot()
+    return path
+
+
 def plot_epsilon_vs_sigma(
     schemes: Sequence[Scheme],
     sigmas: Sequence[float],
@@ -48,22 +78,53 @@ def plot_epsilon_vs_sigma(
     relation: Relation,
     sensitivity: float = 1.0,
     title: str = "",
+    known: dict[tuple[str, float], Guarantee | None] | None = None,
+    steps: int | None = None,
 ) -> Path:
     """Epsilon (upper bound as a line, certified interval shaded) against the noise multiplier,
-    one curve per scheme, all runs of ``epochs`` epochs (Chua et al. 2024, Figure 1 style);
-    ``title`` states the settings (batch, dataset, relation, delta)."""
+    one curve per scheme, all runs of ``epochs`` epochs (or ``steps`` steps) (Chua et al.
+    2024, Figure 1 style); ``title`` states the settings (batch, dataset, relation, delta).
+    ``known``: answers already computed, by (scheme name, sigma) (None: declined), reused
+    instead of asked again.  A progress bar counts the accountant queries.
+
+    Raises:
+        ValueError: matplotlib is missing (checked before computing).
+    """
+    from .progress import progress
+
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    known = {} if known is None else known
     sig = np.asarray(sigmas, dtype=float)
+    todo = sum((scheme.name, float(s)) not in known for scheme in schemes for s in sig)
+    bar = progress(total=todo, desc="epsilon vs sigma", log_every=0.0, unit=" runs")
+    try:
+        return _draw_vs_sigma(plt, schemes, sig, epochs, delta, path, relation, sensitivity,
+                              title, known, steps, bar)
+    finally:
+        bar.close()
+
+
+def _draw_vs_sigma(plt: Any, schemes: Sequence[Scheme], sig: np.ndarray, epochs: float,
+                   delta: float, path: str | Path, relation: Relation, sensitivity: float,
+                   title: str, known: dict, steps: int | None, bar: Any) -> Path:
+    """The figure of :func:`plot_epsilon_vs_sigma`."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
     styles = [("--", "s"), ("-", "o"), (":", "^"), ("-.", "D"), ("-", "v")]
     for i, scheme in enumerate(schemes):
         ls, mk = styles[i % len(styles)]
         up, lo = [], []
         for s in sig:
-            run = Training(Gaussian(s, sensitivity), scheme, epochs=epochs, relation=relation)
-            try:
-                g = run.epsilon(delta)
-            except NotApplicable:
+            key = (scheme.name, float(s))
+            if key not in known:
+                run = Training(Gaussian(s, sensitivity), scheme, relation=relation,
+                               **({"epochs": epochs} if steps is None else {"steps": steps}))
+                try:
+                    known[key] = run.epsilon(delta)
+                except NotApplicable:
+                    known[key] = None
+                bar.update()
+            g = known[key]
+            if g is None:
                 up.append(np.nan)
                 lo.append(np.nan)
                 continue

@@ -5,11 +5,15 @@ lines, at most one every ``log_every`` seconds plus the last, so logs stay reada
 
     calibrating: 3it [00:12,  4.1s/it, sigma=0.81, epsilon<=3.12]
 
-``PRIVAMP_PROGRESS=0`` in the environment silences all of it.
+``PRIVAMP_PROGRESS=0`` in the environment silences all of it, and so does tqdm's own
+``TQDM_DISABLE=1``.  Off a terminal, when logging is configured for the ``"privamp"``
+logger (or the root logger) at INFO or below, the lines go to :data:`logger` at INFO level
+instead of the stream, so they land wherever the application sends its logs.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -19,7 +23,10 @@ from typing import TextIO, TypeVar
 
 from tqdm import tqdm
 
-__all__ = ["progress", "iterate", "working"]
+__all__ = ["logger", "enabled", "progress", "iterate", "working"]
+
+#: privamp's logger: progress lines (off a terminal, when logging is configured) and notes
+logger = logging.getLogger("privamp")
 
 T = TypeVar("T")
 
@@ -30,15 +37,19 @@ class _Lines:
     A line that repeats the previous one but for its timing (tqdm's refresh on ``close``)
     is dropped."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, log: bool = False) -> None:
         self.stream = stream
+        self.log = log
         self._last = ""
 
     def write(self, text: str) -> None:
         text = text.replace("\r", "").replace("\x1b[A", "").strip()
         key = _TIMING.sub("[", text)
         if text and key != self._last:
-            self.stream.write(text + "\n")
+            if self.log:
+                logger.info("%s", text)
+            else:
+                self.stream.write(text + "\n")
             self._last = key
 
     def flush(self) -> None:
@@ -54,8 +65,17 @@ def _is_tty(stream: TextIO | None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def _enabled() -> bool:
-    return os.environ.get("PRIVAMP_PROGRESS", "1") != "0"
+def enabled() -> bool:
+    """False when ``PRIVAMP_PROGRESS=0`` or tqdm's ``TQDM_DISABLE`` (any true value) is set."""
+    if os.environ.get("PRIVAMP_PROGRESS", "1").strip() == "0":
+        return False
+    return os.environ.get("TQDM_DISABLE", "").strip().lower() in ("", "0", "false", "no")
+
+
+def _logging_configured() -> bool:
+    """True when logging would show privamp's INFO records (a handler is configured and the
+    level lets INFO through)."""
+    return logger.hasHandlers() and logger.isEnabledFor(logging.INFO)
 
 
 def progress(
@@ -73,20 +93,21 @@ def progress(
 
     Use as an iterator, or call ``.update()`` / ``.set_postfix_str()`` and ``.close()``.
     """
+    explicit = stream
     stream = stream if stream is not None else sys.stderr
     tty = _is_tty(stream)
     return tqdm(
         iterable,
         total=total,
         desc=desc,
-        file=stream if tty else _Lines(stream),
+        file=stream if tty else _Lines(stream, _logging_configured() and explicit is None),
         mininterval=0.1 if tty else log_every,
         ascii=not tty,
         dynamic_ncols=tty,
         leave=True,
         bar_format=bar_format,
         unit=unit,
-        disable=not _enabled(),
+        disable=not enabled(),
     )
 
 
@@ -104,7 +125,7 @@ def working(label: str, fn: Callable[[], T], stream: TextIO | None = None,
             after: float = 1.0) -> T:
     """Run ``fn()``; if it takes longer than ``after`` seconds, show the elapsed time
     (a ticking bar on a terminal, a line every 10 s elsewhere)."""
-    if not _enabled():
+    if not enabled():
         return fn()
     done = threading.Event()
 

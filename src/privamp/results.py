@@ -160,7 +160,9 @@ class Bound(_Numeric):
 
     def __str__(self) -> str:
         symbol = {"upper": "<=", "lower": ">=", "exact": "=="}[self.kind]
-        return f"{symbol} {_fmt(self.value)}  [{self.kind}; {self.source}]"
+        shown = (_fmt(self.value) if isinstance(self.value, np.ndarray)
+                 else _directed(float(self.value), ".6g", self.kind))
+        return f"{symbol} {shown}  [{self.kind}; {self.source}]"
 
 
 def _plain(other: Any) -> Any:
@@ -179,6 +181,12 @@ def _directed(x: float, spec: str, kind: str) -> str:
     m = re.search(r"\.(\d+)([eEfFgG%]?)$", spec)
     if m is None or not math.isfinite(x):
         return format(x, spec)
+    plain = format(x, spec)
+    try:
+        if float(plain.rstrip("%")) / (100 if spec.endswith("%") else 1) == x:
+            return plain  # the digits shown are the value itself: nothing to round
+    except ValueError:
+        pass
     with decimal.localcontext() as ctx:
         ctx.rounding = _ROUNDING[kind]
         digits = format(decimal.Decimal(x), f".{m.group(1)}{m.group(2)}")
@@ -204,6 +212,29 @@ def _fmt(value: float | np.ndarray) -> str:
     if isinstance(value, np.ndarray):
         return np.array2string(value, precision=6)
     return f"{value:.6g}"
+
+
+def _intervals(lower: Bound | None, upper: Bound | None, most: int = 8) -> list[str]:
+    """``in [lower, upper]``, or for array values one interval a line (the first and last
+    points when there are more than ``most``)."""
+    vals = [None if b is None else np.asarray(b.value, dtype=float) for b in (lower, upper)]
+    shape = next(v for v in vals if v is not None).shape
+    if not shape:
+        lo, hi = ("-" if v is None else _directed(float(v), ".6g", k)
+                  for v, k in zip(vals, ("lower", "upper"), strict=True))
+        return [f"in [{lo}, {hi}]"]
+    n = int(np.prod(shape))
+    flat = [None if v is None else v.ravel() for v in vals]
+    keep = list(range(n)) if n <= most else [*range(most // 2), -1, *range(n - most // 2, n)]
+    lines = [f"in [lower, upper] at each of {n} points:"]
+    for i in keep:
+        if i < 0:
+            lines.append("  ...")
+            continue
+        lo, hi = ("-" if f is None else _directed(float(f[i]), ".6g", k)
+                  for f, k in zip(flat, ("lower", "upper"), strict=True))
+        lines.append(f"  [{i}] in [{lo}, {hi}]")
+    return lines
 
 
 @dataclass(frozen=True)
@@ -262,7 +293,10 @@ class Guarantee(_Numeric):
 
     def __format__(self, spec: str) -> str:
         """Formats the upper bound rounded up (even an exact value: the printed number is
-        the one safe to report); no spec gives the two-sided text."""
+        the one safe to report): ``f"{g:.2f}"`` of an upper bound 2.3816 is ``"2.39"``, the
+        shortest number that is still an upper bound; this is the rule docs/reporting.md
+        states.  Print more digits (``f"{g:.4f}"``, ``"2.3817"``) to show it closer; no spec
+        gives the two-sided text."""
         return _format(self.number, spec, self, "upper") if spec else str(self)
 
     @property
@@ -291,9 +325,7 @@ class Guarantee(_Numeric):
     def __str__(self) -> str:
         if self.exact:
             return f"exact {_fmt(self.upper.value)}  [{self.upper.source}]"
-        lo = "-" if self.lower is None else _fmt(self.lower.value)
-        hi = "-" if self.upper is None else _fmt(self.upper.value)
-        lines = [f"in [{lo}, {hi}]"]
+        lines = _intervals(self.lower, self.upper)
         if self.upper is not None:
             lines.append(f"  upper: {self.upper.source}")
         if self.lower is not None:

@@ -1,8 +1,11 @@
 """Whole runs: :class:`Training` (choosing the accountants that apply and combining their
 bounds), calibration and comparison."""
 
-from .calibration import calibrate, compare
+from .calibrated import Calibration
+from .calibration import calibrate
+from .compare import Comparison, compare
 from .composition import Composition, compose
 from .training import Training
 
-__all__ = ["Training", "calibrate", "compare", "Composition", "compose"]
+__all__ = ["Training", "Calibration", "calibrate", "Comparison", "compare", "Composition",
+           "compose"]

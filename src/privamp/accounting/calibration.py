@@ -1,19 +1,25 @@
-"""Calibration (noise for a target) and side-by-side comparison of schemes."""
+"""Calibration: the value of one knob of a run (noise, rate, batch size, steps, epochs) that
+meets a target epsilon at a delta, returned with the guarantee it meets."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
 
 from .._validation import check_delta, check_positive
+from ..accountants.registry import applicable, offers
 from ..errors import NotApplicable
 from ..results import Bound, Guarantee
-from ..sampling.schemes import Scheme
-from .training import Training
+from .calibrated import KNOB_NAMES, Calibration
+from .compare import Comparison, compare
 
 __all__ = [
     "KNOBS",
+    "KNOB_NAMES",
+    "Calibration",
     "calibrate",
     "compare",
     "Comparison",
@@ -30,14 +36,14 @@ KNOBS: dict[str, tuple[float, float, bool, bool]] = {
     "epochs": (1e-3, 1e6, False, True),
 }
 
-
+#: ``callback(value, guarantee)`` of :func:`calibrate`
 Probe = Callable[[float, Guarantee | None], None]
 
 
 def calibrate(
     target_epsilon: float,
     delta: float,
-    make_run: Callable[[float], Training],
+    make_run: Callable[[float], Any],
     *,
     accountant: str = "best",
     lo: float | None = None,
@@ -47,48 +53,90 @@ def calibrate(
     start: float | None = None,
     callback: Probe | None = None,
     epsilon_tolerance: float | None = None,
-) -> Bound:
+) -> Calibration:
     """The knob value (noise multiplier by default) for which ``make_run(value)`` has an
-    epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``, within ``rtol``.
+    epsilon *upper bound* at ``delta`` no larger than ``target_epsilon``, within ``rtol``,
+    returned with the guarantee it meets.
 
-    ``knob``: ``"noise"`` (the smallest sigma meeting the target; returned as a Bound of kind
-    ``"upper"``: an upper bound on that smallest sigma), or ``"rate"``, ``"batch_size"``,
-    ``"steps"``, ``"epochs"`` (epsilon grows with them: the largest value meeting the target,
-    kind ``"lower"``; batch size and steps are integers).  ``make_run`` maps the value to a
-    :class:`Training`.  ``lo``/``hi`` bound the search (defaults per knob in :data:`KNOBS`).
+    ``knob``: ``"noise"`` (the smallest sigma meeting the target found, within ``rtol``), or
+    ``"rate"``, ``"batch_size"``, ``"steps"``, ``"epochs"`` (epsilon grows with them: the
+    largest value meeting the target; batch size and steps are integers).  ``make_run`` maps
+    the value to a :class:`Training` (or a composition).  ``lo``/``hi`` bound the search
+    (defaults per knob in :data:`KNOBS`).
 
-    The search never probes far from the answer: it starts at ``start`` (default: a
-    closed-form estimate for Poisson-subsampled Gaussian noise, Bu et al. 2020 CLT,
-    arXiv:1911.11607 — only an estimate, every answer is checked by the accountant; else the
-    geometric middle of the range), walks outward by growing factors until the target is
-    bracketed, then closes the bracket by regula falsi (Illinois) on log epsilon against
-    log value.  ``callback(value, guarantee)`` is called after every probe (``guarantee`` is
-    ``None`` where the accountant declined the run).  ``epsilon_tolerance`` (Opacus's
+    The search never probes far from the answer, so each probe is cheap: for Poisson-sampled
+    Gaussian noise it starts at a closed-form estimate (Bu et al. 2020 CLT,
+    arXiv:1911.11607); otherwise it first screens the knob with the Rényi DP accountant (a
+    millisecond query, an upper bound no tighter than the PLD's), then probes the accountant
+    at the RDP answer and steps to where the RDP curve, corrected by the probes' ratio to it,
+    meets the target, closing to ``rtol`` in 2-3 probes typically.  Only when no screen
+    applies does it walk outward by growing factors from the range's geometric middle, then
+    close the bracket by regula falsi (Illinois).  Every answer is the accountant's.
+    ``callback(value, guarantee)`` is called after every probe (``guarantee`` is ``None``
+    where the accountant declined the run).  ``epsilon_tolerance`` (Opacus's
     ``get_noise_multiplier`` rule, there 0.01 by default): also stop at the first probe whose
     epsilon upper bound lies in [target - epsilon_tolerance, target].
 
+    Returns:
+        A :class:`Calibration`: the value (``float(c)``) and the guarantee met there.
+
     Raises:
-        ValueError: a parameter out of range, an unknown knob, or no value in [lo, hi] meets
-            the target (the message names the bound to move).
+        ValueError: a parameter out of range, an unknown knob, ``make_run`` not returning a
+            run, or no value in [lo, hi] meets the target (the message names the bound to
+            move).
     """
     target = check_positive("target_epsilon", target_epsilon)
     d = float(check_delta(delta))
     if knob not in KNOBS:
         raise ValueError(f"knob must be one of {', '.join(KNOBS)}, got {knob!r}")
+    if not callable(make_run):
+        raise ValueError(f"make_run must be a function of the {knob} returning a "
+                         f"privamp.Training, got {type(make_run).__name__}")
     dlo, dhi, integer, increasing = KNOBS[knob]
     lo = check_positive("lo", dlo if lo is None else lo)
     hi = check_positive("hi", dhi if hi is None else hi)
     if not lo < hi:
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
     rtol = check_positive("rtol", rtol)
-    probes = _Probes(make_run, d, accountant, callback, integer)
+    probes = _Probes(make_run, d, accountant, callback, integer, knob)
     if epsilon_tolerance is not None:
         probes.close = (target - check_positive("epsilon_tolerance", epsilon_tolerance), target)
+    elif start is not None or _estimate(make_run, target, d, knob, lo, hi)[1] is None:
+        # no closed-form estimate with its slope (which needs 2-3 probes alone)
+        coarse = _Coarse(probes)
+        for _ in range(3):  # the search on cheap coarse bounds, confirmed by the accountant
+            try:
+                x, note = _search(coarse, target, lo, hi, rtol, knob, start, make_run, d)
+            except ValueError:
+                break  # e.g. the coarse bound misses the target at the limit: full search
+            found = _confirm(probes, target, x, lo, hi, rtol, increasing, note)
+            if found is not None:
+                return probes.result(found, target, note)
+            start, full, raw = x, probes.eps(x), coarse.raw(x)
+            if not (math.isfinite(full) and full > 0 and math.isfinite(raw) and raw > 0):
+                break
+            coarse.scale = full / raw  # the coarse curve, rescaled to the accountant's here
     try:
-        return _search(probes, target, lo, hi, rtol, knob, start, make_run, d)
+        x, note = _search(probes, target, lo, hi, rtol, knob, start, make_run, d)
     except _Close as done:
-        return probes.bound(done.x, increasing, knob,
-                            f"epsilon within {epsilon_tolerance:g} of the target")
+        x, note = done.x, f"epsilon within {epsilon_tolerance:g} of the target"
+    return probes.result(x, target, note)
+
+
+def _confirm(probes: _Probes, target: float, x: float, lo: float, hi: float, rtol: float,
+             increasing: bool, note: str) -> float | None:
+    """``x`` found on coarse bounds, checked by the accountant: x meets the target and one
+    rtol step towards failing does not (or x is at the search limit).  None when not."""
+    if probes.eps(x) > target:
+        return None
+    if note:
+        return x
+    nxt = x * (1.0 + rtol) if increasing else x / (1.0 + rtol)
+    if probes.integer:
+        nxt = float(round(nxt)) if round(nxt) != x else x + (1 if increasing else -1)
+    if not lo <= nxt <= hi or probes.eps(nxt) > target:
+        return x
+    return None
 
 
 class _Close(Exception):  # noqa: N818 - control flow, never leaves calibrate
@@ -100,8 +148,8 @@ class _Close(Exception):  # noqa: N818 - control flow, never leaves calibrate
 
 
 def _search(probes: _Probes, target: float, lo: float, hi: float, rtol: float, knob: str,
-            start: float | None, make_run, d: float) -> Bound:
-    """The search of :func:`calibrate` (its docstring)."""
+            start: float | None, make_run, d: float) -> tuple[float, str]:
+    """The search of :func:`calibrate` (its docstring): the value found and a note."""
     _, _, integer, increasing = KNOBS[knob]
 
     def meets(x: float) -> bool:
@@ -132,54 +180,115 @@ def _search(probes: _Probes, target: float, lo: float, hi: float, rtol: float, k
                 f"help; see privamp.support for the results covering its scheme and relation")
         raise ValueError(
             f"even {knob}={limit:g} gives epsilon {probes.eps(limit):.4g} > "
-            f"target_epsilon={target}; move {end}")
+            f"target_epsilon={target:g}; move {end}")
     if bad is None:
-        return probes.bound(good, increasing, knob, "target met already at the search limit")
+        return good, "target met already at the search limit"
     if first is not None and window is None:
         bad, good = _near_side(probes, target, x0, bad, good, rtol)
     # aiming inside a window, a chord step may land next to an end (no 5% margin)
     good = _illinois(probes, target, bad, good, rtol, integer, aim,
                      0.05 if window is None else 1e-3)
-    return probes.bound(good, increasing, knob, "")
+    return good, ""
 
 
 class _Probes:
     """Accountant queries of the calibration, remembered by value."""
 
-    def __init__(self, make_run, delta, accountant, callback, integer) -> None:
+    def __init__(self, make_run, delta, accountant, callback, integer, knob="noise") -> None:
         self.make_run, self.delta, self.accountant = make_run, delta, accountant
-        self.callback, self.integer = callback, integer
-        self.seen: dict[float, tuple[float, str]] = {}
+        self.callback, self.integer, self.knob = callback, integer, knob
+        self.seen: dict[float, tuple[float, Guarantee | None]] = {}
         #: (lowest, highest) epsilon at which a probe ends the search (None: never)
         self.close: tuple[float, float] | None = None
+
+    def run(self, x: float) -> Any:
+        """``make_run`` at ``x`` (an int for an integer knob).
+
+        Raises:
+            ValueError: ``make_run`` did not return a run (something with ``epsilon``).
+        """
+        run = self.make_run(int(x) if self.integer else x)
+        if not callable(getattr(run, "epsilon", None)):
+            raise ValueError(
+                f"make_run must return a privamp.Training (or a composition), but "
+                f"make_run({self.knob}={x:g}) returned {type(run).__name__} {run!r}")
+        return run
+
+    def query(self, x: float) -> Guarantee:
+        """The accountant's guarantee at ``x`` (NotApplicable when it declines)."""
+        return self.run(x).epsilon(self.delta, accountant=self.accountant)
 
     def eps(self, x: float) -> float:
         x = float(round(x)) if self.integer else float(x)
         if x not in self.seen:
             g: Guarantee | None = None
             try:
-                g = self.make_run(int(x) if self.integer else x).epsilon(
-                    self.delta, accountant=self.accountant)
+                g = self.query(x)
             except NotApplicable:
                 # declined (e.g. losses too large to discretise at tiny sigma): counts as
                 # not meeting the target, never as meeting it
-                self.seen[x] = (float("inf"), "")
+                self.seen[x] = (float("inf"), None)
             else:
                 if g.upper is None:
                     raise ValueError("the accountant gives no upper bound for this run; "
                                      "cannot calibrate")
-                self.seen[x] = (float(g.upper.value), g.upper.source)
+                self.seen[x] = (float(g.upper.value), g)
             if self.callback is not None:
                 self.callback(int(x) if self.integer else x, g)
             if self.close is not None and self.close[0] <= self.seen[x][0] <= self.close[1]:
                 raise _Close(x)
         return self.seen[x][0]
 
-    def bound(self, x: float, increasing: bool, knob: str, note: str) -> Bound:
-        src = self.seen[float(x)][1]
-        kind = "lower" if increasing else "upper"
-        text = f"calibrated {knob}" + (f" ({note})" if note else "") + f"; epsilon by {src}"
-        return Bound(float(x), kind, text)
+    def result(self, x: float, target: float, note: str) -> Calibration:
+        """The :class:`Calibration` at the probed value ``x``."""
+        g = self.seen[float(x)][1]
+        assert g is not None
+        value: float = int(x) if self.integer else float(x)
+        return Calibration(self.knob, value, g, target, self.delta, len(self.seen), note)
+
+
+#: the coarse probes' grid step, in multiples of the accountant's own
+COARSE = 30.0
+
+
+class _Coarse(_Probes):
+    """Sound but cheap probes: the upper bound of each applicable accountant's pessimistic
+    PLD on a grid :data:`COARSE` times coarser than its own (a pessimistic PLD on any grid
+    dominates the run, so the bound stays an upper bound: seconds and megabytes instead of
+    minutes and gigabytes); runs without a PLD accountant are asked in full."""
+
+    def __init__(self, full: _Probes) -> None:
+        super().__init__(full.make_run, full.delta, full.accountant, None, full.integer,
+                         full.knob)
+        self.full = full
+        #: the coarse bounds times this (after a confirmation missed: the accountant's ratio)
+        self.scale = 1.0
+
+    def raw(self, x: float) -> float:
+        """The coarse upper bound at ``x``, unscaled."""
+        return super().eps(x)
+
+    def eps(self, x: float) -> float:
+        return super().eps(x) * self.scale
+
+    def query(self, x: float) -> Guarantee:
+        run = self.run(x)
+        ups = []
+        try:
+            for acc in applicable(run, self.accountant):
+                an = acc.build(run)
+                if offers(an, "pld") and offers(an, "grid_step"):
+                    up, _ = an.pld(an.grid_step() * COARSE).epsilon(self.delta)
+                    ups.append(float(np.max(up)))
+        except (NotApplicable, TypeError, AttributeError):
+            ups = []
+        if not ups:
+            self.full.eps(x)
+            g = self.full.seen[float(x)][1]
+            if g is None:
+                raise NotApplicable("the accountant declines this run")
+            return g
+        return Guarantee(Bound(min(ups), "upper", "coarse PLD screen"), None)
 
 
 def _predicted_step(probes: _Probes, x0: float, aim: float, slope: float, over: float
@@ -305,6 +414,8 @@ def _estimate(make_run, target: float, delta: float, knob: str, lo: float, hi: f
         run = make_run(1.0)
     except (ValueError, TypeError):
         return middle, None
+    if not hasattr(run, "scheme") or not hasattr(run, "mechanism"):
+        return middle, None
     rate = getattr(run.scheme, "rate", None)
     if rate is None or run.mechanism.__class__.__name__ != "Gaussian":
         return middle, None
@@ -340,10 +451,11 @@ def _estimate(make_run, target: float, delta: float, knob: str, lo: float, hi: f
 
 def _gdp_mu(eps: float, delta: float) -> float | None:
     """The mu of mu-GDP whose epsilon at delta is eps (Dong, Roth, Su 2019, Cor. 2.13)."""
-    from scipy.special import ndtr
+    from scipy.special import log_ndtr, ndtr
 
     def dlt(mu: float) -> float:
-        return float(ndtr(-eps / mu + mu / 2) - math.exp(eps) * ndtr(-eps / mu - mu / 2))
+        # e^eps Phi(.) in log space: no overflow at large eps
+        return float(ndtr(-eps / mu + mu / 2) - math.exp(eps + log_ndtr(-eps / mu - mu / 2)))
 
     a, b = 1e-3, 100.0
     if dlt(b) < delta or dlt(a) > delta:
@@ -355,60 +467,3 @@ def _gdp_mu(eps: float, delta: float) -> float | None:
         else:
             a = m
     return a
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Guarantees of one run under several schemes, printable as a table."""
-
-    quantity: str  # "epsilon" or "delta"
-    at: float
-    rows: tuple[tuple[str, Guarantee | None, str], ...]  # (scheme name, guarantee, note)
-
-    def __str__(self) -> str:
-        other = "delta" if self.quantity == "epsilon" else "epsilon"
-        head = f"{self.quantity} at {other} = {self.at:g}"
-        lines = [head, f"{'scheme':<22}{'lower':>12}{'upper':>12}  source"]
-        for name, g, note in self.rows:
-            if g is None:
-                lines.append(f"{name:<22}{'-':>12}{'-':>12}  {note}")
-                continue
-            lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
-            hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
-            src = g.upper.source if g.upper is not None else g.lower.source
-            lines.append(f"{name:<22}{lo:>12}{hi:>12}  {src}")
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict:
-        return {
-            "quantity": self.quantity,
-            "at": self.at,
-            "rows": [
-                {"scheme": n, "guarantee": None if g is None else g.to_dict(), "note": note}
-                for n, g, note in self.rows
-            ],
-        }
-
-
-def compare(
-    run: Training,
-    schemes: Sequence[Scheme],
-    *,
-    delta: float | None = None,
-    epsilon: float | None = None,
-) -> Comparison:
-    """The same run (mechanism, steps, relation) under each scheme: epsilon at ``delta`` (or
-    delta at ``epsilon``).  A scheme no accountant handles gets a row saying so."""
-    if (delta is None) == (epsilon is None):
-        raise ValueError("give exactly one of delta or epsilon")
-    rows = []
-    for scheme in schemes:
-        r = Training(run.mechanism, scheme, steps=run.steps, relation=run.relation)
-        try:
-            g = r.epsilon(delta) if delta is not None else r.delta(epsilon)
-            rows.append((scheme.name, g, ""))
-        except NotApplicable as exc:
-            rows.append((scheme.name, None, f"not available: {exc}"))
-    quantity = "epsilon" if delta is not None else "delta"
-    return Comparison(quantity, float(delta if delta is not None else epsilon), tuple(rows))
-

@@ -10,16 +10,18 @@ from typing import Any
 
 import numpy as np
 
-from ..accounting.calibration import Comparison, calibrate, compare
+from ..accounting.calibration import KNOBS, calibrate
+from ..accounting.compare import Comparison, compare
 from ..accounting.training import Training
 from ..progress import iterate, progress, working
 from ..results import Bound, Guarantee
 from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
 from ..theorems.registry import rdp_curve, rdp_methods
-from .output import brief, describe, inputs, print_guarantee, print_table, source_text
+from .output import describe, inputs, print_guarantee, print_table, source_text
 from .values import CliError, make_mechanism, make_relation, make_run, make_scheme, need
 
 __all__ = [
+    "KNOB_FLAGS",
     "cmd_epsilon",
     "cmd_delta",
     "cmd_calibrate",
@@ -45,60 +47,97 @@ def cmd_delta(args: argparse.Namespace) -> None:
     print_guarantee(f"delta at epsilon={args.epsilon:g}  ({describe(run)})", g, args, run)
 
 
-def _calibrate_progress() -> tuple[Any, dict[str, Any]]:
+#: ``--knob`` of ``privamp calibrate``: (calibrate's knob, the flag it replaces)
+KNOB_FLAGS = {"noise": ("noise", "sigma"), "rate": ("rate", "rate"),
+              "batch-size": ("batch_size", "batch_size"), "steps": ("steps", "steps"),
+              "epochs": ("epochs", "epochs")}
+
+
+def _calibrate_progress(knob: str) -> tuple[Any, dict[str, Any]]:
     """A progress bar and the keyword arguments that feed it from ``calibrate``'s callback."""
     bar = progress(total=None, desc="calibrating", log_every=0.0, unit=" probes")
 
     def callback(value: float, guarantee: Guarantee | None) -> None:
         up = "-" if guarantee is None or guarantee.upper is None else f"{guarantee.upper:.4g}"
-        bar.set_postfix_str(f"sigma={value:.4g}, epsilon<={up}", refresh=False)
+        bar.set_postfix_str(f"{knob}={value:.4g}, epsilon<={up}", refresh=False)
         bar.update()
 
     return bar, {"callback": callback}
 
 
+def _knob_run(args: argparse.Namespace, knob: str) -> Any:
+    """``value -> the run`` with ``value`` in place of the knob's flag."""
+    _, dest = KNOB_FLAGS[knob]
+
+    def make(value: float) -> Any:
+        if dest == "sigma":
+            return make_run(args, sigma=value)
+        ns = argparse.Namespace(**vars(args))
+        setattr(ns, dest, value)
+        if dest in ("steps", "epochs"):
+            setattr(ns, "epochs" if dest == "steps" else "steps", None)
+        return make_run(ns)
+
+    return make
+
+
 def cmd_calibrate(args: argparse.Namespace) -> None:
-    """``privamp calibrate``: the smallest Gaussian noise multiplier meeting the target."""
-    if args.mechanism != "gaussian":
-        raise CliError("calibrate tunes the Gaussian noise multiplier: use --mechanism gaussian")
-    run = make_run(args, sigma=1.0)  # validate the other flags once, before searching
-    bar, extra = _calibrate_progress()
-
-    def search() -> Any:
-        return calibrate(args.epsilon, args.delta, lambda s: make_run(args, sigma=s),
-                         accountant=args.accountant, **extra)
-
+    """``privamp calibrate``: the value of ``--knob`` (default the Gaussian noise multiplier)
+    meeting the target, with the guarantee it meets."""
+    knob = args.knob
+    name, dest = KNOB_FLAGS[knob]
+    if knob == "noise" and args.mechanism != "gaussian":
+        raise CliError("--knob noise tunes the Gaussian noise multiplier: use --mechanism "
+                       "gaussian, or tune --knob rate, batch-size, steps or epochs")
+    if knob == "noise" and getattr(args, "sigma", None) is not None:
+        raise CliError("--knob noise searches the noise: drop --sigma (or tune another knob)")
+    if knob != "noise" and getattr(args, "phase", None):
+        raise CliError("with --phase groups, calibrate tunes the noise of every phase "
+                       "(--knob noise)")
+    if knob in ("rate", "batch-size") and dest not in vars(args):
+        raise CliError(f"--knob {knob} needs a scheme with --{knob}")
+    make = _knob_run(args, knob)
+    low, _, integer, _ = KNOBS[name]
+    # check the other flags before searching
+    run = make(1.0 if knob == "noise" else int(low) if integer else low)
+    bar, extra = _calibrate_progress(dest)
     try:
-        b = search() if extra else working("calibrating", search)
+        c = calibrate(args.epsilon, args.delta, make, accountant=args.accountant, knob=name,
+                      **extra)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     if args.json:
-        print(json.dumps({"inputs": inputs(args, run), "noise_multiplier": b.value,
-                          "source": b.source}))
+        print(json.dumps({"inputs": inputs(args, run), "knob": name, "value": c.value,
+                          "noise_multiplier" if knob == "noise" else name: c.value,
+                          "source": c.source, "calibration": c.to_dict()}))
         return
-    print(f"noise multiplier  {b:.6g}")
-    print(f"  the smallest found whose epsilon upper bound at delta={args.delta:g} is at "
-          f"most {args.epsilon:g}")
-    print(f"  ({brief(run.scheme)}, {run.steps} steps, {run.relation}; "
-          f"{source_text(args, b.source)})")
+    print(c.text(source_text(args, c.source)))
+    side = "smallest" if knob == "noise" else "largest"
+    print(f"  the {side} {c.name} found (to 0.1%) whose epsilon upper bound at "
+          f"delta={args.delta:g} is at most {args.epsilon:g}; lower bound "
+          + ("-" if c.guarantee.lower is None else f"{c.guarantee.lower:.4g}"))
+    print(f"  ({describe(make(c.value))}; {c.probes} accountant probes"
+          + (f"; {c.note}" if c.note else "") + ")")
 
 
 def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int, int, float]:
     """The base (Poisson) run and the four schemes of ``privamp compare``: batches of
     ``--batch-size`` cut from ``--dataset-size`` records, ceil(n / b) steps an epoch (a short
-    last batch when b does not divide n, as PyTorch's DataLoader)."""
-    if args.steps is None and args.epochs is None:
-        raise CliError("give --steps (steps per epoch) and optionally --epochs")
-    epochs = args.epochs or 1
-    b = args.batch_size or 1
-    n = args.dataset_size or b * need(args, "steps", "without --dataset-size")
+    last batch when b does not divide n, as PyTorch's DataLoader); ``--steps`` training steps
+    in all, or ``--epochs`` epochs (the same meaning as in every command)."""
+    b = need(args, "batch_size", "(the batch every scheme draws)")
+    n = need(args, "dataset_size", "(the records the batches are cut from)")
+    if (args.steps is None) == (args.epochs is None):
+        raise CliError("give exactly one of --steps (training steps in all) or --epochs")
+    if b > n:
+        raise CliError(f"--batch-size ({b}) must be at most --dataset-size ({n})")
     shuffle = Shuffle(b, n)
     per_epoch = shuffle.steps_per_epoch
     schemes: list[Scheme] = [
         Deterministic(b, n), Poisson(b / n), shuffle, BalancedIteration(per_epoch, 1),
     ]
-    total = int(round(epochs * per_epoch))
+    total = args.steps if args.steps is not None else int(round(args.epochs * per_epoch))
+    epochs = total / per_epoch
     base = Training(make_mechanism(args), schemes[1], steps=total, relation=make_relation(args))
     return base, schemes, b, n, epochs
 
@@ -106,6 +145,11 @@ def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int,
 def cmd_compare(args: argparse.Namespace) -> None:
     """``privamp compare``: deterministic, Poisson, shuffle and balanced batches side by
     side (a row says why when no accountant covers its scheme)."""
+    if args.plot:
+        from ..plotting import check_plot_path
+
+        check_plot_path(args.plot)  # before the computing
+        need(args, "sigma", "for --plot")
     base, schemes, b, n, epochs = _compare_run(args)
     rows = []
     for scheme in iterate(schemes, "comparing", unit=" schemes"):
@@ -113,8 +157,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
     quantity = "epsilon" if args.delta is not None else "delta"
     at = args.delta if args.delta is not None else args.epsilon
     table = Comparison(quantity, float(at), tuple(rows))
-    settings = (f"{base.mechanism}, batch {b} of {n}, {base.steps} steps ({epochs:g} epochs), "
-                f"{base.relation}")
+    settings = (f"{base.mechanism}, batch {b} of {n}, {base.steps} steps ({epochs:.4g} "
+                f"epoch{'' if epochs == 1 else 's'}), {base.relation}")
     if args.json:
         print(json.dumps({"inputs": inputs(args, base), **table.to_dict()}))
     else:
@@ -123,12 +167,18 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if args.plot:
         from ..plotting import plot_epsilon_vs_sigma
 
-        sigma = float(need(args, "sigma", "for --plot"))
+        sigma = float(args.sigma)
+        delta = args.delta or 1e-6
+        # the table's answers are the plot's middle points when it shows epsilon at --delta
+        known = ({} if args.delta is None else
+                 {(name, sigma): g for name, g, _ in table.rows})
+        sigmas = np.geomspace(sigma / 2.5, sigma * 2.5, 7)
+        sigmas[3] = sigma  # exactly the table's
         path = plot_epsilon_vs_sigma(
-            schemes, np.geomspace(sigma / 2.5, sigma * 2.5, 9), epochs, args.delta or 1e-6,
+            schemes, sigmas, epochs, delta,
             args.plot, base.relation, args.sensitivity,
-            title=f"batch {b} of {n}, {epochs:g} epochs, {base.relation}, "
-                  f"delta={args.delta or 1e-6:g}",
+            title=f"batch {b} of {n}, {base.steps} steps, {base.relation}, delta={delta:g}",
+            known=known, steps=base.steps,
         )
         print(f"wrote {path}", file=sys.stderr if args.json else sys.stdout)
 
@@ -137,7 +187,13 @@ def cmd_curve(args: argparse.Namespace) -> None:
     """``privamp curve``: epsilon after each epoch (or at ``--points`` steps) of a run."""
     from ..plotting import curve_steps, epsilon_over_training, plot_epsilon_curve
 
+    if args.plot:
+        from ..plotting import check_plot_path
+
+        check_plot_path(args.plot)  # before the computing
     run = make_run(args)
+    if hasattr(run, "phases"):
+        raise CliError("curve follows one run: give its flags, not --phase groups")
     steps = curve_steps(run, args.points)
     bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0,
                    unit=" points")
@@ -187,8 +243,10 @@ def cmd_rdp(args: argparse.Namespace) -> None:
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
     """``privamp reproduce``: redraw a paper's figures."""
+    from ..plotting import pyplot
     from ..reproduce import figures, reproduce
 
+    pyplot()  # matplotlib checked before any computing
     names = [args.figure] if args.figure is not None else list(figures(args.paper))
     for name in iterate(names, f"drawing {args.paper}", unit=" figures"):
         for p in reproduce(args.paper, name, args.out, fast=args.fast):

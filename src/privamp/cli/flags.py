@@ -110,7 +110,7 @@ def sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:
         entries = scheme_entries()
         names = [n for e in entries for n in (e.name, *e.aliases)]
         lines = "; ".join(f"{e.name}: {e.summary}" for e in entries)
-        s.add_argument("--scheme", choices=names, required=True, metavar="SCHEME",
+        s.add_argument("--scheme", choices=names, metavar="SCHEME",
                        help=f"how batches are drawn ({lines})")
         for dest, (flag, text) in scheme_flag_help(entries).items():
             s.add_argument(flag.option, dest=dest, help=text, **_argparse_kwargs(flag.kind))
@@ -134,6 +134,10 @@ def run_flags(p: argparse.ArgumentParser, *, sigma: bool = True, run: bool = Tru
         r.add_argument("--accountant", default="best",
                        help="best (default: tightest of all that apply) | pld | rdp | "
                             "black-box-group")
+        r.add_argument("--phase", action="append", metavar="'FLAGS'",
+                       help="one phase of a run made of phases, as a quoted group of run flags "
+                            "(repeat for each phase, in order): e.g. --phase '--sigma 1 "
+                            "--scheme poisson --rate 0.01 --steps 1000'")
     output_flags(p)
 
 
@@ -144,6 +148,9 @@ def output_flags(p: argparse.ArgumentParser) -> None:
                    help="print JSON (the inputs echoed under 'inputs')")
     o.add_argument("--verbose", action="store_true",
                    help="full theorem text for each source (default: short)")
+    o.add_argument("--config", metavar="FILE",
+                   help="read flags from a TOML file (keys are flag names; [[phase]] tables "
+                        "are --phase groups); flags on the command line win")
 
 
 def command(sub: Any, name: str, summary: str, example: str, func: Callable) -> Any:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from .commands import (
+    KNOB_FLAGS,
     cmd_calibrate,
     cmd_compare,
     cmd_curve,
@@ -17,6 +18,7 @@ from .commands import (
     cmd_reproduce,
     cmd_support,
 )
+from .config import expand_config
 from .demo import cmd_demo
 from .flags import Parser, command, count, mechanism_flags, output_flags, run_flags, sampling_flags
 from .serve import add_serve_command
@@ -51,10 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     run_flags(p)
     p.add_argument("--epsilon", type=float, required=True, help="epsilon, >= 0")
 
-    p = command(sub, "calibrate", "the smallest noise multiplier meeting (epsilon, delta)",
+    p = command(sub, "calibrate", "the noise (or rate, batch size, steps, epochs) meeting "
+                "(epsilon, delta), with the guarantee it meets",
                 "privamp calibrate --epsilon 3 --delta 1e-5 --scheme poisson --rate 0.01 "
-                "--steps 10000", cmd_calibrate)
-    run_flags(p, sigma=False)
+                "--steps 10000\n  privamp calibrate --knob rate --sigma 1.0 --epsilon 1 "
+                "--delta 1e-5 --scheme poisson --steps 1000", cmd_calibrate)
+    run_flags(p)
+    p.add_argument("--knob", choices=tuple(KNOB_FLAGS), default="noise",
+                   help="what to tune (default noise: the smallest --sigma; rate, batch-size, "
+                        "steps, epochs: the largest value, the other flags fixed)")
     p.add_argument("--epsilon", type=float, required=True, help="target epsilon, > 0")
     p.add_argument("--delta", type=float, required=True, help="target delta, in (0, 1)")
 
@@ -64,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     mechanism_flags(p)
     sampling_flags(p, scheme=False)
     r = p.add_argument_group("run")
-    r.add_argument("--steps", type=count, help="steps per epoch (without --dataset-size)")
-    r.add_argument("--epochs", type=float, help="number of epochs (default 1)")
+    r.add_argument("--steps", type=count, help="number of training steps")
+    r.add_argument("--epochs", type=float, help="number of epochs (instead of --steps)")
     output_flags(p)
     p.add_argument("--delta", type=float, help="epsilon at this delta")
     p.add_argument("--epsilon", type=float, help="or delta at this epsilon")
@@ -115,6 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         covers: ``NotApplicable``).
     """
     parser = build_parser()
+    try:
+        argv = expand_config(sys.argv[1:] if argv is None else argv)
+    except CliError as exc:
+        print(f"privamp: error: {exc}", file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
     except SystemExit as stop:  # --help, --version, or a one-line usage error (status 2)

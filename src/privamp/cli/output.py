@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from ..accounting.calibration import Comparison
+from ..accounting.compare import Comparison
 from ..accounting.training import Training
 from ..results import Guarantee
 
@@ -56,7 +56,9 @@ _NOT_INPUTS = ("func", "json", "verbose", "plot", "out")
 def inputs(args: argparse.Namespace, run: Training | None = None) -> dict[str, Any]:
     """The flags given (and, for a run, what they were read as), for JSON output."""
     out = {k: v for k, v in vars(args).items() if v is not None and k not in _NOT_INPUTS}
-    if run is not None:
+    if run is not None and hasattr(run, "phases"):
+        out["run"] = {"phases": [inputs(argparse.Namespace(), p)["run"] for p in run.phases]}
+    elif run is not None:
         out["run"] = {"mechanism": repr(run.mechanism), "scheme": repr(run.scheme),
                       "steps": run.steps, "relation": repr(run.relation)}
     return out
@@ -72,7 +74,10 @@ def brief(obj: object) -> str:
 
 
 def describe(run: Training) -> str:
-    """One line naming the run's mechanism, scheme, steps and relation."""
+    """One line naming the run's mechanism, scheme, steps and relation (each phase's, for a
+    run made of phases)."""
+    if hasattr(run, "phases"):
+        return " then ".join(f"({describe(p)})" for p in run.phases)
     return brief(f"{run.mechanism}, {run.scheme}, {run.steps} steps, {run.relation}")
 
 

@@ -68,6 +68,8 @@ def make_scheme(args: argparse.Namespace, name: str | None = None) -> Scheme:
     Raises:
         ValueError: an unknown scheme, a missing flag, or a value the scheme refuses.
     """
+    if name is None and getattr(args, "scheme", None) is None:
+        raise CliError("--scheme is required")
     return scheme_entry(name or args.scheme).build(vars(args))
 
 
@@ -81,13 +83,25 @@ def make_relation(args: argparse.Namespace, scheme: Scheme | None = None) -> Rel
     return RELATIONS[args.relation](group=args.group)
 
 
-def make_run(args: argparse.Namespace, sigma: float | None = None) -> Training:
-    """The training run of ``--steps`` (or ``--epochs``) steps.
+def make_run(args: argparse.Namespace, sigma: float | None = None) -> Any:
+    """The training run of ``--steps`` (or ``--epochs``) steps, or the composition of the
+    ``--phase`` groups (:mod:`privamp.cli.config`).
 
     Raises:
         CliError: neither or both of --steps and --epochs, or a missing flag.
         ValueError: a value refused by the mechanism, the scheme or the run.
     """
+    if getattr(args, "phase", None):
+        from ..accounting.composition import compose
+        from .config import phase_runs
+
+        if args.scheme is not None or args.steps is not None or args.epochs is not None:
+            raise CliError("give the run either as --phase groups or by its own --scheme and "
+                           "--steps/--epochs, not both")
+        runs = phase_runs(args.phase, sigma)
+        return runs[0] if len(runs) == 1 else compose(*runs)
+    if getattr(args, "scheme", None) is None:
+        raise CliError("--scheme is required (or give the run as --phase groups)")
     if (args.steps is None) == (args.epochs is None):
         raise CliError("give exactly one of --steps or --epochs")
     scheme = make_scheme(args)

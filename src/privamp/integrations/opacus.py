@@ -561,7 +561,7 @@ def make_private_with_epsilon(
     ``target_delta`` of at most ``target_epsilon``, for the sampler's own scheme (Opacus's
     version assumes Poisson sampling).  The noise is the smallest found by
     :func:`privamp.calibrate` (relative precision 1e-3); it is kept as
-    ``accountant.calibration`` (a :class:`~privamp.Bound` with its source).
+    ``accountant.calibration`` (a :class:`~privamp.Calibration`: the value and its guarantee).
     ``callback(sigma, guarantee)`` is called after each probe of the search (e.g. to show
     progress; needs a build of ``privamp.calibrate`` with ``callback``).
 

@@ -1,0 +1,70 @@
+"""Side-by-side comparison of one run under several schemes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import NotApplicable
+from ..results import Guarantee
+from ..sampling.schemes import Scheme
+from .training import Training
+
+__all__ = ["Comparison", "compare"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Guarantees of one run under several schemes, printable as a table."""
+
+    quantity: str  # "epsilon" or "delta"
+    at: float
+    rows: tuple[tuple[str, Guarantee | None, str], ...]  # (scheme name, guarantee, note)
+
+    def __str__(self) -> str:
+        other = "delta" if self.quantity == "epsilon" else "epsilon"
+        head = f"{self.quantity} at {other} = {self.at:g}"
+        lines = [head, f"{'scheme':<22}{'lower':>12}{'upper':>12}  source"]
+        for name, g, note in self.rows:
+            if g is None:
+                lines.append(f"{name:<22}{'-':>12}{'-':>12}  {note}")
+                continue
+            lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
+            hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
+            src = g.upper.source if g.upper is not None else g.lower.source
+            lines.append(f"{name:<22}{lo:>12}{hi:>12}  {src}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {
+            "quantity": self.quantity,
+            "at": self.at,
+            "rows": [
+                {"scheme": n, "guarantee": None if g is None else g.to_dict(), "note": note}
+                for n, g, note in self.rows
+            ],
+        }
+
+
+def compare(
+    run: Training,
+    schemes: Sequence[Scheme],
+    *,
+    delta: float | None = None,
+    epsilon: float | None = None,
+) -> Comparison:
+    """The same run (mechanism, steps, relation) under each scheme: epsilon at ``delta`` (or
+    delta at ``epsilon``).  A scheme no accountant handles gets a row saying so."""
+    if (delta is None) == (epsilon is None):
+        raise ValueError("give exactly one of delta or epsilon")
+    rows = []
+    for scheme in schemes:
+        r = Training(run.mechanism, scheme, steps=run.steps, relation=run.relation)
+        try:
+            g = r.epsilon(delta) if delta is not None else r.delta(epsilon)
+            rows.append((scheme.name, g, ""))
+        except NotApplicable as exc:
+            rows.append((scheme.name, None, f"not available: {exc}"))
+    quantity = "epsilon" if delta is not None else "delta"
+    return Comparison(quantity, float(delta if delta is not None else epsilon), tuple(rows))
+
