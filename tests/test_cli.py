@@ -4,6 +4,7 @@ independent references)."""
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -474,3 +475,22 @@ def test_every_help_example_runs(command, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.strip()
+
+
+def test_compare_names_each_schemes_relation(capsys):
+    """Without --relation, compare puts each scheme under its own default relation and says
+    so: shuffled and deterministic batches under zero-out (no analysis covers them under
+    add/remove), Poisson under add/remove.  The deterministic row is the Gaussian at shift
+    sqrt(epochs) (Balle & Wang 2018, Thm 8), checked in closed form."""
+    from scipy.stats import norm
+
+    assert main(["compare", "--sigma", "1", "--batch-size", "100", "--dataset-size", "1000",
+                 "--steps", "20", "--epsilon", "2"]) == 0
+    out = capsys.readouterr().out
+    det = next(line for line in out.splitlines() if line.startswith("deterministic"))
+    assert "(under zero-out)" in det
+    s = math.sqrt(2.0)
+    exact = norm.cdf(s / 2 - 2 / s) - math.exp(2) * norm.cdf(-s / 2 - 2 / s)
+    assert float(det.split()[2]) == pytest.approx(exact, rel=1e-3)
+    poisson = next(line for line in out.splitlines() if line.startswith("poisson"))
+    assert "(under" not in poisson

@@ -32,6 +32,7 @@ class Comparison:
             lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
             hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
             src = g.upper.source if g.upper is not None else g.lower.source
+            src = f"({note}) {src}" if note else src
             lines.append(f"{name:<22}{lo:>12}{hi:>12}  {src}")
         return "\n".join(lines)
 
@@ -52,17 +53,25 @@ def compare(
     *,
     delta: float | None = None,
     epsilon: float | None = None,
+    scheme_relations: bool = False,
 ) -> Comparison:
     """The same run (mechanism, steps, relation) under each scheme: epsilon at ``delta`` (or
-    delta at ``epsilon``).  A scheme no accountant handles gets a row saying so."""
+    delta at ``epsilon``).  A scheme no accountant handles gets a row saying so.
+
+    ``scheme_relations=True``: each scheme under its own default relation
+    (:meth:`~privamp.Scheme.default_relation`, with the run's group size), named in the row's
+    note where it differs from the run's (e.g. zero-out for shuffled batches, which no
+    analysis covers under add/remove)."""
     if (delta is None) == (epsilon is None):
         raise ValueError("give exactly one of delta or epsilon")
     rows = []
     for scheme in schemes:
-        r = Training(run.mechanism, scheme, steps=run.steps, relation=run.relation)
+        rel = scheme.default_relation(run.relation.group) if scheme_relations else run.relation
+        r = Training(run.mechanism, scheme, steps=run.steps, relation=rel)
+        note = "" if rel == run.relation else f"under {rel}"
         try:
             g = r.epsilon(delta) if delta is not None else r.delta(epsilon)
-            rows.append((scheme.name, g, ""))
+            rows.append((scheme.name, g, note))
         except NotApplicable as exc:
             rows.append((scheme.name, None, f"not available: {exc}"))
     quantity = "epsilon" if delta is not None else "delta"

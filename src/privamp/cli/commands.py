@@ -153,7 +153,8 @@ def cmd_compare(args: argparse.Namespace) -> None:
     base, schemes, b, n, epochs = _compare_run(args)
     rows = []
     for scheme in iterate(schemes, "comparing", unit=" schemes"):
-        rows.extend(compare(base, [scheme], delta=args.delta, epsilon=args.epsilon).rows)
+        rows.extend(compare(base, [scheme], delta=args.delta, epsilon=args.epsilon,
+                            scheme_relations=args.relation is None).rows)
     quantity = "epsilon" if args.delta is not None else "delta"
     at = args.delta if args.delta is not None else args.epsilon
     table = Comparison(quantity, float(at), tuple(rows))

@@ -111,5 +111,5 @@ def print_table(table: Comparison, args: argparse.Namespace) -> None:
             continue
         lo = "-" if g.lower is None else f"{g.lower:.4g}"
         hi = "-" if g.upper is None else f"{g.upper:.4g}"
-        src = (g.upper or g.lower).source
-        print(f"{name:<22}{lo:>12}{hi:>12}  {source_text(args, src)}")
+        src = source_text(args, (g.upper or g.lower).source)
+        print(f"{name:<22}{lo:>12}{hi:>12}  {f'({note}) ' if note else ''}{src}")
