@@ -106,5 +106,5 @@ def cmd_demo(args: argparse.Namespace) -> None:
         print(f"  ({time.perf_counter() - t0:.2f} s)\n")
     factor = under_report_factor(found.get("poisson"), found.get("shuffle"))
     if factor is not None:
-        print(f"Reporting the Poisson epsilon ({found['poisson'].upper:.3g}) for a shuffled run "
+        print(f"Reporting the Poisson epsilon ({found['poisson'].upper:.6g}) for a shuffled run "
               f"under-reports it by a factor of at least {factor:.1f}.")
