@@ -16,21 +16,21 @@ def _best_x(p: np.ndarray, T: int, c: float) -> float:
     """min over a dense lambda grid of (T log M(lam) + c) / lam, computed directly."""
     nz = np.nonzero(p)[0]
     lp = np.log(p[nz])
-    lams = np.geomspace(1e-6, 1e-3, 300)
+    lams = np.geomspace(5e-6, 5e-4, 120)
     k = np.array([logsumexp(lp + lam * nz) for lam in lams])
     return float(np.min((T * k + c) / lams))
 
 
 def test_bulk_then_zeros_window_near_optimum():
-    n = 600_000  # the optimum lambda lies near 2e-5
+    n = 300_000  # the optimum lambda lies near 4e-5
     rng = np.random.default_rng(0)
     p = np.zeros(n)
     p[0] = 1.0 - 1e-6
-    tail = np.arange(200_000, 500_000)
-    w = np.exp(-((tail - 300_000) / 40_000.0) ** 2) * (1 + 0.1 * rng.random(len(tail)))
+    tail = np.arange(100_000, 250_000)
+    w = np.exp(-((tail - 150_000) / 20_000.0) ** 2) * (1 + 0.1 * rng.random(len(tail)))
     p[tail] = 1e-6 * w / w.sum()
     T, c = 1000, -math.log(2.5e-17)
     lp, ix = blocked_log_masses(p, "max")
     x = chernoff_x(*chernoff_k(lp, ix, T, c), T, c)
     best = _best_x(p, T, c)
-    assert x is not None and best <= x <= 1.1 * best + 4096
+    assert x is not None and 0.99 * best <= x <= 1.1 * best + 4096
