@@ -12,9 +12,11 @@ setting (dp-accounting has no subsampled randomized response, no groups; Opacus 
 prv-accountant only Poisson-subsampled Gaussian) shows "-".  Groups are compared with
 privamp's own single-record query (issue 28's target: a group of 8 <= 3x).
 
-The machine may be shared: every setting runs each library once, interleaved (privamp, then
-its peers, then the next setting), so the ratios within one row are fair while the absolute
-times are noisy.  A call over ``--timeout`` seconds is stopped (SIGALRM) and reported as such.
+Every library runs single-threaded BLAS (threadpoolctl), as privamp does by default; the
+ratios are of CPU times.  The machine may be shared: every setting runs each library once,
+interleaved (privamp, then its peers, then the next setting), so the ratios within one row
+are fair while the absolute times are noisy.  A call over ``--timeout`` CPU seconds is
+stopped (SIGPROF) and reported as such.
 
     python benchmarks/scan.py [--quick] [--out benchmarks/results/scan.md]
 """
@@ -43,23 +45,23 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise _Timeout
 
 
-def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float]:
-    """(epsilon or a short reason, wall seconds) of one call."""
+def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float, float]:
+    """(epsilon or a short reason, wall seconds, CPU seconds of this process) of one call."""
     gc.collect()
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout)
-    t0 = time.perf_counter()
+    signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU time: wall time is load-dependent
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             value: float | str = float(fn())
     except _Timeout:
-        value = f">{timeout:g} s"
+        value = f">{timeout:g} s cpu"
     except Exception as exc:  # noqa: BLE001  (a peer's refusal is a result of the scan)
         value = type(exc).__name__
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    return value, time.perf_counter() - t0
+        signal.setitimer(signal.ITIMER_PROF, 0)
+    return value, time.perf_counter() - t0, time.process_time() - c0
 
 
 # -- the calls -----------------------------------------------------------------------------
@@ -196,37 +198,42 @@ def _fmt(v: float | str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="every 17th setting")
+    ap.add_argument("--every", type=int, default=1, help="every n-th setting (a shared machine)")
     ap.add_argument("--timeout", type=float, default=20.0)
     ap.add_argument("--out", default="benchmarks/results/scan.md")
     args = ap.parse_args()
+    from threadpoolctl import threadpool_limits
+
     import privamp as pa
 
+    threadpool_limits(1, user_api="blas")  # every library single-threaded, as privamp's default
     pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10).epsilon(DELTA)  # warm up
     peer_call("Opacus RDP", {"kind": "gauss", "q": 0.01, "sigma": 1.0, "T": 10})()
     rows, losses = [], []
-    todo = settings(args.quick)
+    todo = settings(args.quick)[:: args.every]
     single: dict[tuple, float] = {}
     start = time.time()
     for n, s in enumerate(todo):
-        v, t = timed(privamp_call(s), args.timeout)
-        cells = [f"{_fmt(v)} ({t:.3g} s)"]
+        v, t, c = timed(privamp_call(s), args.timeout)
+        cells = [f"{_fmt(v)} ({t:.3g} s, cpu {c:.3g} s)"]
         worst = math.inf
         for name in PEERS:
             fn = peer_call(name, s)
             if fn is None:
                 cells.append("-")
                 continue
-            pv, pt = timed(fn, args.timeout)
-            ratio = pt / t
+            pv, pt, pc = timed(fn, args.timeout)
+            ratio = pc / max(c, 1e-4)
             worst = min(worst, ratio)
             looser = isinstance(v, float) and isinstance(pv, float) and v > pv * (1 + 1e-9)
-            cells.append(f"{_fmt(pv)} ({pt:.3g} s, {ratio:.2g}x){' LOOSER' if looser else ''}")
+            cells.append(f"{_fmt(pv)} ({pt:.3g} s, cpu {pc:.3g} s, {ratio:.2g}x)"
+                         f"{' LOOSER' if looser else ''}")
         if s["kind"] == "group":
             key = (s["q"], s["sigma"], s["T"])
             if key not in single:
                 one = dict(s, kind="gauss")
-                single[key] = timed(privamp_call(one), args.timeout)[1]
-            cells.append(f"{t / single[key]:.2g}x single")
+                single[key] = timed(privamp_call(one), args.timeout)[2]
+            cells.append(f"{c / max(single[key], 1e-4):.2g}x single")
         else:
             cells.append("")
         rows.append((label(s), cells, worst))
@@ -237,9 +244,12 @@ def main() -> int:
     lines = [
         "# Wide scan: privamp's default call against each peer's single query (issue 28)",
         "",
-        f"Epsilon at delta = {DELTA:g}; `benchmarks/scan.py`{' --quick' if args.quick else ''}, "
-        f"{len(todo)} settings, python {sys.version.split()[0]}.  Each cell: epsilon "
-        "(wall time, peer time / privamp time: above 1x privamp is faster).  LOOSER: privamp's "
+        f"Epsilon at delta = {DELTA:g}; `benchmarks/scan.py`{' --quick' if args.quick else ''}"
+        f"{f' --every {args.every}' if args.every > 1 else ''}, {len(todo)} settings, "
+        f"python {sys.version.split()[0]}.  Each cell: epsilon "
+        "(wall time, CPU time, and the ratio peer CPU time / privamp CPU time: above 1x "
+        "privamp is faster; every library ran single-threaded BLAS, privamp by default, so "
+        "CPU time is the load-independent measure).  LOOSER: privamp's "
         "upper bound above the peer's (dp-accounting's PLD and PRV estimates are not all "
         "certified upper bounds).",
         "",
@@ -254,7 +264,7 @@ def main() -> int:
         lines.append(f"| {lab} | " + " | ".join(cells) + " |")
     lines += ["", f"Settings where some peer was faster: {len(losses)} of {len(rows)}.", ""]
     for w, lab in sorted(losses):
-        lines.append(f"- {lab}: fastest peer at {w:.2g}x privamp's time")
+        lines.append(f"- {lab}: fastest peer at {w:.2g}x privamp's CPU time")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}; {len(losses)} settings where a peer was faster")

@@ -101,10 +101,13 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
     # h 2e-4 -> 6e-5, upper bound 1.3e-5 relative lower, 60 MiB at T = 1e7)
     # (only where the composed spread, not one step's range, sets the window: tiny rates
     # have a long range of rare large losses, and a finer grid there only costs time)
+    # the one-level regime also serves short runs at tiny rates (q 1e-7, sigma 0.3, T 10:
+    # 2M-point steps squared into 4M-point windows before; now ~4e5 points over the range)
     long = (lead or coarse) and T >= TWO_LEVEL_MIN_T
-    two = long and 20.0 * math.sqrt(T) * sd >= hi_d - lo_d
+    ranged = (lead or coarse) and 20.0 * math.sqrt(T) * sd < hi_d - lo_d
+    two = long and not ranged
     h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
-    one = one_level_step(h, hi_d - lo_d, coarse) if long and not two else None
+    one = one_level_step(h, hi_d - lo_d, coarse) if ranged else None
     return h, width, one
 
 
