@@ -17,7 +17,7 @@ def _atoms(pair):
     """(losses, P-masses) of the add direction (Q, w P + (1 - w) Q) of randomized response,
     from its definition (independent of privamp's atom helpers)."""
     base = pair.base
-    l, p, q = base.base.losses, base.base.p, base.base.q
+    p, q = base.base.p, base.base.q
     w = base.w
     mix = w * p + (1 - w) * q
     keep = (mix > 0) & (q > 0)
