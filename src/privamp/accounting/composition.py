@@ -29,6 +29,7 @@ from ..accountants.phases import ComposedPLDAnalysis
 from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
 from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
+from ..numerics.threads import limit_blas
 from ..results import Guarantee
 from .screening import rdp_ruled_out
 from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
@@ -128,6 +129,7 @@ class Composition:
                 cache[name] = exc
         return cache[name]
 
+    @limit_blas
     def _query(self, which: str, x: np.ndarray, accountant: str) -> Guarantee:
         if accountant not in ACCOUNTANTS:
             raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}, "

@@ -20,6 +20,7 @@ from ..accountants.rdp import RdpRunAnalysis, compositions
 from ..accountants.registry import BoundPair, RunAccountant, RunAnalysis, applicable, offers
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
+from ..numerics.threads import limit_blas
 from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee
 from ..sampling.relations import Relation
@@ -148,6 +149,7 @@ class Training:
                 declined.append((acc_name, str(exc)))
         return errors
 
+    @limit_blas
     def _query(self, accountant: str, which: str, x: np.ndarray
                ) -> tuple[list[BoundPair], tuple[tuple[str, str], ...]]:
         """Ask the accountants; with "best", those whose answers are conversions of a Rényi-DP
@@ -194,6 +196,7 @@ class Training:
         pairs, declined = self._query(accountant, "delta", e)
         return combine_pairs(pairs, np.shape(epsilon), declined)
 
+    @limit_blas
     def epsilon_curve(self, delta: float, steps: Sequence[int] | None = None,
                       accountant: str = "best") -> Guarantee:
         """Bounds on epsilon at ``delta`` after each number of steps in ``steps``: a Guarantee

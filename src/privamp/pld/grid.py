@@ -52,6 +52,7 @@ from ..numerics.fft import (
     product_windows,
     self_convolve_power,
 )
+from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import QUERY_REL, REL_SAFETY, TRUNC_BUDGET
 from .tables import (
@@ -149,6 +150,7 @@ class PLD:
             raise ValueError(f"PLDs must share the grid step h, got {self.h} and {other.h}")
 
     # -- composition ------------------------------------------------------------------------
+    @limit_blas
     def compose(self, other: PLD, truncation: float = 1e-16,
                 direct_budget: float | None = None) -> PLD:
         """The PLD of the product pair (P1 x P2, Q1 x Q2).
@@ -176,6 +178,7 @@ class PLD:
         return truncated(self.h, self.offset + other.offset, z, inf_mass, self.kind, slack,
                           max(truncation, err))
 
+    @limit_blas
     def self_compose(self, T: int, truncation: float | None = None,
                      method: str = "auto", direct_budget: float | None = None) -> PLD:
         """The PLD of the T-fold product.

@@ -1,0 +1,280 @@
+"""The wide side-by-side scan of issue 28: privamp's default call against every peer's single
+query, on >= 200 settings (Poisson-subsampled Gaussian at rates 1e-7..1e-2, sigma 0.3..8,
+T 1e1..1e7; Laplace; randomized response; batches drawn without replacement under
+substitution; groups), epsilon at delta = 1e-5.
+
+Peers (each at its default or the setting benchmarks/run.py uses): dp-accounting's PLD
+(value_discretization_interval 1e-4, connect-the-dots; for batches without replacement
+``from_gaussian_mechanism`` at rate batch / n under REPLACE_ONE), Opacus's RDP and PRV
+accountants, prv-accountant (eps_error 0.01,
+delta_error 1e-9; T <= 1e3 only, Opacus's PRV T <= 1e4: they need minutes and gigabytes
+beyond).  A peer without the
+setting (dp-accounting has no subsampled randomized response, no groups; Opacus and
+prv-accountant only Poisson-subsampled Gaussian) shows "-".  Groups are compared with
+privamp's own single-record query (issue 28's target: a group of 8 <= 3x).
+
+Every library runs single-threaded BLAS (threadpoolctl), as privamp does by default; the
+ratios are of CPU times.  The machine may be shared: every setting runs each library once,
+interleaved (privamp, then its peers, then the next setting), so the ratios within one row
+are fair while the absolute times are noisy.  A call over ``--timeout`` CPU seconds is
+stopped (SIGPROF) and reported as such.
+
+    python benchmarks/scan.py [--quick] [--out benchmarks/results/scan.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import signal
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+
+DELTA = 1e-5
+PEERS = ["dp-accounting PLD", "Opacus RDP", "Opacus PRV", "prv-accountant"]
+
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _Timeout
+
+
+def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float, float]:
+    """(epsilon or a short reason, wall seconds, CPU seconds of this process) of one call."""
+    gc.collect()
+    signal.signal(signal.SIGPROF, _alarm)
+    signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU time: wall time is load-dependent
+    t0, c0 = time.perf_counter(), time.process_time()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value: float | str = float(fn())
+    except _Timeout:
+        value = f">{timeout:g} s cpu"
+    except Exception as exc:  # noqa: BLE001  (a peer's refusal is a result of the scan)
+        value = type(exc).__name__
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+    return value, time.perf_counter() - t0, time.process_time() - c0
+
+
+# -- the calls -----------------------------------------------------------------------------
+def privamp_call(s: dict) -> Callable[[], float]:
+    import privamp as pa
+
+    def run() -> float:
+        if s["kind"] == "laplace":
+            mech = pa.Laplace(s["b"])
+        elif s["kind"] == "rr":
+            mech = pa.RandomizedResponse(s["theta"])
+        else:
+            mech = pa.Gaussian(s["sigma"])
+        if s["kind"] == "wor":
+            run_ = pa.Training(mech, pa.WithoutReplacement(s["batch"], s["n"]), steps=s["T"],
+                               relation=pa.Substitution())
+        else:
+            run_ = pa.Training(mech, pa.Poisson(s["q"]), steps=s["T"],
+                               relation=pa.AddRemove(group=s.get("group", 1)))
+        return run_.epsilon(DELTA).upper.value
+
+    return run
+
+
+def peer_call(name: str, s: dict) -> Callable[[], float] | None:
+    kind, T = s["kind"], s["T"]
+    if name == "dp-accounting PLD":
+        if kind in ("rr", "group"):
+            return None
+        import dp_accounting as dpa
+
+        def dpa_run() -> float:
+            if kind == "wor":  # (its PLDAccountant has no without-replacement event)
+                from dp_accounting.pld import privacy_loss_distribution as pld
+
+                d = pld.from_gaussian_mechanism(
+                    s["sigma"], sampling_prob=s["batch"] / s["n"],
+                    neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+                return d.self_compose(T).get_epsilon_for_delta(DELTA)
+            else:
+                acc = dpa.pld.PLDAccountant()
+                inner = (dpa.LaplaceDpEvent(s["b"]) if kind == "laplace"
+                         else dpa.GaussianDpEvent(s["sigma"]))
+                ev = dpa.PoissonSampledDpEvent(s["q"], inner)
+            acc.compose(ev, T)
+            return acc.get_epsilon(DELTA)
+
+        return dpa_run
+    if kind != "gauss":
+        return None
+    q, sigma = s["q"], s["sigma"]
+    if name == "Opacus RDP":
+        def opacus_rdp() -> float:
+            from opacus.accountants import RDPAccountant
+
+            acc = RDPAccountant()
+            acc.history = [(sigma, q, T)]
+            return acc.get_epsilon(DELTA)
+
+        return opacus_rdp
+    if T > 10**4 or (name == "prv-accountant" and T > 10**3):
+        return None
+    if name == "Opacus PRV":
+        def opacus_prv() -> float:
+            from opacus.accountants import PRVAccountant
+
+            acc = PRVAccountant()
+            acc.history = [(sigma, q, T)]
+            return acc.get_epsilon(DELTA)
+
+        return opacus_prv
+
+    def prv_run() -> float:
+        from prv_accountant import PRVAccountant
+        from prv_accountant.privacy_random_variables import PoissonSubsampledGaussianMechanism
+
+        rv = PoissonSubsampledGaussianMechanism(sampling_probability=q, noise_multiplier=sigma)
+        acc = PRVAccountant(prvs=[rv], max_self_compositions=[T], eps_error=0.01,
+                            delta_error=1e-9)
+        return acc.compute_epsilon(delta=DELTA, num_self_compositions=[T])[2]
+
+    return prv_run
+
+
+# -- the settings --------------------------------------------------------------------------
+def settings(quick: bool) -> list[dict]:
+    out: list[dict] = []
+    rates = [1e-7, 1e-6, 1e-5, 1e-4, 1e-3]
+    sigmas = [0.3, 0.5, 1.0, 2.0, 4.0, 8.0]
+    steps = [10, 100, 10**4, 10**6]
+    for q in rates:
+        for sigma in sigmas:
+            for T in steps:
+                out.append({"kind": "gauss", "q": q, "sigma": sigma, "T": T})
+    for q in [1e-6, 1e-5, 1e-4]:
+        for sigma in [0.5, 1.0, 2.0]:
+            out.append({"kind": "gauss", "q": q, "sigma": sigma, "T": 10**7})
+    for sigma in [0.8, 1.1, 2.0]:
+        for T in [100, 14063]:
+            out.append({"kind": "gauss", "q": 256 / 60000, "sigma": sigma, "T": T})
+    for q in [1e-4, 1e-3, 1e-2]:
+        for b in [0.5, 1.0, 2.0]:
+            for T in [10, 100, 10**4]:
+                out.append({"kind": "laplace", "q": q, "b": b, "T": T})
+    for q in [1e-3, 1e-2, 0.1]:
+        for theta in [0.6, 0.75, 0.9]:
+            for T in [10, 100, 1000]:
+                out.append({"kind": "rr", "q": q, "theta": theta, "T": T})
+    for batch in [60, 256]:
+        for sigma in [0.8, 1.5, 3.0]:
+            for T in [100, 10**4]:
+                out.append({"kind": "wor", "batch": batch, "n": 60000, "sigma": sigma, "T": T})
+    for sigma in [1.0, 2.0]:
+        for group in [2, 4, 8]:
+            for T in [100, 10**4]:
+                out.append({"kind": "group", "q": 1e-3, "sigma": sigma, "T": T, "group": group})
+    return out[::17] if quick else out
+
+
+def label(s: dict) -> str:
+    T = f"T {s['T']:.0e}".replace("e+0", "e")
+    if s["kind"] == "gauss":
+        return f"Gaussian q {s['q']:.3g}, sigma {s['sigma']:g}, {T}"
+    if s["kind"] == "laplace":
+        return f"Laplace q {s['q']:.3g}, b {s['b']:g}, {T}"
+    if s["kind"] == "rr":
+        return f"RR q {s['q']:.3g}, theta {s['theta']:g}, {T}"
+    if s["kind"] == "wor":
+        return f"w/o repl. {s['batch']}/{s['n']}, subst., sigma {s['sigma']:g}, {T}"
+    return f"group {s['group']}, Gaussian q {s['q']:.3g}, sigma {s['sigma']:g}, {T}"
+
+
+def _fmt(v: float | str) -> str:
+    return v if isinstance(v, str) else f"{v:.5g}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="every 17th setting")
+    ap.add_argument("--every", type=int, default=1, help="every n-th setting (a shared machine)")
+    ap.add_argument("--timeout", type=float, default=20.0)
+    ap.add_argument("--out", default="benchmarks/results/scan.md")
+    args = ap.parse_args()
+    from threadpoolctl import threadpool_limits
+
+    import privamp as pa
+
+    threadpool_limits(1, user_api="blas")  # every library single-threaded, as privamp's default
+    pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10).epsilon(DELTA)  # warm up
+    peer_call("Opacus RDP", {"kind": "gauss", "q": 0.01, "sigma": 1.0, "T": 10})()
+    rows, losses = [], []
+    todo = settings(args.quick)[:: args.every]
+    single: dict[tuple, float] = {}
+    start = time.time()
+    for n, s in enumerate(todo):
+        v, t, c = timed(privamp_call(s), args.timeout)
+        cells = [f"{_fmt(v)} ({t:.3g} s, cpu {c:.3g} s)"]
+        worst = math.inf
+        for name in PEERS:
+            fn = peer_call(name, s)
+            if fn is None:
+                cells.append("-")
+                continue
+            pv, pt, pc = timed(fn, args.timeout)
+            ratio = pc / max(c, 1e-4)
+            if isinstance(pv, float):  # (a refusal is no win)
+                worst = min(worst, ratio)
+            looser = isinstance(v, float) and isinstance(pv, float) and v > pv * (1 + 1e-9)
+            cells.append(f"{_fmt(pv)} ({pt:.3g} s, cpu {pc:.3g} s, {ratio:.2g}x)"
+                         f"{' LOOSER' if looser else ''}")
+        if s["kind"] == "group":
+            key = (s["q"], s["sigma"], s["T"])
+            if key not in single:
+                one = dict(s, kind="gauss", group=1)
+                single[key] = timed(privamp_call(one), args.timeout)[2]
+            cells.append(f"{c / max(single[key], 1e-4):.2g}x single")
+        else:
+            cells.append("")
+        rows.append((label(s), cells, worst))
+        if worst < 1.0:
+            losses.append((worst, label(s)))
+        print(f"[{n + 1}/{len(todo)} {time.time() - start:.0f}s] {label(s)}: " + " | ".join(cells),
+              flush=True)
+    lines = [
+        "# Wide scan: privamp's default call against each peer's single query (issue 28)",
+        "",
+        f"Epsilon at delta = {DELTA:g}; `benchmarks/scan.py`{' --quick' if args.quick else ''}"
+        f"{f' --every {args.every}' if args.every > 1 else ''}, {len(todo)} settings, "
+        f"python {sys.version.split()[0]}.  Each cell: epsilon "
+        "(wall time, CPU time, and the ratio peer CPU time / privamp CPU time: above 1x "
+        "privamp is faster; every library ran single-threaded BLAS, privamp by default, so "
+        "CPU time is the load-independent measure).  LOOSER: privamp's "
+        "upper bound above the peer's (dp-accounting's PLD and PRV estimates are not all "
+        "certified upper bounds).",
+        "",
+        "The machine was shared with other jobs: each setting ran every library once, "
+        "interleaved, so the ratios within one row are fair but the absolute times are noisy "
+        "(1 repeat per setting).",
+        "",
+        "| setting | privamp | " + " | ".join(PEERS) + " | group vs single |",
+        "|---|---|" + "---|" * len(PEERS) + "---|",
+    ]
+    for lab, cells, _ in rows:
+        lines.append(f"| {lab} | " + " | ".join(cells) + " |")
+    lines += ["", f"Settings where some peer was faster: {len(losses)} of {len(rows)}.", ""]
+    for w, lab in sorted(losses):
+        lines.append(f"- {lab}: fastest peer at {w:.2g}x privamp's CPU time")
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}; {len(losses)} settings where a peer was faster")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
