@@ -25,8 +25,10 @@ LAYERS = {
     "accounting": 7,
     "plotting": 8, "support": 8, "integrations": 8,
     "reproduce": 9, "opacus": 9, "torch": 9, "interop": 9,
-    "cli": 10,
-    "__init__": 11,
+    # sweeps and calibration tables over grids (issue 29): a face, below the CLI that calls it
+    "sweep": 10,
+    "cli": 11,
+    "__init__": 12,
 }
 ENGINES = ("pld", "renyi")
 MECHANISM_WORDS = ("Gaussian", "Laplace", "RandomizedResponse", "Poisson", "Shuffle")

@@ -21,6 +21,8 @@ from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
 from .sampling import *  # noqa: F403  (relations, Scheme and every registered scheme)
+# the functions shadow their package's name on privamp (privamp.sweep.* still imports)
+from .sweep import calibration_table, sweep  # no Dask until a parallel sweep runs
 from .theorems.balle2018.profiles import profile_bound
 from .theorems.chua2024 import ABLQ, calibrate_interval
 from .theorems.dong2025.rdp import partial_split_rdp
@@ -81,6 +83,7 @@ __all__ = [
     "TwoSidedPLD",
     "calibrate",
     "calibrate_interval",
+    "calibration_table",
     "compare",
     "compose",
     "discretise",
@@ -95,6 +98,7 @@ __all__ = [
     "rdp",
     "rdp_curve",
     "rdp_methods",
+    "sweep",
 ]
 __all__ += _sampling.__all__
 __all__.sort()

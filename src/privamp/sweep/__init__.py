@@ -1,0 +1,34 @@
+"""Sweeps and calibration tables over grids of configurations, on Dask, resumable (issue 29).
+
+    >>> import privamp as pa
+    >>> r = pa.sweep("grid.toml", store="grid.sqlite")            # doctest: +SKIP
+    >>> r.to_csv("grid.csv"); r.to_pandas()                       # doctest: +SKIP
+    >>> t = pa.calibration_table(sampler=["poisson", "shuffle"], batch_size=[128, 256],
+    ...                          dataset_size=60000, epochs=[1, 10], epsilon=3, delta=1e-5)
+    ...                                                           # doctest: +SKIP
+
+Modules: ``grid`` (grid files, checked before anything runs), ``runs`` (one configuration:
+its key, its run, its row), ``store`` (SQLite in WAL mode), ``runner`` (serial or Dask),
+``table`` (rows, CSV, DataFrame, Parquet), ``plots`` (heat maps).  Importing this package does
+not import Dask (only a parallel sweep does).
+"""
+
+from __future__ import annotations
+
+from .grid import Grid, GridError, Problem, grid_from_mapping, load_grid
+from .runner import calibration_table, run_grid, sweep
+from .store import Store
+from .table import SweepResult
+
+__all__ = [
+    "Grid",
+    "GridError",
+    "Problem",
+    "Store",
+    "SweepResult",
+    "calibration_table",
+    "grid_from_mapping",
+    "load_grid",
+    "run_grid",
+    "sweep",
+]
