@@ -19,6 +19,7 @@ from .commands import (
 )
 from .demo import cmd_demo
 from .flags import Parser, command, count, mechanism_flags, output_flags, run_flags, sampling_flags
+from .planning import add_planning_commands
 from .values import CliError
 
 __all__ = [
@@ -99,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
             "privamp support > support.md", cmd_support)
     p = command(sub, "demo", "the canonical DP-SGD example", "privamp demo", cmd_demo)
     p.add_argument("--verbose", action="store_true", help="full theorem text for each source")
+    add_planning_commands(sub)  # sweep, plan (privamp.cli.planning)
     return parser
 
 
