@@ -151,6 +151,15 @@ def test_cli_sweep_and_plan(tmp_path, capsys):
     assert "noise" in out.splitlines()[0] and "upper" in out
 
 
+def test_pa_sweep_is_the_callable_package():
+    import privamp.sweep.runner as runner  # the package is not hidden by the function
+
+    assert pa.sweep is sys.modules["privamp.sweep"] and callable(pa.sweep)
+    r = pa.sweep(CHEAP, workers=1, progress=False)
+    assert plain(r.rows) == plain(runner.sweep(CHEAP, workers=1, progress=False).rows)
+    assert "sweep" in pa.__all__ and "calibration_table" in pa.__all__
+
+
 @pytest.mark.slow
 def test_import_privamp_imports_no_dask():
     code = "import sys, privamp; print(any(m.split('.')[0] in ('dask', 'distributed') " \
