@@ -85,9 +85,7 @@ def _serial(todo: list[tuple[str, dict[str, Any]]], store: Store,
             on_rows: Callable[[list[tuple[str, dict[str, Any]]]], None]) -> None:
     for key, cfg in todo:
         store.started([key])
-        row = evaluate(cfg)
-        store.put([(key, row)])
-        on_rows([(key, row)])
+        on_rows([(key, evaluate(cfg))])
 
 
 def _dask(todo: list[tuple[str, dict[str, Any]]], store: Store, workers: int | None,
@@ -120,9 +118,7 @@ def _dask(todo: list[tuple[str, dict[str, Any]]], store: Store, workers: int | N
         for fut in as_completed(list(futures)):
             rows = fut.result()
             g = futures.pop(fut)
-            pairs = [(keys[i], r) for i, r in zip(g, rows, strict=True)]
-            store.put(pairs)
-            on_rows(pairs)
+            on_rows([(keys[i], r) for i, r in zip(g, rows, strict=True)])
     finally:
         client.close()
         if cluster is not None:
@@ -245,23 +241,28 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
                       f"only: computed again with {version}", file=sys.stderr)
 
         def on_rows(pairs: list[tuple[str, dict[str, Any]]]) -> None:
+            """Finished rows: checked, written at once (one transaction), then reported."""
             for _, row in pairs:
                 if row.get("version") != version:
                     raise RuntimeError(f"a worker runs privamp {row.get('version')}, this "
                                        f"process {version}: install the same version")
+            db.put(pairs)
+            for _, row in pairs:
                 state["done"] += 1
                 if callback is not None:
                     callback(state["done"], total, row)
             if bar is not None:
                 bar.update(len(pairs))
 
+        engine = "store" if not todo else "serial"
         try:
             if not todo:
                 pass
-            elif address is None and (workers == 1 or (workers is None
-                                                        and (os.cpu_count() or 1) == 1)):
+            elif address is None and (workers == 1 or len(todo) == 1 or (
+                    workers is None and (os.cpu_count() or 1) == 1)):  # nothing to share
                 _serial(todo, db, on_rows)
             else:
+                engine = address or "local dask"
                 _dask(todo, db, workers, address, on_rows)
         finally:
             if bar is not None:
@@ -273,6 +274,5 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
                        reused=total - len(todo), store=None if store is None else str(store),
                        other_versions=other, task=grid.task,
                        meta={"knob": knob, "source": grid.source,
-                             "engine": "serial" if address is None and workers == 1 else
-                             (address or "local dask")})
+                             "engine": engine})
 
