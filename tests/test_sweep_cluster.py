@@ -1,11 +1,13 @@
 """A real multi-process Dask cluster on localhost (issue 29): one ``dask scheduler`` and two
 ``dask worker`` processes, bound to 127.0.0.1, started and stopped by the test within bounded
-time; the sweep on it gives the serial loop's rows, row for row."""
+time; the sweep on it gives the serial loop's rows, row for row, even with one worker
+killed (SIGKILL) after the first row: its task is retried by Dask."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -16,10 +18,10 @@ import pytest
 from privamp.sweep import sweep
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-CHEAP = {"sweep": {"accountant": "rdp"},
-         "grid": {"sampler": ["poisson", "with-replacement"], "sigma": [0.8, 1.6],
-                  "batch_size": 100, "dataset_size": 10000, "steps": [10, 100],
-                  "delta": 1e-5}}
+#: Poisson under the PLD accountant: about half a second a configuration, so that a worker
+#: killed after the first row is busy with another
+GRID = {"grid": {"sampler": "poisson", "sigma": [0.8, 1.6], "rate": [0.01, 0.02],
+                 "steps": [10, 100, 1000], "delta": 1e-5}}
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -68,15 +70,23 @@ def test_localhost_cluster_gives_the_serial_rows(tmp_path):
             hosts = {w["host"] for w in client.scheduler_info()["workers"].values()}
             pids = set(client.run(os.getpid).values())
         assert hosts == {"127.0.0.1"} and len(pids) == 2 and os.getpid() not in pids
-        on_cluster = sweep(CHEAP, scheduler=address, progress=False)
+        killed: list[int] = []
+
+        def kill_one_worker(done: int, total: int, row: dict) -> None:
+            if not killed:
+                killed.append(min(pids))
+                os.kill(killed[0], signal.SIGKILL)  # a worker process this test started
+
+        on_cluster = sweep(GRID, scheduler=address, progress=False, callback=kill_one_worker)
         assert on_cluster.meta["engine"] == address
     finally:
         stop(procs)
         for f in logs:
             f.close()
     assert all(p.poll() is not None for p in procs)
-    serial = sweep(CHEAP, workers=1, progress=False)
-    assert len(serial) == 8
+    assert len(killed) == 1
+    serial = sweep(GRID, workers=1, progress=False)
+    assert len(serial) == 12 and serial.counts()["answered"] == 12
 
     def strip(rows):
         return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]

@@ -177,3 +177,24 @@ def test_two_local_dask_workers_give_the_serial_rows():
     parallel = sweep(CHEAP, workers=2, progress=False)
     assert isinstance(parallel, SweepResult) and parallel.meta["engine"] == "local dask"
     assert plain(parallel.rows) == plain(serial.rows)
+
+
+def test_failure_is_a_row_and_retry_failed_computes_it_again(tmp_path, monkeypatch):
+    import privamp.sweep.runs as runs
+
+    real = runs.build_run
+
+    def flaky(config, *args):
+        if config["sigma"] == 1.6:
+            raise RuntimeError("disk on fire")
+        return real(config, *args)
+
+    db = tmp_path / "s.sqlite"
+    monkeypatch.setattr(runs, "build_run", flaky)
+    r = sweep(CHEAP, store=db, workers=1, progress=False)
+    failed = [x for x in r if x["status"] == "failed"]
+    assert len(failed) == 4 and failed[0]["reason"] == "RuntimeError: disk on fire"
+    monkeypatch.setattr(runs, "build_run", real)
+    assert sweep(CHEAP, store=db, workers=1, progress=False).computed == 0  # kept as rows
+    again = sweep(CHEAP, store=db, workers=1, progress=False, retry_failed=True)
+    assert again.computed == 4 and again.counts()["answered"] == 12
