@@ -19,6 +19,7 @@ not import Dask (only a parallel sweep does).
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 from typing import Any
@@ -51,3 +52,4 @@ class CallablePackage(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = CallablePackage
+__signature__ = inspect.signature(sweep)  # what help() and inspect show for pa.sweep(...)

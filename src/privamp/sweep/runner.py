@@ -62,7 +62,16 @@ def batches(keys: list[str], configs: list[dict[str, Any]], workers: int
             ) -> list[list[int]]:
     """Indices of ``configs`` grouped into tasks: most expensive first, each task about
     1/(8 workers) of the total estimated cost (at most 64 configurations), so that every
-    worker gets several tasks and an expensive configuration goes alone."""
+    worker gets several tasks and an expensive configuration goes alone.
+
+    Args:
+        keys: the configurations' keys (parallel to ``configs``).
+        configs: the configurations to hand out.
+        workers: how many workers share them.
+
+    Returns:
+        The tasks, as lists of indices into ``configs``.
+    """
     order = sorted(range(len(configs)), key=lambda i: -_cost(configs[i]))
     total = sum(_cost(configs[i]) for i in order)
     budget = total / max(1, 8 * workers)
@@ -214,7 +223,20 @@ def calibration_table(
 def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None = None,
              scheduler: str | None = None, progress: bool = True,
              callback: Callback | None = None, retry_failed: bool = False) -> SweepResult:
-    """Run a checked grid (arguments as :func:`sweep`)."""
+    """Run a checked grid: what ``store`` lacks is computed, each row written as it finishes.
+
+    Args:
+        grid: the checked grid.
+        store, workers, scheduler, progress, callback, retry_failed: as :func:`sweep`.
+
+    Returns:
+        A :class:`SweepResult`, rows in grid order (read back from the store).
+
+    Raises:
+        ValueError: ``workers`` is not a whole number >= 1.
+        RuntimeError: a worker runs another privamp version (nothing of it is written).
+        ImportError: a parallel sweep without Dask installed.
+    """
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
