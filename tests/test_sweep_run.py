@@ -198,3 +198,22 @@ def test_failure_is_a_row_and_retry_failed_computes_it_again(tmp_path, monkeypat
     assert sweep(CHEAP, store=db, workers=1, progress=False).computed == 0  # kept as rows
     again = sweep(CHEAP, store=db, workers=1, progress=False, retry_failed=True)
     assert again.computed == 4 and again.counts()["answered"] == 12
+
+
+@pytest.mark.slow
+def test_calibration_table_largest_rate_by_dp_accounting():
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    sigma, T, eps, delta = 1.0, 100, 2.0, 1e-5
+    t = pa.calibration_table({"sampler": "poisson", "sigma": sigma, "steps": T}, epsilon=eps,
+                             delta=delta, knob="rate", accountant="pld", workers=1,
+                             progress=False)
+    (row,) = t.rows
+    assert row["status"] == "answered" and row["kind"] == "lower"  # at most the largest rate
+
+    def dpa(q):
+        d = pld.from_gaussian_mechanism(sigma, sampling_prob=q,
+                                        value_discretization_interval=1e-4)
+        return d.self_compose(T).get_epsilon_for_delta(delta)
+
+    assert dpa(row["rate"]) <= eps + 2e-3 and dpa(row["rate"] * 1.01) > eps

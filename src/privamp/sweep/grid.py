@@ -427,11 +427,12 @@ def _configure(c: _Checker, table: str, index: int, values: dict[str, Any],
         return None
     entry = scheme_entry(values["sampler"])
     cfg["sampler"] = entry.name
-    for key in sampler_keys(entry.name, values):
+    probe = values if tuned in (None, "sigma") else {**values, tuned: SAMPLE_KNOB[tuned]}
+    keys = sampler_keys(entry.name, probe)
+    for key in keys:
         if key != tuned:
             cfg[key] = _typed(c.kinds[key], values[key])
-    if tuned not in (None, "sigma") and tuned not in sampler_keys(entry.name, values) | {
-            "steps", "epochs"}:
+    if tuned not in (None, "sigma") and tuned not in keys | {"steps", "epochs"}:
         c.refuse(table, index, "knob", f"knob {knob!r} is not a parameter of sampler "
                  f"{entry.name!r}")
         return None

@@ -131,10 +131,15 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
             row.update(_guarantee(task, build_run(config).delta(config["epsilon"], acc)))
         else:
             tuned = "sigma" if knob == "noise" else knob
+            limit = {"hi": float(config["dataset_size"])} if (
+                knob == "batch_size" and "dataset_size" in config) else {}
             found = calibrate(config["epsilon"], config["delta"],
-                              lambda v: build_run(config, tuned, v), accountant=acc, knob=knob)
+                              lambda v: build_run(config, tuned, v), accountant=acc, knob=knob,
+                              **limit)
             # calibrate's documented result: a Bound (value, kind, source) today
-            row.update({knob: float(found.value), "kind": found.kind, "source": found.source})
+            value = float(found.value)
+            row.update({knob: int(value) if knob in ("batch_size", "steps") else value,
+                        "kind": found.kind, "source": found.source})
     except ValueError as exc:  # NotApplicable is a ValueError: the accountant declined
         status = "refused"
         reason = ("not applicable: " if isinstance(exc, NotApplicable) else "") + " ".join(
