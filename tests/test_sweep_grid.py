@@ -168,3 +168,31 @@ def test_calibration_grid_needs_no_sigma_and_a_target():
                            "grid": {"sampler": "poisson", "rate": 0.01, "steps": 10,
                                     "delta": 1e-5, "epsilon": 1.0, "sigma": 1.0}})
     assert info.value.problems[0].key == "sigma"
+
+
+def test_calibration_knob_other_than_noise():
+    g = grid_from_mapping({"sweep": {"task": "calibrate", "knob": "rate"},
+                           "grid": {"sampler": "poisson", "sigma": 1.0, "steps": 100,
+                                    "delta": 1e-5, "epsilon": 2.0}})
+    assert "rate" not in g.configs[0] and g.configs[0]["knob"] == "rate"
+    with pytest.raises(GridError) as info:  # shuffle has no rate to tune
+        grid_from_mapping({"sweep": {"task": "calibrate", "knob": "rate"},
+                           "grid": {"sampler": "shuffle", "sigma": 1.0, "batch_size": 10,
+                                    "dataset_size": 100, "epochs": 1, "delta": 1e-5,
+                                    "epsilon": 2.0}})
+    assert info.value.problems[0].key == "knob"
+
+
+def test_tasks_spread_the_expensive_first_and_alone():
+    from privamp.sweep.runner import batches
+
+    g = grid_from_mapping({"sampler": ["shuffle", "poisson"], "sigma": [1.0, 2.0],
+                           "batch_size": 10, "dataset_size": [100, 200, 300, 400, 500],
+                           "epochs": 1, "delta": 1e-5})
+    configs = list(g.configs)
+    tasks = batches(list(g.keys), configs, workers=2)
+    assert sorted(i for t in tasks for i in t) == list(range(len(configs)))  # each once
+    first = [configs[i]["sampler"] for i in tasks[0]]
+    assert first == ["shuffle"]  # an expensive configuration goes first, alone
+    assert all(len(t) == 1 for t in tasks if configs[t[0]]["sampler"] == "shuffle")
+    assert len(tasks) >= 2 * 2  # several tasks a worker
