@@ -132,8 +132,11 @@ def kill_and_resume(tmp: Path, workers: int, kills: int, seed: int) -> None:
     for run in range(kills):
         p, counter = start(tmp, workers, run)
         target = min(total - 1, len(done) + rng.randint(1, max(1, total // (kills + 1))))
-        killed += kill_after(p, db, target, rng)
+        was_killed = kill_after(p, db, target, rng)
+        killed += was_killed
         done = check_run(tmp, workers, run, done, p, counter)
+        print(f"run {run}: {'killed' if was_killed else 'finished'} with "
+              f"{len(done)}/{total} rows in the store")
     assert killed >= 1 and 0 < len(done) < total
     p, counter = start(tmp, workers, kills)
     assert p.wait(timeout=300) == 0, p.stderr.read().decode()[-2000:]

@@ -214,8 +214,14 @@ def load_grid(path: str | Path, overrides: Mapping[str, Mapping[str, Any]] | Non
             raise GridError([Problem(name, None if mark is None else mark.line + 1, "-",
                                      f"not valid YAML: {exc}")]) from exc
     elif path.suffix.lower() == ".toml":
-        import tomllib
-
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10: the same parser as the tomli package
+            try:
+                import tomli as tomllib
+            except ImportError as exc:
+                raise ValueError(f"{name}: reading TOML on Python 3.10 needs tomli (pip "
+                                 "install tomli), or Python >= 3.11") from exc
         try:
             doc = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
