@@ -94,10 +94,12 @@ def batches(keys: list[str], configs: list[dict[str, Any]], workers: int
 
 
 def _serial(todo: list[tuple[str, dict[str, Any]]], store: Store,
-            on_rows: Callable[[list[tuple[str, dict[str, Any]]]], None]) -> None:
-    for key, cfg in todo:
-        store.started([key])
-        on_rows([(key, evaluate(cfg))])
+            on_rows: Callable[..., None]) -> None:
+    if todo:
+        store.started([todo[0][0]])
+    for i, (key, cfg) in enumerate(todo):
+        after = [todo[i + 1][0]] if i + 1 < len(todo) else []
+        on_rows([(key, evaluate(cfg))], after)  # row i and the hand-out of i + 1: one commit
 
 
 def _dask(todo: list[tuple[str, dict[str, Any]]], store: Store, workers: int | None,
@@ -276,13 +278,15 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
             bar.write(f"sweep: {other} configurations have rows from another privamp version "
                       f"only: computed again with {version}", file=sys.stderr)
 
-        def on_rows(pairs: list[tuple[str, dict[str, Any]]]) -> None:
-            """Finished rows: checked, written at once (one transaction), then reported."""
+        def on_rows(pairs: list[tuple[str, dict[str, Any]]], started: list[str] | None = None
+                    ) -> None:
+            """Finished rows: checked, written at once (one transaction, with the hand-out
+            of the keys ``started``), then reported."""
             for _, row in pairs:
                 if row.get("version") != version:
                     raise RuntimeError(f"a worker runs privamp {row.get('version')}, this "
                                        f"process {version}: install the same version")
-            db.put(pairs)
+            db.put(pairs, started or [])
             for _, row in pairs:
                 state["done"] += 1
                 if callback is not None:

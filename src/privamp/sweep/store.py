@@ -98,15 +98,20 @@ class Store:
                 "INSERT INTO attempts (config, version, started, pid) VALUES (?, ?, ?, ?)",
                 [(k, self.version, now, pid) for k in keys])
 
-    def put(self, rows: Sequence[tuple[str, dict[str, Any]]]) -> int:
+    def put(self, rows: Sequence[tuple[str, dict[str, Any]]], started: Sequence[str] = ()
+            ) -> int:
         """Write finished rows ``(key, row)`` in one transaction (a row already there is
-        kept: never a duplicate).
+        kept: never a duplicate), with the hand-out of the keys ``started`` (the next
+        configurations of a serial sweep: one commit per configuration).
 
         Returns:
             how many rows were new.
         """
-        now = time.time()
+        now, pid = time.time(), os.getpid()
         with self._transaction():
+            self.db.executemany(
+                "INSERT INTO attempts (config, version, started, pid) VALUES (?, ?, ?, ?)",
+                [(k, self.version, now, pid) for k in started])
             before = self.db.total_changes
             self.db.executemany(
                 "INSERT OR IGNORE INTO results (config, version, row, finished) "
