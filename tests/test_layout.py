@@ -26,6 +26,8 @@ LAYERS = {
     "plotting": 8, "support": 8, "integrations": 8,
     "reproduce": 9, "opacus": 9, "torch": 9, "interop": 9,
     "serve": 10,  # a face, like cli: the web page (privamp serve)
+    # sweeps and calibration tables over grids (issue 29): a face, below the CLI that calls it
+    "sweep": 10,
     "cli": 11,
     "__init__": 12,
 }

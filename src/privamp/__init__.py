@@ -10,6 +10,7 @@ batches, model splitting and dropout — each number labelled with the theorem i
 """
 
 from . import sampling as _sampling
+from . import sweep  # a callable package: pa.sweep(...) runs privamp.sweep.sweep(...)
 from . import theorems as _theorems  # noqa: F401  (imports register every result)
 from .accountants.poisson import poisson_pairs
 from .accountants.rdp import RdpAccountant
@@ -23,6 +24,7 @@ from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
 from .sampling import *  # noqa: F403  (relations, Scheme and every registered scheme)
+from .sweep import calibration_table  # no Dask until a parallel sweep runs
 from .theorems.balle2018.profiles import profile_bound
 from .theorems.chua2024 import ABLQ, calibrate_interval
 from .theorems.dong2025.rdp import partial_split_rdp
@@ -88,6 +90,7 @@ __all__ = [
     "audit_check",
     "calibrate",
     "calibrate_interval",
+    "calibration_table",
     "compare",
     "compose",
     "discretise",
@@ -102,6 +105,7 @@ __all__ = [
     "rdp",
     "rdp_curve",
     "rdp_methods",
+    "sweep",
 ]
 __all__ += _sampling.__all__
 __all__.sort()

@@ -21,6 +21,7 @@ from .commands import (
 from .config import expand_config
 from .demo import cmd_demo
 from .flags import Parser, command, count, mechanism_flags, output_flags, run_flags, sampling_flags
+from .planning import add_planning_commands
 from .serve import add_serve_command
 from .tradeoff import add_tradeoff
 from .values import CliError
@@ -111,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(sub, "demo", "the canonical DP-SGD example", "privamp demo", cmd_demo)
     p.add_argument("--verbose", action="store_true", help="full theorem text for each source")
     add_serve_command(sub)
+    add_planning_commands(sub)  # sweep, plan (privamp.cli.planning)
     return parser
 
 
