@@ -54,10 +54,16 @@ class Calibration:
         """The source of the epsilon upper bound met at ``value``."""
         return self.epsilon.source
 
+    @property
+    def kind(self) -> str:
+        """The safe side of the knob: ``"upper"`` for the noise (any larger noise meets the
+        target too), ``"lower"`` for the rate, batch size, steps and epochs (any smaller
+        value does)."""
+        return "upper" if self.knob == "noise" else "lower"
+
     def _safe(self) -> Bound:
         # the displayed value must still meet the target: the noise rounded up, the rest down
-        kind = "upper" if self.knob == "noise" else "lower"
-        return Bound(self.value, kind, self.source)
+        return Bound(self.value, self.kind, self.source)
 
     def __float__(self) -> float:
         return float(self.value)

@@ -136,7 +136,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
             found = calibrate(config["epsilon"], config["delta"],
                               lambda v: build_run(config, tuned, v), accountant=acc, knob=knob,
                               **limit)
-            # calibrate's documented result: a Bound (value, kind, source) today
+            # calibrate's result: the knob's value, its safe side and the bound's source
             value = float(found.value)
             row.update({knob: int(value) if knob in ("batch_size", "steps") else value,
                         "kind": found.kind, "source": found.source})
