@@ -28,7 +28,36 @@ __all__ = [
     "cmd_rdp",
     "cmd_reproduce",
     "cmd_support",
+    "check_plot_target",
 ]
+
+
+def check_plot_target(path: str | None) -> None:
+    """Check a ``--plot`` target before any computation: matplotlib importable, a known
+    format, an existing writable folder.
+
+    Raises:
+        CliError: the file could not be written (the message says why).
+        ValueError: matplotlib is missing.
+    """
+    if path is None:
+        return
+    import os
+    from pathlib import Path
+
+    from ..plotting import pyplot
+
+    target = Path(path)
+    if target.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise CliError(f"--plot {path}: the file must end in .png, .pdf or .svg")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise CliError(f"--plot {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        raise CliError(f"--plot {path}: not writable")
+    if target.is_dir():
+        raise CliError(f"--plot {path} is a folder, not a file")
+    pyplot()
 
 
 def cmd_epsilon(args: argparse.Namespace) -> None:
@@ -106,6 +135,9 @@ def _compare_run(args: argparse.Namespace) -> tuple[Training, list[Scheme], int,
 def cmd_compare(args: argparse.Namespace) -> None:
     """``privamp compare``: deterministic, Poisson, shuffle and balanced batches side by
     side (a row says why when no accountant covers its scheme)."""
+    check_plot_target(args.plot)
+    if args.plot:
+        need(args, "sigma", "for --plot")
     base, schemes, b, n, epochs = _compare_run(args)
     rows = []
     for scheme in iterate(schemes, "comparing", unit=" schemes"):
@@ -137,6 +169,7 @@ def cmd_curve(args: argparse.Namespace) -> None:
     """``privamp curve``: epsilon after each epoch (or at ``--points`` steps) of a run."""
     from ..plotting import curve_steps, epsilon_over_training, plot_epsilon_curve
 
+    check_plot_target(args.plot)
     run = make_run(args)
     steps = curve_steps(run, args.points)
     bar = progress(total=len(steps), desc="epsilon over training", log_every=0.0,

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_positive, check_shift
 from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair
 from .base import Mechanism
@@ -40,6 +40,7 @@ class Gaussian(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        check_shift(self.sensitivity, self.sigma, "sigma")
 
     def shift(self, k: int = 1) -> float:
         """k * sensitivity / sigma: the mean shift of the dominating pair in noise units."""
