@@ -117,7 +117,7 @@ class Training:
                 declined.append((acc.name, str(built)))
                 continue
             out.append((acc.name, built))
-        if not out and errors:
+        if not out and errors and not skip:  # (skipped accountants may still answer)
             raise errors[0]
         return out, declined
 
@@ -166,7 +166,8 @@ class Training:
                 continue
             errors += self._ask([(acc.name, built)], accountant, which, x, pairs, declined)
         if not pairs:
-            raise errors[0]
+            raise errors[0] if errors else NotApplicable(
+                "; ".join(f"{name}: {why}" for name, why in declined) or "no accountant answered")
         return pairs, tuple(declined)
 
     def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
