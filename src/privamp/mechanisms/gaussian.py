@@ -15,6 +15,9 @@ __all__ = [
     "Gaussian",
 ]
 
+#: the smallest positive double (a subnormal)
+SMALLEST_DOUBLE = float(np.nextafter(0.0, 1.0))
+
 
 @dataclass(frozen=True, eq=True)
 class Gaussian(Mechanism):
@@ -47,7 +50,12 @@ class Gaussian(Mechanism):
         return k * self.sensitivity / self.sigma
 
     def rdp_kernel(self, alpha, k):
-        return np.asarray(alpha, dtype=float) * self.shift(k) ** 2 / 2.0
+        """alpha s^2 / 2; where that underflows (s below ~1e-154) the true value is positive
+        and below the smallest double, so the smallest double is returned (rounded up: a
+        0 would claim identical outputs and convert to delta = 0, an under-report)."""
+        s = self.shift(k)
+        out = np.asarray(alpha, dtype=float) * s * s / 2.0
+        return np.where(out > 0, out, SMALLEST_DOUBLE)
 
     def pair(self, distance: int = 1) -> LossPair:
         return GaussianPair(self.shift(distance))
