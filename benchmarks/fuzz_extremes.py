@@ -97,6 +97,8 @@ def make_shift(rng) -> dict:
     if c["sigma"] > 1e308 or c["sigma"] < 1e-308:
         c["sens"], c["sigma"] = 1.0, 1.0 / s
     c["T"] = min(c["T"], 5)  # keep the runs cheap
+    if c["q"] < 1.0 and c["s"] < 1e-4:  # the PLD of a tiny shift takes seconds
+        c["T"] = 1
     return c
 
 

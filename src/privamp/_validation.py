@@ -102,17 +102,17 @@ def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None
 def check_shift(sensitivity: float, scale: float, scale_name: str) -> float:
     """``sensitivity / scale``, the shift of a location mechanism's dominating pair, refused
     when it leaves the normal double range: below 2.2e-308 it underflows (the mechanism is
-    then 0-DP to within 1e-300, but no pair can be formed to certify it) and above 1e300 no
+    then 0-DP to within 1e-300, but no pair can be formed to certify it) and above 1e150 (where its square overflows) no
     noise is left to analyse (the release is non-private).
 
     Raises:
-        ValueError: the ratio outside [2.2e-308, 1e300], naming both parameters.
+        ValueError: the ratio outside [2.2e-308, 1e150], naming both parameters.
     """
     ratio = sensitivity / scale
     tiny = float(np.finfo(float).tiny)
-    if not tiny <= ratio <= 1e300:
+    if not tiny <= ratio <= 1e150:
         raise ValueError(
-            f"sensitivity / {scale_name} must be in [{tiny:.3g}, 1e300] (the shift of the "
+            f"sensitivity / {scale_name} must be in [{tiny:.3g}, 1e150] (the shift of the "
             f"mechanism in noise units), got sensitivity={sensitivity:g}, "
             f"{scale_name}={scale:g} (ratio {ratio:g})")
     return ratio

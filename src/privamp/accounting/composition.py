@@ -29,7 +29,7 @@ from ..accountants.phases import ComposedPLDAnalysis
 from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
 from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
-from ..results import Guarantee
+from ..results import Guarantee, reshaped
 from .screening import rdp_ruled_out
 from .training import Training, combine_pairs
 
@@ -160,7 +160,8 @@ class Composition:
             ValueError: ``delta`` outside (0, 1), or an unknown accountant.
         """
         d = check_delta(delta)
-        return self._query("epsilon", d, accountant)
+        return reshaped(self._query("epsilon", d.reshape(-1) if d.ndim > 1 else d, accountant),
+                        d.shape)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the history's delta at ``epsilon`` (>= 0, scalar or array).
@@ -170,7 +171,8 @@ class Composition:
             ValueError: ``epsilon`` negative or NaN, or an unknown accountant.
         """
         e = check_epsilon(epsilon)
-        return self._query("delta", e, accountant)
+        return reshaped(self._query("delta", e.reshape(-1) if e.ndim > 1 else e, accountant),
+                        e.shape)
 
     def __str__(self) -> str:
         return "Composition(" + ", ".join(str(p) for p in self.phases) + ")"
