@@ -101,9 +101,9 @@ def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None
 
 def check_shift(sensitivity: float, scale: float, scale_name: str) -> float:
     """``sensitivity / scale``, the shift of a location mechanism's dominating pair, refused
-    when it leaves the normal double range: below 2.2e-308 it underflows (the mechanism is
-    then 0-DP to within 1e-300, but no pair can be formed to certify it) and above 1e150 (where its square overflows) no
-    noise is left to analyse (the release is non-private).
+    when it leaves the range the analyses can represent: below 2.2e-308 it underflows (the
+    mechanism is then 0-DP to within 1e-300, but no pair can be formed to certify it); above
+    1e150 its square overflows (the release is then non-private in every practical sense).
 
     Raises:
         ValueError: the ratio outside [2.2e-308, 1e150], naming both parameters.
