@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -31,6 +32,9 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "soundness"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import fuzz_extremes as X  # noqa: E402
 
 TIMEOUT = 30.0
 RSS_LIMIT_MB = 1024.0
@@ -39,15 +43,20 @@ REL, ABS = 1e-9, 1e-15
 
 # family -> share of the configurations
 SHARES = {
-    "rr-poisson": 0.05,
-    "gauss-deterministic": 0.25,
-    "gauss-unsampled": 0.22,
+    "rr-poisson": 0.01,
+    "gauss-deterministic": 0.17,
+    "gauss-unsampled": 0.15,
     "laplace-unsampled": 0.01,
-    "sgm-rdp-integer": 0.30,
+    "sgm-rdp-integer": 0.20,
     "sgm-rdp-fractional": 0.005,
     "tiny-n": 0.006,
     "balanced-k1": 0.0005,
-    "shuffle": 0.1585,
+    "shuffle": 0.1685,
+    # issue 27's extremes (benchmarks/fuzz_extremes.py)
+    "inputs": 0.12,
+    "shift": 0.08,
+    "steps": 0.03,
+    "cli": 0.05,
 }
 
 
@@ -56,6 +65,8 @@ def _logu(rng, lo, hi):
 
 
 def make_config(family: str, rng: np.random.Generator) -> dict:
+    if family in X.FAMILIES:
+        return X.FAMILIES[family][0](rng)
     c: dict = {"family": family}
     ask = "delta" if rng.random() < 0.5 else "epsilon"
     c["ask"] = ask
@@ -115,6 +126,11 @@ def _run(c: dict) -> dict:
 
     fam = c["family"]
     out: dict = {}
+    if fam in X.FAMILIES:
+        t0 = time.perf_counter()
+        out = X.FAMILIES[fam][1](c)
+        out["seconds"] = time.perf_counter() - t0
+        return out
 
     def timed(f):
         t0 = time.perf_counter()
@@ -242,7 +258,11 @@ def _worker(conn) -> None:
         t0 = time.perf_counter()
         signal.setitimer(signal.ITIMER_REAL, TIMEOUT)
         try:
-            res = _run(c)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                res = _run(c)
+            res["warnings"] = sorted({f"{w.category.__name__}: {w.message}"[:120]
+                                      for w in caught})
             res["error"] = None
         except BaseException as exc:  # noqa: BLE001 - recorded by type in the report
             res = {"error": type(exc).__name__, "message": str(exc)[:300],
@@ -303,6 +323,8 @@ def judge(c: dict, res: dict) -> list[dict]:
 
 def reproducer(c: dict) -> str:
     f = c["family"]
+    if f in X.FAMILIES:
+        return X.reproducer(c)
     if f.startswith("sgm-rdp"):
         return f"pa.rdp(pa.Gaussian({c['sigma']!r}), pa.Poisson({c['q']!r}), {c['alpha']!r})"
     q = f"delta({c['eps']!r})" if c["ask"] == "delta" else f"epsilon({c['delta']!r})"
@@ -389,6 +411,10 @@ def main(argv=None) -> int:
         if done >= reported + 500:
             reported = done - done % 500
             print(f"{done}/{len(configs)} in {time.time() - t_start:.0f} s", flush=True)
+            if reported % 2000 == 0:  # a partial report, in case the run is cut short
+                idx = [i for i, r in enumerate(results) if r is not None]
+                write_report(args, [configs[i] for i in idx], [results[i] for i in idx],
+                             time.time() - t_start, quiet=True)
     for w in workers:
         w.parent.send(None)
     elapsed = time.time() - t_start
@@ -396,7 +422,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def write_report(args, configs, results, elapsed) -> None:
+def write_report(args, configs, results, elapsed, quiet: bool = False) -> None:
     per_fam = Counter()
     fails_by_fam = Counter()
     errors = Counter()
@@ -406,9 +432,15 @@ def write_report(args, configs, results, elapsed) -> None:
     worst: dict[str, tuple[float, str]] = {}
     times = defaultdict(list)
     examples_err: dict[str, str] = {}
+    leaked: dict[str, str] = {}
+    outcomes: dict[str, Counter] = defaultdict(Counter)
     for c, r in zip(configs, results, strict=True):
         f = c["family"]
         per_fam[f] += 1
+        for w in r.get("warnings", []):
+            leaked.setdefault(w, reproducer(c))
+        if r.get("outcome"):
+            outcomes[f][r["outcome"]] += 1
         if r.get("error"):
             errors[r["error"]] += 1
             errors_by_fam[f][r["error"]] += 1
@@ -436,7 +468,8 @@ def write_report(args, configs, results, elapsed) -> None:
     lines = [
         "# Fuzzing privamp against exact references",
         "",
-        f"`benchmarks/fuzz.py --n {args.n} --seed {args.seed} --workers {args.workers}`: "
+        f"`benchmarks/fuzz.py --n {args.n} --seed {args.seed} --workers {args.workers}`"
+        f"{' (partial)' if len(configs) < args.n else ''}: "
         f"{len(configs)} configurations in {elapsed:.0f} s; each privamp query in a worker "
         f"process under a {TIMEOUT:.0f} s alarm (killed at {TIMEOUT + 10:.0f} s) with a "
         f"{AS_CAP >> 30} GB address-space cap; peak RSS from getrusage (a worker that passes "
@@ -458,6 +491,18 @@ def write_report(args, configs, results, elapsed) -> None:
     lines += ["", f"**Under-reports / lower bounds above the truth: {len(failures)}.** "
               f"Queries over {TIMEOUT:.0f} s: {len(slow)}. Over {RSS_LIMIT_MB:.0f} MB: {len(big)}. "
               f"Empty answers: {len(empty)}.", ""]
+    n_warn = sum(1 for r in results if r.get("warnings"))
+    n_tb = sum(k for e, k in errors.items() if e not in ("ValueError", "NotApplicable"))
+    lines += [f"**Queries that leaked a warning: {n_warn}.** Errors other than ValueError / "
+              f"NotApplicable (tracebacks a user would see): {n_tb}.", ""]
+    if leaked:
+        lines += ["## Leaked warnings (first reproducer each)", ""]
+        lines += [f"- {w}: `{rep}`" for w, rep in list(leaked.items())[:20]] + [""]
+    if outcomes:
+        lines += ["## Outcomes of the extreme families", ""]
+        for f, cnt in outcomes.items():
+            lines.append(f"- {f}: " + ", ".join(f"{k} {v}" for k, v in cnt.most_common(8)))
+        lines.append("")
     lines += ["## Errors by type", ""]
     if errors:
         for e, k in errors.most_common():
@@ -490,8 +535,9 @@ def write_report(args, configs, results, elapsed) -> None:
         lines += [f"- `{reproducer(c)}`" for c in empty[:10]]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:20 + len(SHARES)]))
-    print(f"report: {args.out}")
+    if not quiet:
+        print("\n".join(lines[:20 + len(SHARES)]))
+        print(f"report: {args.out}")
 
 
 if __name__ == "__main__":

@@ -19,13 +19,28 @@ __all__ = [
     "check_orders",
     "check_int",
     "check_theta",
+    "check_shift",
+    "MAX_STEPS",
 ]
+
+#: the largest step count accepted: the largest int64 (steps are counted in int64 arrays)
+MAX_STEPS = int(np.iinfo(np.int64).max)
+
 
 
 def _scalar(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (Real, np.floating, np.integer)):
+    """A real number: Python int/float, a numpy integer/floating scalar or a 0-d array of
+    one; bools, strings, None and complex numbers are refused."""
+    if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond the float range
+        raise ValueError(f"{name} must be a real number within the float range, got "
+                         f"{value!r}") from None
     if math.isnan(x):
         raise ValueError(f"{name} must be a number, got NaN")
     return x
@@ -84,11 +99,38 @@ def check_int(name: str, value: object, *, minimum: int = 1, maximum: int | None
     return n
 
 
+def check_shift(sensitivity: float, scale: float, scale_name: str) -> float:
+    """``sensitivity / scale``, the shift of a location mechanism's dominating pair, refused
+    when it leaves the range the analyses can represent: below 2.2e-308 it underflows (the
+    mechanism is then 0-DP to within 1e-300, but no pair can be formed to certify it); above
+    1e150 its square overflows (the release is then non-private in every practical sense).
+
+    Raises:
+        ValueError: the ratio outside [2.2e-308, 1e150], naming both parameters.
+    """
+    ratio = sensitivity / scale
+    tiny = float(np.finfo(float).tiny)
+    if not tiny <= ratio <= 1e150:
+        raise ValueError(
+            f"sensitivity / {scale_name} must be in [{tiny:.3g}, 1e150] (the shift of the "
+            f"mechanism in noise units), got sensitivity={sensitivity:g}, "
+            f"{scale_name}={scale:g} (ratio {ratio:g})")
+    return ratio
+
+
 def _array(name: str, value: object) -> np.ndarray:
+    """A real number or an array (any shape, any nesting of sequences) of real numbers, as a
+    float array of the same shape; None, strings, bools and complex numbers are refused
+    (also inside a sequence), as are NaN and empty arrays."""
+    if value is None or isinstance(value, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
     try:
-        arr = np.asarray(value, dtype=float)
+        raw = np.asarray(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}") from None
+    if raw.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a number or an array of numbers, got {value!r}")
+    arr = raw.astype(float)
     if arr.size == 0:
         raise ValueError(f"{name} must hold at least one value, got an empty array")
     if np.isnan(arr).any():

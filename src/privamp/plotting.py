@@ -63,8 +63,10 @@ def check_plot_path(path: str | Path) -> Path:
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ValueError(f"--plot {path}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK):
-        raise ValueError(f"--plot {path}: the folder {folder} is not writable")
+    if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ValueError(f"--plot {path}: not writable")
+    if path.is_dir():
+        raise ValueError(f"--plot {path} is a folder, not a file")
     pyplot()
     return path
 

@@ -25,7 +25,7 @@ import numpy as np
 Kind = Literal["upper", "lower", "exact"]
 _KINDS = ("upper", "lower", "exact")
 
-__all__ = ["Bound", "Guarantee"]
+__all__ = ["Bound", "Guarantee", "reshaped"]
 
 
 def _as_value(value: Any) -> float | np.ndarray:
@@ -333,3 +333,23 @@ class Guarantee(_Numeric):
         for name, why in self.declined:
             lines.append(f"  ({name} does not apply: {why})")
         return "\n".join(lines)
+
+
+def reshaped(g: Guarantee, shape: tuple) -> Guarantee:
+    """``g`` with its bounds' values reshaped to ``shape`` (a query of any shape is answered
+    on its flattened values, then given back in the shape asked).
+
+    Args:
+        g: a Guarantee whose values hold ``prod(shape)`` numbers (or one number).
+        shape: the shape of the query.
+
+    Returns:
+        The same Guarantee, values reshaped (unchanged when already of that shape).
+    """
+    def one(b: Bound | None) -> Bound | None:
+        if b is None or np.shape(b.value) == tuple(shape):
+            return b
+        value = np.asarray(b.value, dtype=float).reshape(shape)
+        return Bound(value if value.ndim else float(value), b.kind, b.source)
+
+    return Guarantee(one(g.upper), one(g.lower), g.declined)

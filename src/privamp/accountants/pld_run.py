@@ -167,6 +167,10 @@ def check_slack(p: PLD, T: int) -> None:
     slack, mass at +inf, total mass above 1 from the safety factors), added T times, already
     reach 0.1: every upper bound of the composition would be >= 0.1, at great cost."""
     excess = p.slack + p.inf_mass + max(float(np.sum(p.masses)) - 1.0, 0.0)
+    if excess >= 0.1:  # one step already: no step count is small enough
+        raise NotApplicable(
+            f"one step's mass at loss +inf plus its numerical allowances is {excess:.3g} >= "
+            f"0.1, so every upper bound of the PLD accountant would be >= 0.1")
     if T * excess >= 0.1:
         raise NotApplicable(
             f"steps={T} is too many for the PLD accountant here: the numerical allowances of "

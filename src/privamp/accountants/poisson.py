@@ -312,6 +312,7 @@ def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
             "the PLD accountant handles Poisson-subsampled Gaussian, Laplace and randomized "
             "response runs under add/remove or zero-out with group 1"
         )
+    check_steps(run.steps)
     return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps, h)
 
 
@@ -340,4 +341,17 @@ def _applies(run) -> bool:
     capabilities=("pld", "grid_step", "renyi_floor", "curve"),
 )
 def _build(run) -> PLDAnalysis:
+    check_steps(run.steps)
     return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)
+
+
+#: above this many steps the FFT composition is not attempted (its grid and float-error
+#: allowances were checked up to 1e9 steps); the RDP accountant composes in closed form
+PLD_MAX_STEPS = 10**9
+
+
+def check_steps(steps: int) -> None:
+    """Raises NotApplicable above :data:`PLD_MAX_STEPS` steps."""
+    if steps > PLD_MAX_STEPS:
+        raise NotApplicable(f"steps={steps} is above the PLD accountant's {PLD_MAX_STEPS:.0e} "
+                            "steps (the Rényi-DP accountant composes any number in closed form)")

@@ -30,7 +30,7 @@ from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
 from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
 from ..numerics.threads import limit_blas
-from ..results import Guarantee
+from ..results import Guarantee, reshaped
 from .screening import rdp_ruled_out
 from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
 from .training import Training, combine_pairs
@@ -163,7 +163,8 @@ class Composition:
             ValueError: ``delta`` outside (0, 1), or an unknown accountant.
         """
         d = check_delta(delta)
-        return self._query("epsilon", d, accountant)
+        return reshaped(self._query("epsilon", d.reshape(-1) if d.ndim > 1 else d, accountant),
+                        d.shape)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the history's delta at ``epsilon`` (>= 0, scalar or array).
@@ -173,7 +174,8 @@ class Composition:
             ValueError: ``epsilon`` negative or NaN, or an unknown accountant.
         """
         e = check_epsilon(epsilon)
-        return self._query("delta", e, accountant)
+        return reshaped(self._query("delta", e.reshape(-1) if e.ndim > 1 else e, accountant),
+                        e.shape)
 
     def pld_analysis(self) -> ComposedPLDAnalysis:
         """The phases composed as PLDs on one grid (built once).

@@ -15,14 +15,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_epsilon, check_int, check_positive
+from .._validation import MAX_STEPS, check_delta, check_epsilon, check_int, check_positive
 from ..accountants.rdp import RdpRunAnalysis, compositions
 from ..accountants.registry import BoundPair, RunAccountant, RunAnalysis, applicable, offers
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..numerics.threads import limit_blas
 from ..pld.moments import two_sided_renyi_floor
-from ..results import Bound, Guarantee
+from ..results import Bound, Guarantee, reshaped
 from ..sampling.relations import Relation
 from ..sampling.schemes import Scheme
 from .screening import rdp_ruled_out, rdp_ruled_out_scaled
@@ -61,13 +61,17 @@ class Training:
         if (self.steps is None) == (self.epochs is None):
             raise ValueError("give exactly one of steps (integer >= 1) or epochs (> 0)")
         if self.steps is not None:
-            object.__setattr__(self, "steps", check_int("steps", self.steps, minimum=1))
+            object.__setattr__(self, "steps", check_int("steps", self.steps, minimum=1,
+                                                        maximum=MAX_STEPS))
         else:
             epochs = check_positive("epochs", self.epochs)
             object.__setattr__(self, "epochs", epochs)
             steps = epochs * self.scheme.steps_per_epoch
             if not math.isfinite(steps) or round(steps) < 1:
                 raise ValueError(f"epochs={epochs} gives no whole step for {self.scheme}")
+            if round(steps) > MAX_STEPS:
+                raise ValueError(f"epochs={epochs} gives {steps:.4g} steps; steps must be an "
+                                 f"integer in [1, {MAX_STEPS}]")
             object.__setattr__(self, "steps", int(round(steps)))
 
     # ------------------------------------------------------------------------------------
@@ -121,7 +125,7 @@ class Training:
                 declined.append((acc.name, str(built)))
                 continue
             out.append((acc.name, built))
-        if not out and errors:
+        if not out and errors and not skip:  # (skipped accountants may still answer)
             raise errors[0]
         return out, declined
 
@@ -171,7 +175,8 @@ class Training:
                 continue
             errors += self._ask([(acc.name, built)], accountant, which, x, pairs, declined)
         if not pairs:
-            raise errors[0]
+            raise errors[0] if errors else NotApplicable(
+                "; ".join(f"{name}: {why}" for name, why in declined) or "no accountant answered")
         return pairs, tuple(declined)
 
     def epsilon(self, delta: float | np.ndarray, accountant: str = "best") -> Guarantee:
@@ -182,8 +187,9 @@ class Training:
             ValueError: ``delta`` outside (0, 1).
         """
         d = check_delta(delta)
-        pairs, declined = self._query(accountant, "epsilon", d)
-        return combine_pairs(pairs, np.shape(delta), declined)
+        pairs, declined = self._query(accountant, "epsilon", d.reshape(-1) if d.ndim else d)
+        return reshaped(combine_pairs(pairs, d.shape if d.ndim < 2 else (d.size,), declined),
+                        d.shape)
 
     def delta(self, epsilon: float | np.ndarray, accountant: str = "best") -> Guarantee:
         """Bounds on the run's delta at ``epsilon`` (>= 0, scalar or array).
@@ -193,8 +199,9 @@ class Training:
             ValueError: ``epsilon`` negative or NaN.
         """
         e = check_epsilon(epsilon)
-        pairs, declined = self._query(accountant, "delta", e)
-        return combine_pairs(pairs, np.shape(epsilon), declined)
+        pairs, declined = self._query(accountant, "delta", e.reshape(-1) if e.ndim else e)
+        return reshaped(combine_pairs(pairs, e.shape if e.ndim < 2 else (e.size,), declined),
+                        e.shape)
 
     @limit_blas
     def epsilon_curve(self, delta: float, steps: Sequence[int] | None = None,
@@ -216,8 +223,9 @@ class Training:
             ValueError: ``delta`` outside (0, 1), or steps not positive integers.
         """
         d = check_delta(delta)
-        if d.ndim:
+        if d.size != 1:
             raise ValueError("delta must be one number for epsilon_curve")
+        d = d.reshape(())
         ts = self._checkpoints(steps)
         order = np.unique(ts)
         pairs = self._curve_pairs(order, d, accountant)

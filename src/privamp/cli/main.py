@@ -121,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Returns:
         0 on success; 2 after a one-line error on stderr (bad input, or a run no accountant
-        covers: ``NotApplicable``).
+        covers: ``NotApplicable``); 3 after a one-line internal error (any other exception:
+        the CLI never shows a traceback); 130 when interrupted.
     """
     parser = build_parser()
     try:
@@ -135,9 +136,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(stop.code or 0)
     try:
         args.func(args)
-    except (CliError, ValueError) as exc:  # NotApplicable is a ValueError
+    except (CliError, ValueError, OverflowError) as exc:  # NotApplicable is a ValueError
         print(f"privamp: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("privamp: interrupted", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("privamp: error: out of memory for this query (try fewer steps or a coarser "
+              "setting)", file=sys.stderr)
+        return 3
+    except Exception as exc:  # noqa: BLE001 - the CLI never shows a traceback
+        print(f"privamp: internal error ({type(exc).__name__}: {' '.join(str(exc).split())}); "
+              "please report this with the command line", file=sys.stderr)
+        return 3
     return 0
 
 

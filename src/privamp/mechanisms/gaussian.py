@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_positive, check_shift
 from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair
 from .base import Mechanism
@@ -14,6 +14,9 @@ from .base import Mechanism
 __all__ = [
     "Gaussian",
 ]
+
+#: the smallest positive double (a subnormal)
+SMALLEST_DOUBLE = float(np.nextafter(0.0, 1.0))
 
 
 @dataclass(frozen=True, eq=True)
@@ -40,13 +43,19 @@ class Gaussian(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        check_shift(self.sensitivity, self.sigma, "sigma")
 
     def shift(self, k: int = 1) -> float:
         """k * sensitivity / sigma: the mean shift of the dominating pair in noise units."""
         return k * self.sensitivity / self.sigma
 
     def rdp_kernel(self, alpha, k):
-        return np.asarray(alpha, dtype=float) * self.shift(k) ** 2 / 2.0
+        """alpha s^2 / 2; where that underflows (s below ~1e-154) the true value is positive
+        and below the smallest double, so the smallest double is returned (rounded up: a
+        0 would claim identical outputs and convert to delta = 0, an under-report)."""
+        s = self.shift(k)
+        out = np.asarray(alpha, dtype=float) * s * s / 2.0
+        return np.where(out > 0, out, SMALLEST_DOUBLE)
 
     def pair(self, distance: int = 1) -> LossPair:
         return GaussianPair(self.shift(distance))

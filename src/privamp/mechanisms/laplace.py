@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_positive
+from .._validation import check_positive, check_shift
 from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import LaplacePair
 from .base import Mechanism
@@ -36,6 +36,7 @@ class Laplace(Mechanism):
     def __post_init__(self) -> None:
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+        check_shift(self.sensitivity, self.scale, "scale")
 
     def epsilon0(self, k: int = 1) -> float:
         """k * sensitivity / scale: the pure-DP epsilon at distance k."""
