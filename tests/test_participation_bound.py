@@ -162,7 +162,7 @@ def test_groups_and_hybrid_gaussian_shift():
     """Gaussian: a group of K scales the shift by K, hybrid substitution by 2; the group
     bound is at least Chua et al.'s exact deterministic value."""
     sch = pa.Deterministic(10, 100)
-    g2 = pa.Training(pa.Gaussian(2.0), sch, steps=30, relation=pa.AddRemove(group=2))
+    g2 = pa.Training(pa.Gaussian(2.0), sch, steps=30, relation=pa.ZeroOut(group=2))
     up = g2.delta(1.0, accountant="participation").upper.value
     ref = float(mp_gauss_delta(1.0, 2 * math.sqrt(3) / 2.0))
     assert ref <= up <= ref * (1 + 1e-9)
@@ -177,7 +177,7 @@ def test_groups_and_hybrid_gaussian_shift():
 
 def test_laplace_groups_refused():
     run = pa.Training(pa.Laplace(1.0), pa.Deterministic(10, 100), steps=10,
-                      relation=pa.AddRemove(group=2))
+                      relation=pa.ZeroOut(group=2))
     with pytest.raises(pa.NotApplicable):
         run.epsilon(1e-5, accountant="participation")
 
@@ -222,7 +222,7 @@ def test_compose_keeps_the_scheme_pld_and_its_lower_side():
     """compose uses the scheme's own two-sided PLD (Chua et al.'s exact deterministic one)
     where there is one: the participation PLD defers, so no lower bound is lost."""
     det = pa.Training(pa.Gaussian(0.8), pa.Deterministic(10, 100), steps=30)
-    poi = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)
+    poi = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100, relation=pa.ZeroOut())
     g = pa.compose(det, poi).epsilon(1e-5, accountant="pld")
     assert g.lower is not None and g.lower.value > 0
     assert "each record takes part" not in g.upper.source
@@ -245,3 +245,13 @@ def test_compose_model_split_as_pld():
     g = pa.compose(gdrop, pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100)).epsilon(
         1e-5, accountant="pld")
     assert "each record takes part" not in g.upper.source and g.lower.value > 0
+
+
+def test_refused_where_add_remove_shifts_the_layout():
+    """Removing the first record of fixed-order batches moves every later record to another
+    batch, so 'at most one release per epoch' does not bound add/remove neighbours (the
+    shuffle soundness tests give the counterexample in closed form)."""
+    for scheme in (pa.Deterministic(10, 100), pa.Shuffle(10, 100)):
+        run = pa.Training(pa.Gaussian(1.0), scheme, steps=10, relation=pa.AddRemove())
+        with pytest.raises(pa.NotApplicable):
+            run.epsilon(1e-5, accountant="participation")

@@ -139,4 +139,7 @@ def test_scaled_screening_never_rules_out_a_winning_rdp(delta):
         if f > 1:
             assert not out.any()
         if f == 0.8:
-            assert out.all()
+            # every checkpoint but, at delta 1e-14, the base one: its one-level grid (few
+            # steps, issue 28) gives a weaker floor there, so the RDP accountant is asked
+            # (milliseconds; a cost, never a looser answer)
+            assert out[1:].all() and (out[0] or delta < 1e-12)

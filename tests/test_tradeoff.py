@@ -176,8 +176,7 @@ def test_tpr_at_fpr_shapes_and_order():
 
 
 def test_profile_fallback_without_pld():
-    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100,
-                      relation=pa.HybridSubstitution())
+    run = pa.Training(pa.Gaussian(1.0), pa.SubsampledModelSplit(4, 0.01), steps=100)
     tr = run.tradeoff(ALPHAS)
     assert "profile" in tr.lower.source and "trivial" in tr.upper.source
     assert np.allclose(np.asarray(tr.upper.value), 1 - ALPHAS)
@@ -250,8 +249,7 @@ def test_subsampled_gaussian_symmetrisation_closed_form():
 
 @pytest.mark.slow
 def test_composition_without_pld_uses_its_profile():
-    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=50,
-                      relation=pa.HybridSubstitution())
+    run = pa.Training(pa.Gaussian(1.0), pa.SubsampledModelSplit(4, 0.01), steps=50)
     tr = pa.compose(run, run).tradeoff([1e-3, 0.5])
     assert "profile" in tr.lower.source
     one = np.asarray(run.tradeoff([1e-3, 0.5]).lower.value)
@@ -260,8 +258,7 @@ def test_composition_without_pld_uses_its_profile():
 
 @pytest.mark.slow
 def test_gdp_mu_without_pld_is_certified_on_the_profile():
-    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100,
-                      relation=pa.HybridSubstitution())
+    run = pa.Training(pa.Gaussian(1.0), pa.SubsampledModelSplit(4, 0.01), steps=100)
     g = run.gdp_mu()
     mu, tol = float(g.upper), g.tolerance
     eps = np.linspace(0.0, 8.0, 41)
