@@ -289,3 +289,31 @@ def test_balanced_iteration_near_the_lattice_limit_answers_in_seconds():
     assert float(g.upper.value) >= mc - math.sqrt(math.log(1e6) / (2 * n))
     with pytest.raises(pa.NotApplicable, match="sigma"):
         run.delta(0.558, accountant="pld")
+
+
+@pytest.mark.parametrize("scheme", [pa.WithoutReplacement(10, 100), pa.Poisson(0.1)])
+def test_huge_shift_mixture_moments_answer_fast(scheme):
+    """Before: > 10 min in the mixture quadrature (panels ~1 / s wide over a window ~s long).
+    The convexity bound E[M^b] <= sum_k w_k E[L_k^b] takes over; at s = 1e10 the run's
+    epsilon is at least ~s^2 / 2 (a sampled record moves the output by 1e10 sigmas)."""
+    import time
+
+    relation = pa.AddRemove(group=2) if isinstance(scheme, pa.Poisson) else pa.AddRemove()
+    t = time.perf_counter()
+    g = pa.Training(pa.Gaussian(1e-10), scheme, steps=10, relation=relation).epsilon(1e-5)
+    assert time.perf_counter() - t < 10.0
+    assert float(g.upper.value) >= 4.9e19
+
+
+@pytest.mark.parametrize("beta", [3.0, -2.0, 7.5])
+def test_convexity_log_excess_against_mpmath(beta):
+    """E[M^b] - 1 for M = 0.7 + 0.3 L_1 (s = 0.8) by mpmath quadrature is below the bound."""
+    from privamp.numerics.mixture_divergence import convexity_log_excess
+
+    s, w = 0.8, 0.3
+    with mp.workdps(30):
+        f = lambda x: (1 - w + w * mp.exp(s * x - s * s / 2)) ** beta * mp.npdf(x)  # noqa: E731
+        exact = mp.quad(f, [-mp.inf, -5, 0, 5, 20, mp.inf]) - 1
+    got = float(convexity_log_excess(np.array([beta]), np.log([1 - w, w]), s)[0])
+    assert math.log(float(exact)) <= got
+    assert got == pytest.approx(math.log(w * math.expm1(beta * (beta - 1) * s * s / 2)), rel=1e-12)
