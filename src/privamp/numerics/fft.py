@@ -74,7 +74,10 @@ def _fft_conv(x: np.ndarray, y: np.ndarray, same: bool) -> tuple[np.ndarray, flo
 
 
 def _bulk(x: np.ndarray, ratio: float) -> tuple[int, int]:
-    idx = np.nonzero(x > ratio * x.max())[0]
+    top = x.max()
+    if not math.isfinite(top):  # (an empty window would raise IndexError below)
+        raise ValueError(f"the masses to convolve must be finite, got a maximum of {top}")
+    idx = np.nonzero(x > ratio * top)[0]
     return int(idx[0]), int(idx[-1]) + 1
 
 

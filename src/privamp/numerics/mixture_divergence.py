@@ -43,6 +43,7 @@ __all__ = [
     "gaussian_mixture_log_excess",
     "log_excess_enclosure",
     "log_forward_moment_multinomial",
+    "convexity_log_excess",
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -448,7 +449,15 @@ def gaussian_mixture_log_excess(beta, log_weights, s: float) -> tuple[np.ndarray
     x_hi = np.maximum(beta, 1.0) * K * s + 40.0
     lower = np.full(R, -np.inf)
     upper = np.full(R, np.inf)
-    todo = np.arange(R)
+    # the panels are ~1 / (K s) wide over a window ~beta K s long: rows needing more than
+    # _MAX_CELLS of them take the convexity bound instead (no lower bound)
+    cells = (x_hi - x_lo) * K * s * 0.5 * (_RHOS[0] - 1.0 / _RHOS[0]) / (2.0 * _THETA)
+    big = ~(cells <= _MAX_CELLS)
+    if big.any():
+        upper[big] = convexity_log_excess(beta[big], log_w, s)
+    todo = np.flatnonzero(~big)
+    if not todo.size:
+        return lower, upper
     h_left = mix.log_h_at_u(beta, mix.log_u_min)
     for attempt in range(6):
         b = beta[todo]
@@ -473,6 +482,36 @@ def gaussian_mixture_log_excess(beta, log_weights, s: float) -> tuple[np.ndarray
         x_hi[todo[bad_r]] = x_hi[todo[bad_r]] + 2.0 * (x_hi[todo[bad_r]] - K * s / 2.0)
         todo = todo[bad_l | bad_r]
     return lower, upper
+
+
+#: quadrature cells above which :func:`gaussian_mixture_log_excess` uses the convexity bound
+_MAX_CELLS = 1e8
+
+
+def convexity_log_excess(beta, log_weights, s: float) -> np.ndarray:
+    """Upper bound on log E_{x ~ N(0,1)}[M(x)^beta - 1], M = sum_k w_k L_k, L_k =
+    exp(k s x - k^2 s^2 / 2), beta > 1 or beta < 0: t^beta is convex on t > 0, so
+    M^beta <= sum_k w_k L_k^beta and E[L_k^beta] = exp(beta (beta - 1) k^2 s^2 / 2), whence
+    E[M^beta] - 1 <= sum_{k >= 1} w_k (exp(g_k) - 1) with g_k = beta (beta - 1) k^2 s^2 / 2
+    (sum_k w_k = 1).  Tight when one component dominates (huge shifts).
+
+    Args:
+        beta: orders (array), each > 1 or < 0.
+        log_weights: log w_0, ..., log w_K (summing to one in linear scale).
+        s: the shift (> 0).
+
+    Returns:
+        the upper bounds, rounded up by a relative 1e-14 (inf where they overflow).
+    """
+    beta = np.atleast_1d(np.asarray(beta, dtype=float))
+    log_w = np.asarray(log_weights, dtype=float)
+    k = np.arange(1, log_w.size, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = (beta * (beta - 1.0) * 0.5)[:, None] * (k * s)[None, :] ** 2
+        terms = log_w[1:][None, :] + g + log1mexp(-g)
+        out = logsumexp(terms, axis=1)
+    out = np.where(np.isnan(out), np.inf, out)
+    return out + 1e-14 * np.abs(out)
 
 
 def log_moment_quadrature(

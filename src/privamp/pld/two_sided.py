@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_delta, check_epsilon
 from ..pairs.loss_pair import LossPair
 from .discretise import discretise
 from .grid import PLD
@@ -49,7 +50,12 @@ class TwoSidedPLD:
         ])
 
     def delta(self, epsilon: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-        """(upper, lower) bounds on the profile at eps (max over directions of each)."""
+        """(upper, lower) bounds on the profile at eps (max over directions of each).
+
+        Raises:
+            ValueError: epsilon not a real >= 0 (or an array of them).
+        """
+        epsilon = check_epsilon(epsilon)
         ups = [p.delta(epsilon) for p, _ in self.directions]
         los = [o.delta(epsilon) for _, o in self.directions]
         return np.max(ups, axis=0), np.max(los, axis=0)
@@ -63,7 +69,12 @@ class TwoSidedPLD:
                       ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per direction, (pessimistic, optimistic) epsilon at delta; ``hints``: the same
         structure from an earlier query whose answers probably lie below these
-        (:meth:`PLD.epsilon`'s hint: a speed-up, never a change of the result)."""
+        (:meth:`PLD.epsilon`'s hint: a speed-up, never a change of the result).
+
+        Raises:
+            ValueError: delta not in (0, 1) (or an array of such values).
+        """
+        delta = check_delta(delta)
         out = []
         for i, (p, o) in enumerate(self.directions):
             hp, ho = (None, None) if hints is None else (_low(hints[i][0]), _low(hints[i][1]))

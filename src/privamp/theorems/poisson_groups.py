@@ -54,7 +54,7 @@ import numpy as np
 from scipy import stats
 
 from ..accountants.grid import auto_grid
-from ..accountants.poisson import PLDAnalysis
+from ..accountants.poisson import PLDAnalysis, check_steps
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
@@ -429,8 +429,9 @@ def group_witness(run) -> GroupWitnessAnalysis:
         The analysis (lower bounds only).
 
     Raises:
-        NotApplicable: the mechanism's loss does not fit the PLD grid.
+        NotApplicable: the mechanism's loss does not fit the PLD grid, or too many steps.
     """
+    check_steps(run.steps)
     mech, q, k = run.mechanism, run.scheme.rate, run.relation.group
     if isinstance(mech, Gaussian):
         s = mech.shift(1)

@@ -56,6 +56,7 @@ import math
 import numpy as np
 
 from ...accountants.grid import auto_grid
+from ...accountants.poisson import check_steps
 from ...accountants.registry import BoundPair, RunAnalysis, run_accountant
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
@@ -223,6 +224,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
 
     def __init__(self, mechanism: Mechanism, scheme, relation, steps: int,
                  h: float | None = None) -> None:
+        check_steps(steps)  # the FFT composition's step limit (NotApplicable above)
         self.mechanism, self.scheme, self.relation = mechanism, scheme, relation
         self.steps = int(steps)
         up, lo, rho, self.up_src, self.lo_src, tri = fixed_batch_pairs(mechanism, scheme,

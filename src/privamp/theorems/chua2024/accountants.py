@@ -89,6 +89,7 @@ __all__ = [
     "NOT_ZERO_OUT",
     "run_layout",
     "shuffle_witnesses",
+    "MAX_WITNESS_EPOCHS",
 ]
 
 
@@ -166,7 +167,16 @@ def shuffle_witnesses(scheme, steps: int, s: float) -> tuple[Witness, int, Witne
     if E_f == 0:
         assert partial is not None
         return partial, 1, None
+    if E_f > MAX_WITNESS_EPOCHS:
+        # the first MAX_WITNESS_EPOCHS epochs are a sub-run (post-processing: the adversary
+        # ignores the rest), so their bound is a lower bound; the witness costs O(E) memory
+        return epoch, MAX_WITNESS_EPOCHS, None
     return epoch, E_f, partial
+
+
+#: above this many whole epochs the lower-bound witness composes only this many (a sub-run)
+#: and the release-count mixture upper bound is skipped (both cost memory and time in E)
+MAX_WITNESS_EPOCHS = 2000
 
 
 def _zero(h: float) -> PLD:
@@ -340,11 +350,13 @@ def _build_shuffle(run) -> RunAnalysis:
             note += "; " + SRC_ANY_N
         if sch.persistent:
             note += "; " + SRC_PERSISTENT
+        elif E_f > MAX_WITNESS_EPOCHS:
+            note += f"; of the first {MAX_WITNESS_EPOCHS} epochs (a sub-run, post-processing)"
         elif m and E_f:
             note += "; " + SRC_PARTIAL
     upper_src = SRC_THM41 if plain else SRC_UPPER_ANY
     counts = None
-    if run.relation.group == 1:
+    if run.relation.group == 1 and E_f <= MAX_WITNESS_EPOCHS:
         law = release_counts(sch, run.steps)
         if len(law) > 1:  # k not constant: the count mixture is strictly tighter
             counts = (mech.sensitivity / mech.sigma, law)
