@@ -59,6 +59,10 @@ def discretise(pair: LossPair, h: float, tail: float = ...,
                optimistic: Literal[True] = ..., rho_max: float = ...,
                pessimistic: Literal[True] = ..., sparse_tail: int = ...) -> tuple[PLD, PLD]: ...
 @overload
+def discretise(pair: LossPair, h: float, tail: float = ..., *,
+               optimistic: Literal[False], rho_max: float = ...,
+               pessimistic: Literal[True] = ..., sparse_tail: int = ...) -> tuple[PLD, None]: ...
+@overload
 def discretise(pair: LossPair, h: float, tail: float = ...,
                optimistic: bool = ..., rho_max: float = ..., pessimistic: bool = ...,
                sparse_tail: int = ...) -> tuple[PLD | None, PLD | None]: ...
