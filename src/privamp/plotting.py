@@ -73,7 +73,7 @@ def check_plot_path(path: str | Path) -> Path:
 
 def plot_epsilon_vs_sigma(
     schemes: Sequence[Scheme],
-    sigmas: Sequence[float],
+    sigmas: Sequence[float] | np.ndarray,
     epochs: float,
     delta: float,
     path: str | Path,

@@ -206,7 +206,8 @@ def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
 RdpFunc = Callable[..., np.ndarray]
 
 
-Predicate = Callable[[Mechanism, Scheme, Relation], bool]
+# called as when(mechanism, scheme, relation); open like RdpFunc
+Predicate = Callable[..., bool]
 
 
 @dataclass(frozen=True)

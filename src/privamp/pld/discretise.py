@@ -64,6 +64,10 @@ def discretise(pair: LossPair, h: float, tail: float = ..., *,
                pessimistic: Literal[True] = ..., sparse_tail: int = ...) -> tuple[PLD, None]: ...
 @overload
 def discretise(pair: LossPair, h: float, tail: float = ...,
+               optimistic: Literal[True] = ..., rho_max: float = ..., *,
+               pessimistic: Literal[False], sparse_tail: int = ...) -> tuple[PLD | None, PLD]: ...
+@overload
+def discretise(pair: LossPair, h: float, tail: float = ...,
                optimistic: bool = ..., rho_max: float = ..., pessimistic: bool = ...,
                sparse_tail: int = ...) -> tuple[PLD | None, PLD | None]: ...
 def discretise(pair: LossPair, h: float, tail: float = 1e-16,
