@@ -31,8 +31,10 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PY) -m pytest -n 2 -q -m "not slow"
 
+# ruff, then mypy on src/privamp (configured in pyproject.toml [tool.mypy])
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e ".[bench]"

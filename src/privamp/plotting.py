@@ -73,7 +73,7 @@ def check_plot_path(path: str | Path) -> Path:
 
 def plot_epsilon_vs_sigma(
     schemes: Sequence[Scheme],
-    sigmas: Sequence[float],
+    sigmas: Sequence[float] | np.ndarray,
     epochs: float,
     delta: float,
     path: str | Path,
@@ -163,6 +163,7 @@ def curve_steps(run: Training, points: int = 10) -> list[int]:
     epochs for epoch-structured schemes (shuffle, deterministic, balanced iteration)."""
     if not 1 <= points <= MAX_POINTS:
         raise ValueError(f"points must be in [1, {MAX_POINTS}], got {points}")
+    assert run.steps is not None  # set by Training.__post_init__
     unit = int(round(run.scheme.steps_per_epoch)) if run.scheme.per_epoch else 1
     units = max(1, run.steps // unit)
     picks = np.unique(np.ceil(np.linspace(0, units, min(points, units) + 1)[1:]).astype(int))

@@ -18,7 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -148,7 +148,7 @@ class Bound(_Numeric):
         return self.kind in ("lower", "exact")
 
     def to_dict(self) -> dict[str, Any]:
-        value = self.value
+        value: Any = self.value
         if isinstance(value, np.ndarray):
             value = [_json_float(x) for x in value.tolist()]
         else:
@@ -283,13 +283,14 @@ class Guarantee(_Numeric):
         if self.upper is None:
             raise ValueError(
                 "this Guarantee has no upper bound (only a lower bound, "
-                f"{_fmt(self.lower.value)}, is known): there is no number safe to report"
+                f"{_fmt(cast(Bound, self.lower).value)}, is known): there is no number safe to "
+                "report"
             )
         return self.upper.value
 
     def __float__(self) -> float:
         self.number  # noqa: B018  (raises the clear error when there is no upper bound)
-        return float(self.upper)
+        return float(cast(Bound, self.upper))
 
     def __format__(self, spec: str) -> str:
         """Formats the upper bound rounded up (even an exact value: the printed number is
@@ -324,7 +325,8 @@ class Guarantee(_Numeric):
 
     def __str__(self) -> str:
         if self.exact:
-            return f"exact {_fmt(self.upper.value)}  [{self.upper.source}]"
+            up = cast(Bound, self.upper)  # exact: the upper bound is the value
+            return f"exact {_fmt(up.value)}  [{up.source}]"
         lines = _intervals(self.lower, self.upper)
         if self.upper is not None:
             lines.append(f"  upper: {self.upper.source}")

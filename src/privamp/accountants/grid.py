@@ -6,6 +6,7 @@ batches, shuffling, balanced iteration)."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -84,7 +85,7 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
     sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
     width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
     if lead or coarse:
-        base = pair.base if coarse else pair
+        base = cast(MixturePair, pair).base if coarse else pair
         h = min(_LEAD_STEP, loss_iqr(base) / _LEAD_IQR_BINS)
         h *= SECONDARY_COST if coarse else 1.0
         if T >= TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid

@@ -13,6 +13,7 @@ compose too (the contract of :meth:`~privamp.accountants.registry.RunAnalysis.pl
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -53,7 +54,8 @@ def _common_step(steps: list[float]) -> float:
 
 def _compose_side(parts: list[PLD], truncation: float) -> PLD:
     top = _common_step([p.h for p in parts])
-    parts = [p if p.h == top else p.coarsen(int(_factor(top, p.h))) for p in parts]
+    # (top is a common multiple of the steps: every factor exists)
+    parts = [p if p.h == top else p.coarsen(int(cast(int, _factor(top, p.h)))) for p in parts]
     acc = parts[0]
     for x in parts[1:]:
         acc = acc.compose(x, truncation)

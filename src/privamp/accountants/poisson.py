@@ -7,6 +7,7 @@ epsilon curve: :mod:`.pld_run`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -102,7 +103,9 @@ class PLDAnalysis(RunAnalysis):
             self._tail = min(1e-16, 1e-13 / self.steps)
             self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
             self._partial = []
-            singles = []
+            singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] = []
+            p: PLD | None
+            o: PLD | None
             for i, pair in enumerate(self._pairs):
                 h, width, one = ((self.h, 0.0, None) if self.h is not None
                                  else grid_plan(pair, self.steps))
@@ -127,7 +130,10 @@ class PLDAnalysis(RunAnalysis):
                     if one is not None:
                         p, _ = discretise(pair, one, self._tail, optimistic=False,
                                           rho_max=self._rho, sparse_tail=sparse)
-                    singles.append((p, o.coarsen(optimistic_factor(pair.w)),
+                    # both sides exist: pessimistic=True (one is None) or recomputed above
+                    assert p is not None and o is not None
+                    w = cast(MixturePair, pair).w
+                    singles.append((p, o.coarsen(optimistic_factor(w)),
                                     (one is None, one is None)))
                 else:
                     p, o = discretise(pair, h, self._tail, rho_max=self._rho)
@@ -206,12 +212,12 @@ class PLDAnalysis(RunAnalysis):
             return [self._query(x, which) for _ in steps], [False for _ in steps]
         singles = self._single_steps()
         coarse = self.steps >= TWO_LEVEL_MIN_T
-        blocks: dict[tuple[int, int], PLD] = {}
+        blocks: dict[tuple[int, int, int], PLD] = {}
 
         def block(i: int, side: int, gap: int) -> PLD:
             key = (i, side, gap)
             if key not in blocks:
-                one, two_level = singles[i][side], singles[i][2][side]
+                one, two_level = cast(PLD, singles[i][side]), singles[i][2][side]
                 b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
                 if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
                     b = b.coarsen(round(one.h * TWO_LEVEL_FACTOR * (
@@ -292,15 +298,15 @@ def _full_pld(mechanism: Mechanism, rate: float, steps: int, h: float) -> TwoSid
     levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
     tail = min(1e-16, 1e-13 / steps)
     rho = 1e-9  # a fine split: the phase may be a small part of a long history
-    dirs = []
+    dirs: list[tuple[PLD, PLD]] = []
     for pair in poisson_pairs(mechanism, rate):
         two = lead_direction(pair) or secondary_direction(pair)
         step = h * (SECONDARY_COST if secondary_direction(pair) else 1.0)
         p, o = discretise(pair, step, tail, rho_max=rho)
         if not two:
             check_slack(p, steps)
-        dirs.append(tuple(compose_two_level(x, steps) if two else x.self_compose(steps)
-                          for x in (p, o)))
+        dirs.append(cast("tuple[PLD, PLD]", tuple(
+            compose_two_level(x, steps) if two else x.self_compose(steps) for x in (p, o))))
     return TwoSidedPLD(dirs)
 
 

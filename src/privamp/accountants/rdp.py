@@ -23,7 +23,7 @@ from ..renyi.conversion import (
     optimal_delta,
     optimal_epsilon,
 )
-from ..results import Bound
+from ..results import Bound, Kind
 from ..sampling.relations import AddRemove, Relation, ZeroOut
 from ..sampling.schemes import Poisson, Scheme
 from .registry import (
@@ -329,7 +329,8 @@ class RdpRunAnalysis(RunAnalysis):
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         out, orders = self.acc.get_delta_and_order(epsilon)
         value = float(out) if np.ndim(out) == 0 else out
-        kind = "exact" if np.isposinf(orders).all() else "upper"  # delta = 0 above the max loss
+        # delta = 0 above the max loss
+        kind: Kind = "exact" if np.isposinf(orders).all() else "upper"
         return Bound(value, kind, self._source(orders)), None
 
 

@@ -201,10 +201,13 @@ def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
     return chosen
 
 
-RdpFunc = Callable[[Mechanism, Scheme, Relation, np.ndarray], np.ndarray]
+# called as func(mechanism, scheme, relation, alpha); each result declares the concrete
+# Mechanism/Scheme subclasses it handles, so the parameters are left open to the checker
+RdpFunc = Callable[..., np.ndarray]
 
 
-Predicate = Callable[[Mechanism, Scheme, Relation], bool]
+# called as when(mechanism, scheme, relation); open like RdpFunc
+Predicate = Callable[..., bool]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..results import Bound, Guarantee
+from ..results import Bound, Guarantee, Kind
 
 __all__ = ["KNOB_NAMES", "Calibration"]
 
@@ -55,7 +55,7 @@ class Calibration:
         return self.epsilon.source
 
     @property
-    def kind(self) -> str:
+    def kind(self) -> Kind:
         """The safe side of the knob: ``"upper"`` for the noise (any larger noise meets the
         target too), ``"lower"`` for the rate, batch size, steps and epochs (any smaller
         value does)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -388,7 +388,7 @@ def _illinois(probes: _Probes, target: float, bad: float, good: float, rtol: flo
         e = probes.eps(x)
         f = math.log(max(e, 1e-300)) - math.log(aim) if math.isfinite(e) else None
         if e <= target:
-            good, fg = x, f
+            good, fg = x, cast(float, f)  # e <= target: e finite, so f is a number
             if side == 1 and fb is not None:
                 fb *= 0.5
             side = 1

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from ..errors import NotApplicable
-from ..results import Guarantee
+from ..results import Bound, Guarantee
 from ..sampling.schemes import Scheme
 from .training import Training
 
@@ -31,7 +32,7 @@ class Comparison:
                 continue
             lo = "-" if g.lower is None else f"{float(g.lower.value):.4g}"
             hi = "-" if g.upper is None else f"{float(g.upper.value):.4g}"
-            src = g.upper.source if g.upper is not None else g.lower.source
+            src = g.upper.source if g.upper is not None else cast(Bound, g.lower).source
             src = f"({note}) {src}" if note else src
             lines.append(f"{name:<22}{lo:>12}{hi:>12}  {src}")
         return "\n".join(lines)
@@ -64,16 +65,17 @@ def compare(
     analysis covers under add/remove)."""
     if (delta is None) == (epsilon is None):
         raise ValueError("give exactly one of delta or epsilon")
-    rows = []
+    rows: list[tuple[str, Guarantee | None, str]] = []
     for scheme in schemes:
         rel = scheme.default_relation(run.relation.group) if scheme_relations else run.relation
         r = Training(run.mechanism, scheme, steps=run.steps, relation=rel)
         note = "" if rel == run.relation else f"under {rel}"
         try:
-            g = r.epsilon(delta) if delta is not None else r.delta(epsilon)
+            g = r.epsilon(delta) if delta is not None else r.delta(cast(float, epsilon))
             rows.append((scheme.name, g, note))
         except NotApplicable as exc:
             rows.append((scheme.name, None, f"not available: {exc}"))
     quantity = "epsilon" if delta is not None else "delta"
-    return Comparison(quantity, float(delta if delta is not None else epsilon), tuple(rows))
+    return Comparison(quantity, float(delta if delta is not None else cast(float, epsilon)),
+                      tuple(rows))
 

@@ -21,6 +21,7 @@ each labelled with its source.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -30,7 +31,7 @@ from ..accountants.rdp import RdpAccountant, RdpRunAnalysis
 from ..accountants.registry import BoundPair
 from ..errors import NotApplicable
 from ..numerics.threads import limit_blas
-from ..results import Guarantee, reshaped
+from ..results import Bound, Guarantee, reshaped
 from .screening import rdp_ruled_out
 from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
 from .training import Training, combine_pairs
@@ -142,7 +143,7 @@ class Composition:
             an = self._analysis(name)
             if name == "rdp" and accountant == "best" and pairs and rdp_ruled_out(
                     list(self.phases), [self._analysis("pld")], which, x,
-                    np.asarray(pairs[0][0].value)):
+                    np.asarray(cast(Bound, pairs[0][0]).value)):
                 continue
             try:
                 if isinstance(an, NotApplicable):

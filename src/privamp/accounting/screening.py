@@ -31,6 +31,7 @@ runs, no floor offered, the PLD declined) it runs as before.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def rdp_cannot_win(floor: Callable[[np.ndarray], np.ndarray], which: str, x: np.
             fl = eps_floor(1.0 + lo, 1.0 + hi, vals, x)
         else:
             fl = np.exp(log_delta_floor(1.0 + lo, 1.0 + hi, vals, x))
-        bad = (fl < target[:, None]).any(axis=0)
+        bad = cast(np.ndarray, (fl < target[:, None]).any(axis=0))
         if not bad.any():
             return True
         if lo.size + bad.sum() > _MAX_INTERVALS:
@@ -169,7 +170,7 @@ def rdp_ruled_out_scaled(runs: list, floor: Callable[[np.ndarray], np.ndarray],
         won = ~bad.any(axis=1)
         done[ks[won]] = True
         open_[ks[won]] = False
-        split = bad[~won].any(axis=0)
+        split = cast(np.ndarray, bad[~won].any(axis=0))
         if not split.any() or n + split.sum() > _MAX_INTERVALS:
             break
         lo, hi, vals = _split(lo, hi, vals, split, floor)

@@ -185,7 +185,7 @@ def _orders(pld: TwoSidedPLD, grid: np.ndarray) -> dict[str, tuple[np.ndarray, .
     if len(dirs) > 2:
         raise ValueError("a TwoSidedPLD for a trade-off curve has one or two directions")
     (pr, orr), (pa_, oa) = dirs[0], dirs[-1]  # one direction: a symmetric pair, both orders
-    out = {}
+    out: dict[str, tuple[np.ndarray, ...]] = {}
     for name, (p1, o1), (p2, o2) in (("remove", (pr, orr), (pa_, oa)),
                                      ("add", (pa_, oa), (pr, orr))):
         c1, s1 = lower_lines(p1, grid)

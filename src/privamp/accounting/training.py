@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..numerics.threads import limit_blas
 from ..pld.moments import two_sided_renyi_floor
-from ..results import Bound, Guarantee, reshaped
+from ..results import Bound, Guarantee, Kind, reshaped
 from ..sampling.relations import Relation
 from ..sampling.schemes import Scheme
 from .screening import rdp_ruled_out, rdp_ruled_out_scaled
@@ -237,6 +237,7 @@ class Training:
             else:
                 g = combine_pairs(ps, ())
                 up, lo = g.upper, g.lower
+            up = cast(Bound, up)  # every pair combined here has an upper side
             ups.append(float(up.value))
             srcs_u.append(up.source)
             los.append(0.0 if lo is None else float(lo.value))
@@ -247,6 +248,7 @@ class Training:
 
     def _checkpoints(self, steps: Sequence[int] | None) -> np.ndarray:
         if steps is None:
+            assert self.steps is not None  # set by __post_init__ (from steps or epochs)
             per = None
             try:
                 per = float(self.scheme.steps_per_epoch)
@@ -274,8 +276,9 @@ class Training:
         screened = _screened(last)
         chosen = applicable(last, accountant)
         if chosen and all(a in screened for a in chosen):  # an RDP accountant by name
-            return [[pair] for pair in self._rdp_curve(order, d, strict=True)]
-        fast = None
+            # strict=True: every checkpoint answers
+            return [[cast(BoundPair, pair)] for pair in self._rdp_curve(order, d, strict=True)]
+        fast: Any = None  # a RunAnalysis offering the "curve" capability
         analyses, _ = last._analyses(accountant, skip=screened if accountant == "best" else ())
         if len(analyses) == 1 and offers(analyses[0][1], "curve"):
             fast = analyses[0][1]
@@ -431,7 +434,7 @@ def _pick(bounds: list[Bound], upper: bool, shape: tuple) -> Bound | None:
     best = np.take_along_axis(vals, idx[None, ...] if vals.ndim > 1 else np.array([idx]), 0)[0]
     winners = sorted({int(i) for i in flat})
     kinds = {bounds[i].kind for i in winners}
-    kind = "exact" if kinds == {"exact"} else ("upper" if upper else "lower")
+    kind: Kind = "exact" if kinds == {"exact"} else ("upper" if upper else "lower")
     source = "; ".join(dict.fromkeys(bounds[i].source for i in winners))
     value = float(best) if shape == () else best.reshape(shape)
     return Bound(value, kind, source)

@@ -151,7 +151,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         check_plot_path(args.plot)  # before the computing
         need(args, "sigma", "for --plot")
     base, schemes, b, n, epochs = _compare_run(args)
-    rows = []
+    rows: list[tuple[str, Guarantee | None, str]] = []
     for scheme in iterate(schemes, "comparing", unit=" schemes"):
         rows.extend(compare(base, [scheme], delta=args.delta, epsilon=args.epsilon,
                             scheme_relations=args.relation is None).rows)

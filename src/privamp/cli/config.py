@@ -73,7 +73,7 @@ def expand_config(argv: Sequence[str]) -> list[str]:
     Raises:
         CliError: the file is missing or not valid TOML.
     """
-    import tomllib
+    import tomllib  # type: ignore[import-not-found, unused-ignore]  # (Python >= 3.11)
 
     args = list(argv)
     files: list[str] = []
@@ -122,7 +122,7 @@ def phase_runs(groups: Sequence[str], sigma: float | None = None) -> list[Any]:
     from .values import make_run
 
     class PhaseParser(Parser):
-        def error(self, message: str):  # type: ignore[override]
+        def error(self, message: str):
             raise CliError(message)
 
     p = PhaseParser(prog="privamp --phase", add_help=False)

@@ -27,7 +27,7 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``privamp <command>: error: <what>`` on stderr and exit
     status 2, pointing at ``--help`` instead of printing the whole usage."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
@@ -55,13 +55,14 @@ def _whole_at_least(text: str, low: int) -> int:
 def _argparse_kwargs(kind: str) -> dict[str, Any]:
     """How argparse reads a registry flag of ``kind`` (absent: ``None``, so each scheme's own
     default applies)."""
-    return {
+    table: dict[str, dict[str, Any]] = {
         "count": {"type": count},
         "real": {"type": float},
         "switch": {"action": "store_true", "default": None},
         "reals": {"type": float, "nargs": "+"},
         "wholes": {"type": whole, "nargs": "+"},
-    }[kind]
+    }
+    return table[kind]
 
 
 def scheme_flag_help(entries: tuple[SchemeEntry, ...] | None = None) -> dict[str, tuple[Flag, str]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import Any
+from typing import Any, cast
 
 from ..accounting.compare import Comparison
 from ..accounting.training import Training
-from ..results import Guarantee
+from ..results import Bound, Guarantee
 
 __all__ = [
     "short_source",
@@ -89,7 +89,8 @@ def print_guarantee(title: str, g: Guarantee, args: argparse.Namespace,
         return
     print(title)
     if g.exact:
-        print(f"  exact  {g.upper:>10.6g}   {source_text(args, g.upper.source)}")
+        up = cast(Bound, g.upper)  # exact: the upper bound is the value
+        print(f"  exact  {up:>10.6g}   {source_text(args, up.source)}")
     else:
         for label, b in (("upper", g.upper), ("lower", g.lower)):
             if b is None:
@@ -111,5 +112,5 @@ def print_table(table: Comparison, args: argparse.Namespace) -> None:
             continue
         lo = "-" if g.lower is None else f"{g.lower:.4g}"
         hi = "-" if g.upper is None else f"{g.upper:.4g}"
-        src = source_text(args, (g.upper or g.lower).source)
+        src = source_text(args, cast(Bound, g.upper or g.lower).source)
         print(f"{name:<22}{lo:>12}{hi:>12}  {f'({note}) ' if note else ''}{src}")

@@ -7,9 +7,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ..results import Bound
+from ..results import Bound, Kind
 from ..sweep.grid import GridError
 from ..sweep.runner import as_grid, run_grid
 from ..sweep.table import SweepResult
@@ -174,7 +174,7 @@ def _fmt(v: Any, kind: str | None = None) -> str:
     if v is None:
         return "-"
     if isinstance(v, float) and kind in ("upper", "lower"):
-        return format(Bound(v, kind, "sweep"), ".6g")
+        return format(Bound(v, cast(Kind, kind), "sweep"), ".6g")
     if isinstance(v, float):
         return f"{v:.6g}"
     return str(v)

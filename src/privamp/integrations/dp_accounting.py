@@ -117,7 +117,7 @@ def _step(event: Any, sensitivity: float) -> _Step:
             raise _unsupported(event, "sampling_probability must be in (0, 1]")
         return _Step(_leaf(event.event, sensitivity), Poisson(q))
     if name == "SampledWithoutReplacementDpEvent":
-        scheme = WithoutReplacement(event.sample_size, event.source_dataset_size)
+        scheme: Scheme = WithoutReplacement(event.sample_size, event.source_dataset_size)
         return _Step(_leaf(event.event, sensitivity), scheme)
     if name == "SampledWithReplacementDpEvent":
         scheme = WithReplacement(event.sample_size, event.source_dataset_size)
@@ -171,7 +171,7 @@ def as_relation(relation: Any) -> Relation:
     )
 
 
-def clipped_sensitivity(relation: Relation, sensitivity: float | None = None) -> float:
+def clipped_sensitivity(relation: Relation | None, sensitivity: float | None = None) -> float:
     """``sensitivity`` (validated, > 0), or by default that of a sum of values clipped to norm
     1 under ``relation``: 2 under substitution, 1 otherwise (privamp's convention)."""
     if sensitivity is None:

@@ -68,7 +68,7 @@ def scheme_of(data_loader: Any, *, set_epoch: bool | None = None) -> Scheme:
     if bs is None:
         raise _refuse(f"a loader without a batch_sampler ({type(data_loader).__name__})",
                       "give the DataLoader a batch_size or a privamp batch_sampler")
-    dataset = getattr(data_loader, "dataset", None)
+    dataset: Any = getattr(data_loader, "dataset", None)
     n = len(dataset) if hasattr(dataset, "__len__") else None
     return _batch_scheme(bs, n, set_epoch)
 
@@ -97,6 +97,7 @@ def _batch_scheme(bs: Any, n: int | None, set_epoch: bool | None) -> Scheme:
         raise _refuse(f"a batch sampler {kind} whose law privamp does not know",
                       "use a privamp batch sampler (privamp.integrations.torch) or "
                       "DataLoader(batch_size=, shuffle=)")
+    inner: Any  # a torch Sampler; which one is checked below
     b, drop, inner = int(bs.batch_size), bool(bs.drop_last), bs.sampler
     n = len(inner) if n is None else n
     if type(inner) in (SequentialSampler, RandomSampler):

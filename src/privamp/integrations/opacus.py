@@ -42,7 +42,7 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from .._validation import check_delta, check_int
 from ..accounting.training import Training
@@ -258,7 +258,7 @@ class PrivampAccountant(IAccountant):
             lower = "" if g.lower is None else f" (a lower bound is {float(g.lower.value):.6g})"
             raise ValueError(
                 f"privamp has no upper bound on epsilon for {self.scheme} under "
-                f"{self.relation or self.scheme.default_relation()}{lower}; use "
+                f"{self.relation or cast(Scheme, self.scheme).default_relation()}{lower}; use "
                 f"get_guarantee(delta) for what is known"
             )
         return float(g.upper.value)
@@ -352,7 +352,7 @@ class PrivampAccountant(IAccountant):
     def _run(self, noise: float, steps: int) -> Training:
         return Training(
             Gaussian(noise, self.sensitivity), self._bound(), steps=steps,
-            relation=self.relation
+            relation=cast(Relation, self.relation)  # None: the scheme's default
         )
 
     def training(self) -> Any:
@@ -380,7 +380,7 @@ class PrivampAccountant(IAccountant):
                 return self._run(*phases[0]), ""
             return compose_phases([self._run(nm, s) for nm, s in phases],
                                   "the noise multiplier changed during the run"), ""
-        per = int(self.scheme.steps_per_epoch)
+        per = int(cast(Scheme, self.scheme).steps_per_epoch)  # set: _bound() passed
         whole = -(-total // per) * per
         note = "" if whole == total else (
             f"partial epoch: {total} steps accounted as {whole} (post-processing)"
@@ -535,7 +535,9 @@ def make_private(
     )
     module, optimizer, loader = out
     # Opacus derives the averaging batch size from len(data_loader); use the sampler's.
-    optimizer.expected_batch_size = max(1, int(round(batch_sampler.expected_batch_size)))
+    # (an opacus DPOptimizer: the attribute is opacus's, not torch's Optimizer)
+    optimizer.expected_batch_size = max(  # type: ignore[attr-defined]
+        1, int(round(batch_sampler.expected_batch_size)))
     return module, optimizer, loader, acc
 
 

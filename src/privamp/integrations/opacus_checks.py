@@ -4,7 +4,7 @@ scheme (batch sizes), and Opacus's collate wrapper for empty Poisson batches."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 from ..sampling.schemes import Deterministic, Poisson, Scheme, Shuffle
 
@@ -47,7 +47,7 @@ def batch_check(scheme: Scheme, n: int | None, seen: BatchSizes) -> str:
             not scheme.drop_last:
         allowed.add(scheme.remainder)  # the epoch's short last batch
     if fixed is not None and size not in allowed:
-        sizes = " or ".join(str(a) for a in sorted(allowed))
+        sizes = " or ".join(str(a) for a in sorted(cast("set[int]", allowed)))
         return f"a batch of {size} examples, but {scheme} draws batches of exactly {sizes}"
     if n is not None and size > n:
         return f"a batch of {size} examples from a dataset of {n}"

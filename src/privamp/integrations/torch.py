@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -96,7 +96,7 @@ def _base_seed(seed: int | None, generator: np.random.Generator | None) -> int:
         return int(generator.integers(0, 2**63))
     if seed is not None:
         return check_int("seed", seed, minimum=0)
-    return int(np.random.SeedSequence().entropy % 2**63)
+    return int(cast(int, np.random.SeedSequence().entropy) % 2**63)
 
 
 class PrivampBatchSampler(Sampler[list[int]]):
@@ -195,7 +195,7 @@ class PrivampBatchSampler(Sampler[list[int]]):
     @property
     def expected_batch_size(self) -> float:
         """Mean number of examples in a global batch."""
-        return self.scheme.rate * self.dataset_size
+        return self.scheme.rate * self.dataset_size  # type: ignore[attr-defined]  # all samplers' schemes have a rate
 
     def training(self, mechanism: Mechanism, relation: Relation | None = None,
                  epochs: int | None = None) -> Training:
@@ -216,8 +216,9 @@ class PrivampBatchSampler(Sampler[list[int]]):
         e = max(asked or 0, self.epochs_drawn)
         if e == 0:
             raise ValueError("epochs must be given (no epoch planned or drawn yet)")
+        # relation None: Training takes the scheme's default
         return Training(mechanism, self.scheme, steps=e * self.steps_per_epoch,
-                        relation=relation)
+                        relation=cast(Relation, relation))
 
     def __repr__(self) -> str:
         ddp = f", rank={self.rank}, world_size={self.world_size}" if self.world_size > 1 else ""
@@ -237,6 +238,8 @@ class PoissonBatchSampler(PrivampBatchSampler):
     One epoch is ``steps_per_epoch`` steps (default ``round(1 / rate)``).  The batch size is
     drawn from Binomial(n, rate), then a uniform subset of that size: the law of n
     independent coin flips at O(batch) memory.  Batches may be empty."""
+
+    scheme: Poisson | TruncatedPoisson  # (TruncatedPoisson: the subclass below)
 
     def __init__(self, dataset_size: int, rate: float, steps_per_epoch: int | None = None, *,
                  epochs: int | None = None, seed: int | None = None,
@@ -264,6 +267,8 @@ class TruncatedPoissonBatchSampler(PoissonBatchSampler):
     when larger (dp-accounting's ``TruncatedSubsampledGaussianDpEvent``).  One epoch is
     ``steps_per_epoch`` steps (default ``round(1 / rate)``)."""
 
+    scheme: TruncatedPoisson
+
     def __init__(self, dataset_size: int, rate: float, max_batch_size: int,
                  steps_per_epoch: int | None = None, **kwargs: Any) -> None:
         super().__init__(dataset_size, rate, steps_per_epoch, **kwargs)
@@ -288,6 +293,8 @@ class WithoutReplacementBatchSampler(PrivampBatchSampler):
     ``batch_size`` distinct examples, independently of the other steps (privamp scheme
     :class:`privamp.WithoutReplacement`; Balle et al. 2018 Thm 9).  One epoch is
     ``steps_per_epoch`` steps (default ``round(dataset_size / batch_size)``)."""
+
+    scheme: WithoutReplacement
 
     def __init__(self, batch_size: int, dataset_size: int, steps_per_epoch: int | None = None,
                  *, epochs: int | None = None, seed: int | None = None,
@@ -318,6 +325,8 @@ class ShuffleBatchSampler(PrivampBatchSampler):
     ``dataset_size``.  A fresh permutation every epoch, or (``persistent=True``) one drawn
     from the seed and kept for the whole run (``set_epoch`` then changes nothing)."""
 
+    scheme: Shuffle
+
     def __init__(self, batch_size: int, dataset_size: int, epochs: int | None = None, *,
                  drop_last: bool = False, persistent: bool = False, seed: int | None = None,
                  generator: np.random.Generator | None = None, rank: int = 0,
@@ -344,6 +353,8 @@ class DeterministicBatchSampler(PrivampBatchSampler):
 
     fresh = False
 
+    scheme: Deterministic
+
     def __init__(self, batch_size: int, dataset_size: int, epochs: int | None = None, *,
                  drop_last: bool = False, rank: int = 0, world_size: int = 1) -> None:
         self.scheme = Deterministic(batch_size, dataset_size, drop_last=drop_last)
@@ -365,6 +376,8 @@ class BalancedIterationSampler(PrivampBatchSampler):
     Drawn sequentially (selection sampling): at step t an example that still needs r
     participations joins with probability r / (steps - t), exactly the uniform law on
     k-subsets, with one counter per example (O(n) memory, never a steps x n mask)."""
+
+    scheme: BalancedIteration
 
     def __init__(self, dataset_size: int, steps: int, participations: int = 1,
                  epochs: int | None = None, *, seed: int | None = None,
@@ -396,6 +409,8 @@ class BallsInBinsSampler(PrivampBatchSampler):
     batches uniformly at random, independently (binomial batch sizes); a fresh bin every
     epoch.  O(dataset_size) time and memory per epoch."""
 
+    scheme: BallsInBins
+
     def __init__(self, dataset_size: int, batches: int, epochs: int | None = None, *,
                  seed: int | None = None, generator: np.random.Generator | None = None,
                  rank: int = 0, world_size: int = 1) -> None:
@@ -415,6 +430,8 @@ class PersistentBallsInBinsSampler(PrivampBatchSampler):
     the same batches in the same order."""
 
     fresh = False
+
+    scheme: PersistentBallsInBins
 
     def __init__(self, dataset_size: int, batches: int, epochs: int | None = None, *,
                  seed: int | None = None, generator: np.random.Generator | None = None,

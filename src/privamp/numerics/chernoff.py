@@ -127,7 +127,7 @@ def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if g <= 1:
         return logp, idx
     nb = -(-n // g)
-    buf = np.full(nb * g, -np.inf)
+    buf: np.ndarray = np.full(nb * g, -np.inf)
     buf[:n] = logp
     buf = buf.reshape(nb, g)
     mx = buf.max(axis=1)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 from scipy import fft as sfft
@@ -98,6 +99,7 @@ def convolve_nonneg(
     same = y is None
     if same:
         y = x
+    assert y is not None  # (y = x above)
     n = len(x) + len(y) - 1
     sign = 1.0 if round == "up" else -1.0
     if len(x) * len(y) <= direct_budget or x.max() <= 0 or y.max() <= 0:
@@ -256,7 +258,8 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     span = T * (n - 1)
     log_tau = math.log(tau)
     key = None if _SPECTRA is None else p.tobytes()
-    x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda end=end: chernoff_k(
+    # (mypy counts a starred Any as filling every parameter: chernoff_k gives (lams, kb))
+    x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda end=end: chernoff_k(  # type: ignore[call-arg]
         *blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
         for end in ("max", "min"))
     if x_hi is None or x_rev is None:
@@ -547,6 +550,9 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     idx = np.arange(N // 2 + 1)
     divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
     rows = {g: (spec[g], beta[g]) for g in arrays}  # the factors at the kept coefficients
+    C: Any
+    E: Any
+    G: Any
     C = E = G = None
     s1 = s2 = 0.0
     for k, g in enumerate(plan):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def bisect_monotone(
     lo = np.broadcast_to(np.asarray(lo, dtype=float), target.shape).copy()
     hi = np.broadcast_to(np.asarray(hi, dtype=float), target.shape).copy()
     for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
+        mid: Any = 0.5 * (lo + hi)
         if np.all(mid == lo) or np.all(mid == hi):
             break
         val = f(mid)
@@ -40,4 +41,4 @@ def bisect_monotone(
         hi = np.where(below, hi, mid)
         if xtol > 0 and np.all(hi - lo <= xtol):
             break
-    return hi if side == "hi" else lo
+    return cast(np.ndarray, hi if side == "hi" else lo)

@@ -6,6 +6,7 @@ connect-the-dots PLD (Doroshenko et al. 2022, arXiv:2207.04380) and privamp's op
 from __future__ import annotations
 
 import math
+from typing import Literal, cast, overload
 
 import numpy as np
 
@@ -53,6 +54,22 @@ def _grid(pair: LossPair, h: float, tail: float) -> tuple[int, np.ndarray]:
     return i_lo, np.arange(i_lo, i_hi + 1) * h
 
 
+@overload
+def discretise(pair: LossPair, h: float, tail: float = ...,
+               optimistic: Literal[True] = ..., rho_max: float = ...,
+               pessimistic: Literal[True] = ..., sparse_tail: int = ...) -> tuple[PLD, PLD]: ...
+@overload
+def discretise(pair: LossPair, h: float, tail: float = ..., *,
+               optimistic: Literal[False], rho_max: float = ...,
+               pessimistic: Literal[True] = ..., sparse_tail: int = ...) -> tuple[PLD, None]: ...
+@overload
+def discretise(pair: LossPair, h: float, tail: float = ...,
+               optimistic: Literal[True] = ..., rho_max: float = ..., *,
+               pessimistic: Literal[False], sparse_tail: int = ...) -> tuple[PLD | None, PLD]: ...
+@overload
+def discretise(pair: LossPair, h: float, tail: float = ...,
+               optimistic: bool = ..., rho_max: float = ..., pessimistic: bool = ...,
+               sparse_tail: int = ...) -> tuple[PLD | None, PLD | None]: ...
 def discretise(pair: LossPair, h: float, tail: float = 1e-16,
                optimistic: bool = True, rho_max: float = 1e-10, pessimistic: bool = True,
                sparse_tail: int = 1) -> tuple[PLD | None, PLD | None]:
@@ -96,7 +113,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
     if split is not None:  # float error scaling with the mixture weight
         pm_all, qm_all, base_p, acc = split
-        errs = split_tail_errors(pm_all, qm_all, base_p, l, pair.w, acc)
+        errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc)
     else:
         pm_all, qm_all = pair.bin_masses(l)
         errs = tail_errors(pm_all, qm_all, a)

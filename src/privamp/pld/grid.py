@@ -315,7 +315,7 @@ class PLD:
         first = self.offset // k  # floor
         shift = self.offset - first * k  # position of masses[0] inside its coarse bin
         n_bins = -(-(shift + len(self.masses)) // k)
-        buf = np.zeros(n_bins * k)
+        buf: np.ndarray = np.zeros(n_bins * k)
         buf[shift : shift + len(self.masses)] = self.masses
         buf = buf.reshape(n_bins, k)
         r = np.arange(k)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -350,7 +351,8 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
             not always and abs(a[i] * 10.0 - round(a[i] * 10.0)) > 1e-9):
         return
     near = [a[j] for j in (i - 1, i + 1) if 0 <= j < a.size]
-    new = [_vertex(cache, objective)] + [a[i] + t * (n - a[i]) for n in near for t in (0.05, 0.5)]
+    new: Any = [_vertex(cache, objective)] + [a[i] + t * (n - a[i]) for n in near
+                                              for t in (0.05, 0.5)]
     if always and 0 < i < a.size - 1:  # coarse neighbours: a few log-spaced orders too
         new += np.linspace(a[i - 1], a[i + 1], 17)[1:-1].tolist()
         new.append(_bracket(cache, objective)[1])
@@ -444,7 +446,7 @@ def optimal_epsilon(
     ``_memo`` (order -> value of ``curve``) saves re-evaluations across searches."""
     d = check_delta(delta)
     memo: dict[float, float] = {} if _memo is None else _memo
-    search = _search_integers_first if integers_first else _search
+    search: Callable[..., Any] = _search_integers_first if integers_first else _search
     eps, order = np.empty(d.shape), np.empty(d.shape)
     for dv in np.unique(d.ravel()):
         cache = _CurveCache(curve, memo)
@@ -464,7 +466,7 @@ def optimal_delta(
     on its own, as :func:`optimal_epsilon`); orders at most ``max_order``."""
     e = check_epsilon(epsilon)
     memo: dict[float, float] = {} if _memo is None else _memo
-    search = _search_integers_first if integers_first else _search
+    search: Callable[..., Any] = _search_integers_first if integers_first else _search
     delta, order = np.empty(e.shape), np.empty(e.shape)
     for ev in np.unique(e.ravel()):
         cache = _CurveCache(curve, memo)

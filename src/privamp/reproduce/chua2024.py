@@ -22,12 +22,14 @@ import csv
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
 from ..accounting.training import Training
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
+from ..results import Bound
 from ..sampling.relations import ZeroOut
 from ..sampling.schemes import Poisson
 from ..theorems import chua2024 as _b
@@ -47,14 +49,14 @@ PAPER = "Chua et al. 2024"
 
 
 #: Figure settings (Sec. 1, 4 and Appendix A).
-EPS_FIGURES = {  # epsilon vs sigma at fixed delta and T
+EPS_FIGURES: dict[str, dict[str, Any]] = {  # epsilon vs sigma at fixed delta and T
     "1": {"T": 100_000, "delta": 1e-6},
     "4": {"T": 10_000, "delta": 1e-6},
     "5": {"T": 1000, "delta": 1e-5},
 }
 
 
-DELTA_FIGURES = {  # delta vs epsilon at fixed sigma and T
+DELTA_FIGURES: dict[str, dict[str, Any]] = {  # delta vs epsilon at fixed sigma and T
     "2": {"sigma": 0.3, "T": 10, "eps_max": 20.0, "shuffle": False},
     "3": {"sigma": 0.4, "T": 10_000, "eps_max": 14.0, "shuffle": True},
     "6": {"sigma": 0.8, "T": 1000, "eps_max": 5.0, "shuffle": True},
@@ -84,7 +86,7 @@ def _poisson(sigma: float, T: int, epochs: int, accountant: str, what: str,
     return up, lo, src
 
 
-def epsilon_vs_sigma(sigmas: Sequence[float], T: int, delta: float, epochs: int = 1,
+def epsilon_vs_sigma(sigmas: Sequence[float] | np.ndarray, T: int, delta: float, epochs: int = 1,
                      poisson: Sequence[str] = ("pld", "rdp")) -> dict[str, np.ndarray]:
     """eps(delta) against sigma: ``eps_D`` (exact), ``eps_S_lower`` (certified lower),
     ``eps_S_upper`` (= eps_D, Thm 4.1) and, per Poisson accountant ``a``, ``eps_P_upper_a`` /
@@ -94,7 +96,8 @@ def epsilon_vs_sigma(sigmas: Sequence[float], T: int, delta: float, epochs: int 
     d = np.array([delta])
     out["eps_D"] = np.array([float(_b.deterministic_epsilon(delta, s, epochs).value)
                              for s in sig])
-    out["eps_S_lower"] = np.array([float(_b.shuffle_epsilon_lower(d, s, T, epochs).value[0])
+    out["eps_S_lower"] = np.array([float(cast(np.ndarray, _b.shuffle_epsilon_lower(
+                                       d, s, T, epochs).value)[0])
                                    for s in sig])
     out["eps_S_upper"] = out["eps_D"].copy()
     for acc in poisson:
@@ -110,7 +113,7 @@ def epsilon_vs_sigma(sigmas: Sequence[float], T: int, delta: float, epochs: int 
     return out
 
 
-def delta_vs_epsilon(epsilons: Sequence[float], sigma: float, T: int, epochs: int = 1,
+def delta_vs_epsilon(epsilons: Sequence[float] | np.ndarray, sigma: float, T: int, epochs: int = 1,
                      shuffle: bool = True,
                      poisson: Sequence[str] = ("pld", "rdp")) -> dict[str, np.ndarray]:
     """delta(eps) against eps: ``delta_D`` (exact), ``delta_S_lower`` / ``delta_S_upper`` and
@@ -120,8 +123,8 @@ def delta_vs_epsilon(epsilons: Sequence[float], sigma: float, T: int, epochs: in
     out["delta_D"] = np.asarray(_b.deterministic_delta(eps, sigma, epochs).value, dtype=float)
     if shuffle:
         g = _b.shuffle_delta(eps, sigma, T, epochs)
-        out["delta_S_lower"] = np.asarray(g.lower.value, dtype=float)
-        out["delta_S_upper"] = np.asarray(g.upper.value, dtype=float)
+        out["delta_S_lower"] = np.asarray(cast(Bound, g.lower).value, dtype=float)
+        out["delta_S_upper"] = np.asarray(cast(Bound, g.upper).value, dtype=float)
     for acc in poisson:
         u, lw, _ = _poisson(sigma, T, epochs, acc, "delta", eps)
         out[f"delta_P_upper_{acc}"] = np.full(len(eps), np.nan) if u is None else u
@@ -332,10 +335,10 @@ def appendix_table(fast: bool = False) -> list[dict]:
             lo = math.nan if lw is None else float(np.ravel(lw)[0])
         elif qty == "eps":
             g = _b.ABLQ(sampler, sigma, T).epsilon(at)
-            lo, up = float(g.lower.value), float(g.upper.value)
+            lo, up = float(cast(Bound, g.lower).value), float(cast(Bound, g.upper).value)
         else:  # delta rows: the finer histogram statistic too (about 1 s each)
             g = _b.ABLQ(sampler, sigma, T, method="eq7" if fast else "histogram").delta(at)
-            lo, up = float(g.lower.value), float(g.upper.value)
+            lo, up = float(cast(Bound, g.lower).value), float(cast(Bound, g.upper).value)
         rows.append(dict(where=where, quantity=qty, sampler=sampler, kind=kind, printed=printed,
                          sigma=sigma, T=T, at=at, method=acc or "privamp", lower=lo, upper=up,
                          status=_status(kind, printed, lo, up)))

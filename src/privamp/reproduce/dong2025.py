@@ -25,10 +25,12 @@ import csv
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from ..errors import NotApplicable
+from ..results import Bound
 from ..theorems.dong2025.rdp import partition_rdp_kernel, poisson_gaussian_rdp
 
 __all__ = [
@@ -246,7 +248,7 @@ def _bis_interval(T: int, k: int, epochs: int) -> tuple[float | None, float]:
 
     g = Training(Gaussian(1.0), BalancedIteration(T, k), epochs=epochs).epsilon(
         1e-5, accountant="pld")
-    return (None if g.lower is None else float(g.lower.value)), float(g.upper.value)
+    return (None if g.lower is None else float(g.lower.value)), float(cast(Bound, g.upper).value)
 
 
 def remark310(out_dir: Path, fast: bool) -> list[Path]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -172,7 +173,7 @@ def _poisson_groups(out: Path, fast: bool, name: str, mechs: list[Mechanism], ti
                 curves[f"K={K} tight"] = _poisson_tight(mech, r, K)
                 curves[f"K={K} baseline"] = _poisson_baseline(mech, r, K)
             label = f"theta={mech.theta}" if isinstance(mech, RandomizedResponse) else (
-                f"sigma={mech.sigma}")
+                f"sigma={cast(Gaussian, mech).sigma}")
             panels.append((f"{label}, r={r}", curves))
     return _panels(out, name, title, panels, orders(fast, small))
 

@@ -68,7 +68,9 @@ class _State:
         self.config = config
         self.pool = WorkerPool(PoolConfig(config.workers, config.memory_mb, config.max_waiting))
         self.cache: OrderedDict[tuple, dict[str, Any]] = OrderedDict()
-        self.static = {name: resources.files(__package__).joinpath("static", name).read_bytes()
+        # (several parts: a pathlib.Path on 3.10, the typeshed Traversable takes one there)
+        self.static = {name: resources.files(__package__).joinpath(  # type: ignore[call-arg]
+                           "static", name).read_bytes()
                        for name in ("style.css", "page.js")}
         self.docs = _docs_pages()
 
@@ -153,7 +155,7 @@ async def compute_answer(state: _State, q: Query, parts: tuple[str, ...], *,
 
         jobs = {k: tracked(k, job) for k, job in jobs.items()}
     results = await asyncio.gather(*jobs.values(), return_exceptions=True)
-    got = dict(zip(jobs, results, strict=True))
+    got: dict[str, Any] = dict(zip(jobs, results, strict=True))
     for r in got.values():
         if isinstance(r, Overloaded):
             raise r
@@ -233,7 +235,7 @@ async def _params(request: Request) -> dict[str, Any]:
     return dict(params)
 
 
-def create_app(config: ServeConfig | None = None) -> Starlette:
+def create_app(config: ServeConfig | None = None) -> _Limits:
     """The application (its worker pool starts with the app's lifespan).
 
     Args:

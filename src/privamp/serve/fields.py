@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlencode
 
 __all__ = [
@@ -190,8 +190,9 @@ def _read(f: Field, raw: Any) -> Any:
         x = float(raw.strip())
     else:
         raise _error(f, raw)
-    bad_low = x <= f.low if f.open_low else x < f.low
-    if not math.isfinite(x) or bad_low or x > f.high:
+    low, high = cast(float, f.low), cast(float, f.high)  # set on every numeric field
+    bad_low = x <= low if f.open_low else x < low
+    if not math.isfinite(x) or bad_low or x > high:
         raise _error(f, raw)
     if f.kind == "int":
         if not x.is_integer():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..accounting.training import Training
 from ..errors import NotApplicable
@@ -173,10 +173,11 @@ def mechanism_for(q: Query, sigma: float | None = None) -> Mechanism:
     Gaussian and Laplace under substitution (clipped gradients)."""
     sens = 2.0 if q.relation == "substitution" else 1.0
     if q.mechanism == "gaussian":
-        return Gaussian(sigma if sigma is not None else q.sigma, sensitivity=sens)
+        # (the query's validation sets the chosen mechanism's parameter)
+        return Gaussian(sigma if sigma is not None else cast(float, q.sigma), sensitivity=sens)
     if q.mechanism == "laplace":
-        return Laplace(q.scale, sens)
-    return RandomizedResponse(q.theta)
+        return Laplace(cast(float, q.scale), sens)
+    return RandomizedResponse(cast(float, q.theta))
 
 
 def relation_for(q: Query) -> Relation:
@@ -232,7 +233,7 @@ def _scheme_flags(s: Scheme) -> list[str]:
     if isinstance(s, BalancedIteration):
         return [*out, "--balanced-steps", str(s.steps), "--participations",
                 str(s.participations)]
-    return [*out, "--batches", str(s.batches)]
+    return [*out, "--batches", str(cast(Any, s).batches)]  # the balls-in-bins schemes
 
 
 def cli_line(q: Query, run: Training) -> str:
@@ -247,7 +248,7 @@ def cli_line(q: Query, run: Training) -> str:
     else:
         words += ["--theta", f"{q.theta:g}"]
     if getattr(m, "sensitivity", 1.0) != 1.0:
-        words += ["--sensitivity", f"{m.sensitivity:g}"]
+        words += ["--sensitivity", f"{cast(Any, m).sensitivity:g}"]
     try:
         words += _scheme_flags(run.scheme)
     except NotApplicable:
@@ -270,7 +271,8 @@ def python_snippet(q: Query, run: Training) -> str:
     if q.target_epsilon is not None:
         lines += [
             f"sigma = pa.calibrate({q.target_epsilon:g}, {q.delta:g}, lambda s: pa.Training(",
-            f"    pa.Gaussian(s, sensitivity={run.mechanism.sensitivity:g}), run.scheme, "
+            f"    pa.Gaussian(s, sensitivity={cast(Any, run.mechanism).sensitivity:g}), "
+            "run.scheme, "
             "steps=run.steps, relation=run.relation))",
             "print(sigma)",
         ]

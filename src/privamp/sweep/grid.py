@@ -144,6 +144,7 @@ def _toml_lines(text: str) -> dict[tuple[str, int, str], int]:
     """(table, index, key) -> line for a TOML text (``key`` "" is the table's header);
     index counts the entries of an array of tables ([[configs]])."""
     where: dict[tuple[str, int, str], int] = {}
+    seen: dict[str, int]
     table, index, seen = "", 0, {}
     for number, line in enumerate(text.splitlines(), start=1):
         m = _HEADER.match(line)
@@ -215,7 +216,7 @@ def load_grid(path: str | Path, overrides: Mapping[str, Mapping[str, Any]] | Non
                                      f"not valid YAML: {exc}")]) from exc
     elif path.suffix.lower() == ".toml":
         try:
-            import tomllib
+            import tomllib  # type: ignore[import-not-found, unused-ignore]  # (Python >= 3.11)
         except ImportError:  # Python 3.10: the same parser as the tomli package
             try:
                 import tomli as tomllib
@@ -446,6 +447,7 @@ def _configure(c: _Checker, table: str, index: int, values: dict[str, Any],
     if len(length) + (tuned in ("steps", "epochs")) != 1:
         c.refuse(table, index, "steps", "give exactly one of steps or epochs")
         return None
+    k: str
     for k in length:
         cfg[k] = _typed(c.kinds[k], values[k])
     cfg["relation"] = values.get("relation", "add-remove")

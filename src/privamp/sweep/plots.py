@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from ..results import Bound
+from ..results import Bound, Kind
 from .runs import RESULT_COLUMNS, result_columns
 from .table import SweepResult
 
@@ -28,7 +28,7 @@ def _cell_text(up: float | None, lo: float | None, kind: str) -> str:
     lower bound before it where the interval is wide."""
     if up is None or not math.isfinite(up):
         return "n/a"
-    text = format(Bound(up, kind, "sweep"), ".3g") if kind != "exact" else f"{up:.3g}"
+    text = format(Bound(up, cast(Kind, kind), "sweep"), ".3g") if kind != "exact" else f"{up:.3g}"
     if lo is not None and lo > 0 and up / lo > WIDE:
         return f"{format(Bound(lo, 'lower', 'sweep'), '.3g')}–\n{text}"
     return text

@@ -131,7 +131,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
             row.update(_guarantee(task, build_run(config).delta(config["epsilon"], acc)))
         else:
             tuned = "sigma" if knob == "noise" else knob
-            limit = {"hi": float(config["dataset_size"])} if (
+            limit: dict[str, Any] = {"hi": float(config["dataset_size"])} if (
                 knob == "batch_size" and "dataset_size" in config) else {}
             found = calibrate(config["epsilon"], config["delta"],
                               lambda v: build_run(config, tuned, v), accountant=acc, knob=knob,

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,7 +53,7 @@ from ..numerics.arrays import shaped
 from ..pld.grid import PLD
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
-from ..sampling.relations import AddRemove, ZeroOut
+from ..sampling.relations import AddRemove, Relation, ZeroOut
 from ..sampling.schemes import BalancedIteration, PersistentBallsInBins
 from .chua2024.accountants import DeterministicAnalysis
 from .chua2024.deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
@@ -86,7 +87,7 @@ class EquivalentRun:
     mechanism: Gaussian
     scheme: BalancedIteration
     steps: int
-    relation: object
+    relation: Relation
     epochs: float | None = None
 
 
@@ -117,9 +118,10 @@ class _Answers:
         self.refusals: list[NotApplicable] = []
         for accs in ACCOUNTANTS.values():
             for acc in accs:
-                if acc.name != _NAME and acc.applies(run):
+                # (an EquivalentRun stands in for the Training it describes)
+                if acc.name != _NAME and acc.applies(cast(Any, run)):
                     try:
-                        self.analyses.append(acc.build(run))
+                        self.analyses.append(acc.build(cast(Any, run)))
                     except NotApplicable as exc:
                         self.refusals.append(exc)
         if not self.analyses:

@@ -49,6 +49,7 @@ Substitution groups of Gaussian and randomized response already have lower bound
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -302,6 +303,7 @@ class GroupWitnessAnalysis(RunAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
+        lo: Any  # the Poisson side's Bound, or the array of lower values
         if self.poisson is not None:
             _, lo = self.poisson.epsilon(d)
             return None, None if lo is None else Bound(lo.value, "lower", self.source + lo.source)
@@ -315,6 +317,7 @@ class GroupWitnessAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
+        lo: Any  # the Poisson side's Bound, or the array of lower values
         if self.poisson is not None:
             _, lo = self.poisson.delta(e)
             return None, None if lo is None else Bound(lo.value, "lower", self.source + lo.source)

@@ -52,6 +52,7 @@ weights' mass rho is subtracted (T rho of total variation).
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 
@@ -186,7 +187,7 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
              for k, w in zip(terms.distances, terms.weights, strict=True) if w > 0]
     D = comps[0][1] if len(comps) == 1 else DisjointMixturePair(comps)
     if type(relation) is Substitution:
-        upper = [SymmetrisedPair(D)]
+        upper: list[LossPair] = [SymmetrisedPair(D)]
         up_src = f"{terms.source}; symmetrised dominating pair (both orders of neighbours)"
     else:
         upper = [D, SwappedPair(D)]
@@ -231,7 +232,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                                                                         relation)
         self.upper_pairs, self.lower_pairs, self.rho, self.triangle_pairs = up, lo, rho, tri
         self._triangle: TriangleUpper | None = None
-        self._profile = None  # with replacement, substitution: composed one-step profile
+        # with replacement, substitution: composed one-step profile
+        self._profile: PLD | None = None
         self.h = h
         self._plds: tuple[list, list] | None = None
 
@@ -261,9 +263,10 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                 rem, add = (discretise(p, h, tail, optimistic=False)[0].self_compose(T)
                             for p in self.triangle_pairs)
                 self._triangle = TriangleUpper(rem, add)
-                b, rho, unit = _count_weights(self.mechanism, self.scheme, self.relation,
-                                              _UPPER_TRUNC)
-                self._profile = profile_pld(*self.triangle_pairs, b, rho, unit, h,
+                b, rho, unit = _count_weights(cast(Gaussian, self.mechanism), self.scheme,
+                                              self.relation, _UPPER_TRUNC)
+                # the two triangle pairs (remove, add), unpacked from their list
+                self._profile = profile_pld(*self.triangle_pairs, b, rho, unit, h,  # type: ignore[call-arg, arg-type]
                                             tail).self_compose(T)
             self._plds = (ups, los)
         return self._plds
@@ -316,13 +319,15 @@ class FixedBatchPLDAnalysis(RunAnalysis):
         up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
         if self._triangle is None:
             return up, self.up_src
-        return self._smallest(up, self._triangle.delta(e), self._profile.delta(e))
+        # _profile is set together with _triangle
+        return self._smallest(up, self._triangle.delta(e), cast(PLD, self._profile).delta(e))
 
     def _upper_epsilon(self, d: np.ndarray) -> tuple[np.ndarray, str]:
         up = np.max([p.epsilon(d) for p in self.plds[0]], axis=0)
         if self._triangle is None:
             return up, self.up_src
-        return self._smallest(up, self._triangle.epsilon(d, up), self._profile.epsilon(d))
+        return self._smallest(up, self._triangle.epsilon(d, up),
+                              cast(PLD, self._profile).epsilon(d))
 
     def _smallest(self, up: np.ndarray, tri: np.ndarray, prof: np.ndarray
                   ) -> tuple[np.ndarray, str]:

@@ -180,7 +180,8 @@ def _lumped(dist, j: np.ndarray, jmax: int, eta: float) -> tuple[np.ndarray, np.
     return ks, w
 
 
-def _check_group_vs_batch(scheme: Scheme, relation: Relation) -> int:
+def _check_group_vs_batch(scheme: WithoutReplacement | WithReplacement,
+                          relation: Relation) -> int:
     K = relation.group
     m, n = scheme.batch_size, scheme.dataset_size
     if K > m:

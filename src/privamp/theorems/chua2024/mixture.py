@@ -86,11 +86,11 @@ def release_counts(scheme, steps: int) -> dict[int, float]:
     E_f, m = divmod(int(steps), T)
     q_m = m * b / n
     if scheme.persistent:
-        out = {E_f + 1: q_m, 0: r / n if scheme.drop_last else 0.0}
+        out: dict[int, float] = {E_f + 1: q_m, 0: r / n if scheme.drop_last else 0.0}
         out[E_f] = out.get(E_f, 0.0) + 1.0 - q_m - out[0]
         return {k: p for k, p in out.items() if p > 0}
     q = full * b / n if scheme.drop_last else 1.0
-    out: dict[int, float] = {}
+    out = {}
     for k, p in _binomial(E_f, q).items():
         for j, pj in ((0, 1.0 - q_m), (1, q_m)):
             if pj > 0:

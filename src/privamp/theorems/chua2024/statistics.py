@@ -213,7 +213,7 @@ def max_cell_masses(edges: np.ndarray, w: Witness, factor: int) -> np.ndarray:
 _LOG_HALF = math.log(0.5)
 
 
-_MAXPLD: dict[tuple, object] = {}
+_MAXPLD: dict[tuple, TwoSidedPLD | None] = {}
 
 
 def _two_sided(pair: LossPair, h: float, tail: float) -> TwoSidedPLD:
@@ -263,6 +263,8 @@ def sorted_pair(p: np.ndarray, q: np.ndarray):
              "Q": np.concatenate([np.cumsum(q[::-1])[::-1], [0.0]])}
 
     class _Sorted(LossPair):
+        losses: np.ndarray
+
         def tail(self, l, dist, upper, strict):
             x = np.asarray(l, dtype=float)
             if upper:  # dist(L > l) or dist(L >= l)

@@ -276,7 +276,7 @@ def eq7_epsilon(delta: np.ndarray, w: Witness, E: int, s_up: float,
     hi_sorted = gauss_epsilon(d_sorted, s_up) + 1e-6  # eps <= eps_D (upper bound)
     n_ep = E + (extra is not None)
 
-    def obj(c, d):
+    def obj(c, d):  # type: ignore[no-redef]  # (the one-epoch objective returned above)
         lP, lQ = count_log_pmfs(c, w, E, extra)
         hi = np.broadcast_to(np.interp(d[:, 0], d_sorted, hi_sorted)[:, None], c.shape).copy()
         lo = np.zeros(c.shape)

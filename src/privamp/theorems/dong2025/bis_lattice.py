@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import numpy as np
 from scipy import fft as sfft
@@ -331,11 +332,11 @@ class SumLaw:
         self.index_bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
 
     def suffix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self.suffix[np.clip(j, 0, self.n)]
+        v = cast(np.ndarray, self.suffix)[np.clip(j, 0, self.n)]
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def prefix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = self.prefix[np.clip(j, 0, self.n)]
+        v = cast(np.ndarray, self.prefix)[np.clip(j, 0, self.n)]
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import cast
 
 import numpy as np
 
@@ -178,9 +179,9 @@ def _threshold_lower(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool
     the overflow symbol has mass <= drop + wrap."""
     n = law_q.n
     if remove:
-        num, den = law_p.c, law_q.c
+        num, den = cast(np.ndarray, law_p.c), cast(np.ndarray, law_q.c)
     else:
-        num, den = law_q.c[::-1], law_p.c[::-1]
+        num, den = cast(np.ndarray, law_q.c)[::-1], cast(np.ndarray, law_p.c)[::-1]
     # ratio where the denominator is above the roundoff floor; below it, 0 left of the mode
     # and inf right of it (only the choice of j depends on this, not the validity)
     tau = 1e-15
@@ -281,7 +282,7 @@ def bis_epoch_plds(sigma: float, steps: int, h: float = 1e-3, lattice: float = 2
     """(remove, add) pessimistic PLDs of one epoch of Balanced Iteration Subsampling with
     k = 1 and the Gaussian mechanism of noise multiplier ``sigma`` (sensitivity 1)."""
     out = bis_epoch_two_sided(sigma, steps, h, lattice, tail)
-    return out["remove"], out["add"]
+    return cast(PLD, out["remove"]), cast(PLD, out["add"])
 
 
 def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
@@ -290,7 +291,7 @@ def bis_lower_plds(sigma: float, steps: int, epochs: int = 1, h: float = 1e-3,
     pessimistic (upper bounds) and optimistic (lower bounds, realised pair)."""
     out = bis_epoch_two_sided(sigma, steps, h, lattice)
     E = int(epochs)
-    return tuple(None if out[key] is None else out[key].self_compose(E)
+    return tuple(None if out[key] is None else cast(PLD, out[key]).self_compose(E)
                  for key in ("remove", "add", "remove_opt", "add_opt"))
 
 
@@ -390,7 +391,7 @@ class BISPLDAnalysis(RunAnalysis):
                                          lattice=lattice_step(self.sigma, self.T))
                     opt = [p for p in out[2:] if p is not None]
                     self._opt = opt if len(opt) == 2 else []
-                    self._plds = list(out[:2])
+                    self._plds = cast("list[PLD]", list(out[:2]))
                 elif 1 < self.k < self.T:
                     # upper (block reduction) and lower (statistic) bounds, one after the
                     # other: each holds its own circles (memory over parallelism)
@@ -458,6 +459,7 @@ class BISPLDAnalysis(RunAnalysis):
         if not (0.0 < h <= 0.1):
             raise ValueError(f"h must be in (0, 0.1], got {h}")
         pess: list[PLD] | None = None
+        opt: list[PLD | None] | list[PLD]
         if h == own:  # the analysis's own PLDs (the k > 1 lower side is on a finer step)
             pess, opt = self.plds, [_on_step(o, h) for o in self.optimistic]
             if any(o is None for o in opt):
@@ -468,7 +470,8 @@ class BISPLDAnalysis(RunAnalysis):
             pess, opt = self._build_plds(h)
         if not opt:
             opt = [zero_pld(h), zero_pld(h)]
-        return TwoSidedPLD([(pess[0], opt[0]), (pess[1], opt[1])])
+        # opt holds no None here (any None sent it through _build_plds)
+        return TwoSidedPLD([(pess[0], cast(PLD, opt[0])), (pess[1], cast(PLD, opt[1]))])
 
     def _build_plds(self, h: float) -> tuple[list[PLD], list[PLD]]:
         """(pessimistic, optimistic) [remove, add] PLDs of the run on grid step h."""
@@ -476,9 +479,9 @@ class BISPLDAnalysis(RunAnalysis):
         if self.k == 1 and self.T > 1:
             out = bis_lower_plds(self.sigma, self.T, self.epochs, h=h, lattice=lat)
             opt = [p for p in out[2:] if p is not None]
-            return list(out[:2]), opt if len(opt) == 2 else []
+            return cast("list[PLD]", list(out[:2])), opt if len(opt) == 2 else []
         pess = list(bis_plds(self.sigma, self.T, self.k, self.epochs, h=h, refine=False))
-        opt: list[PLD] = []
+        opt = []
         if 1 < self.k < self.T:
             low = bis_statistic_lower_plds(self.sigma, self.T, self.k, h=h, shape=1.0,
                                            lattice=lat,

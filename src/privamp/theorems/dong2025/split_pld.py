@@ -60,11 +60,11 @@ class SplitPLDAnalysis(BISPLDAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         up, lo = super().epsilon(delta)
-        return _noted(up), _noted(lo)  # type: ignore[return-value]
+        return _noted(up), _noted(lo)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         up, lo = super().delta(epsilon)
-        return _noted(up), _noted(lo)  # type: ignore[return-value]
+        return _noted(up), _noted(lo)
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
         """Certified lower bounds on the run's Rényi DP from the optimistic (realised) side
