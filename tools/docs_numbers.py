@@ -6,7 +6,7 @@ below is the output of ``BLOCKS[NAME]()``, computed with the privamp of this che
     python tools/docs_numbers.py            # rewrite every block
     python tools/docs_numbers.py --check    # exit 1 and name the stale blocks
 
-``tests/test_docs_numbers.py`` runs the check, one block per test.
+``tests/docs/test_docs_numbers.py`` runs the check, one block per test.
 """
 
 from __future__ import annotations

@@ -131,7 +131,8 @@ def _zhu_wang_tight(
     pseudo-divergence).  For a general mechanism it is not a proven upper bound, hence
     ``in_best=False``: it is computed only when asked for by name, for comparison.
 
-    Numerical check (tests/test_poisson_rdp.py): against the exact two-direction Poisson RDP
+    Numerical check (tests/theorems/mironov2019/test_poisson_rdp.py): against the exact
+    two-direction Poisson RDP
     of Laplace (scales 0.1..10) and randomized response (theta 0.51..0.999) at rates 1e-4..0.99
     and orders 1.001..3000, the insertion moment never exceeded the removal one, so this form
     was never below "poisson-exact" (no counter-example found; still no proof).

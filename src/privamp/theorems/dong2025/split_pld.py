@@ -19,7 +19,8 @@ so T steps are T independent epochs (Remark 3.10).
   P = (1 / C(d, k)) sum_{|S| = k} N(s 1_S, I_d) vs Q = N(0, I_d), s = C / sigma: the realised
   pair of one Balanced Iteration epoch, whose dominated grid PLDs (k = 1: the exact loss;
   k > 1: threshold tests on a statistic) are the analysis's optimistic side.  Checked in
-  tests/test_missing_lowers.py against a Monte Carlo estimate of the realised pair (d = 2).
+  tests/accounting/test_certified_lowers.py against a Monte Carlo estimate of the realised
+  pair (d = 2).
 """
 
 from __future__ import annotations

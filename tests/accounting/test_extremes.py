@@ -141,7 +141,7 @@ def test_cli_fuzz_never_shows_a_traceback(capsys):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     import fuzz_extremes as X
 
     rng = np.random.default_rng(7)

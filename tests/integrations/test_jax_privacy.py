@@ -429,7 +429,7 @@ def test_example_runs_without_jax():
             "runpy.run_path('examples/jax_privacy_run.py', run_name='__main__')")
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, cwd=root)
     assert out.returncode == 0, out.stderr

@@ -20,7 +20,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
-IMG = Path(__file__).resolve().parents[1] / "docs" / "img"
+IMG = Path(__file__).resolve().parents[2] / "docs" / "img"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 

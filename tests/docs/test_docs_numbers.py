@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("docs_numbers", ROOT / "tools" / "docs_numbers.py")
 docs_numbers = importlib.util.module_from_spec(spec)
 sys.modules["docs_numbers"] = docs_numbers

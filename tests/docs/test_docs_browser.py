@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("check_layout", ROOT / "tools" / "check_layout.py")
 check_layout = importlib.util.module_from_spec(spec)
 sys.modules["check_layout"] = check_layout

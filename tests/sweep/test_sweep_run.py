@@ -164,7 +164,7 @@ def test_pa_sweep_is_the_callable_package():
 def test_import_privamp_imports_no_dask():
     code = "import sys, privamp; print(any(m.split('.')[0] in ('dask', 'distributed') " \
            "for m in sys.modules))"
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[2] / "src")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={"PYTHONPATH": src, "PATH": "/usr/bin:/bin"}, timeout=120)
     assert out.stdout.strip() == "False", out.stderr

@@ -19,7 +19,7 @@ import pytest
 
 from privamp.sweep import grid_from_mapping, sweep
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 GRID = """\
 [sweep]

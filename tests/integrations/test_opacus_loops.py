@@ -121,7 +121,7 @@ def test_digits_shuffle_example_prints_one_line_per_epoch():
     from pathlib import Path
 
     pytest.importorskip("sklearn")
-    path = Path(__file__).resolve().parents[1] / "examples" / "opacus_digits_shuffle.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "opacus_digits_shuffle.py"
     spec = importlib.util.spec_from_file_location("opacus_digits_shuffle", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "src" / "privamp"
+ROOT = Path(__file__).resolve().parents[2] / "src" / "privamp"
 
 LAYERS = {
     "results": 0, "errors": 0, "_validation": 0, "progress": 0,

@@ -17,7 +17,7 @@ import pytest
 
 from privamp.sweep import sweep
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 #: Poisson under the PLD accountant: about half a second a configuration, so that a worker
 #: killed after the first row is busy with another
 GRID = {"grid": {"sampler": "poisson", "sigma": [0.8, 1.6], "rate": [0.01, 0.02],

@@ -178,7 +178,7 @@ def test_rr_curve_brackets_exact_binomial_profile():
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).parent / "soundness"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "soundness"))
     from exact_refs import rr_poisson_delta
 
     theta, q, delta = 0.7, 0.01, 1e-5

@@ -315,7 +315,7 @@ def test_digits_example_smoke(monkeypatch):
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "dpsgd_mnist_like.py"
+    path = Path(__file__).resolve().parents[2] / "examples" / "dpsgd_mnist_like.py"
     spec = importlib.util.spec_from_file_location("dpsgd_mnist_like", path)
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "dpsgd_mnist_like", module)  # dataclasses look it up
