@@ -317,3 +317,20 @@ def test_convexity_log_excess_against_mpmath(beta):
     got = float(convexity_log_excess(np.array([beta]), np.log([1 - w, w]), s)[0])
     assert math.log(float(exact)) <= got
     assert got == pytest.approx(math.log(w * math.expm1(beta * (beta - 1) * s * s / 2)), rel=1e-12)
+
+
+def test_pure_dp_step_of_a_tiny_laplace_scale_has_no_overflow():
+    """Laplace at scale 1e-10 under Poisson(0.1): the one-step pure-DP epsilon is
+    log(1 - q + q e^L) with L = 1e10, i.e. L + log q up to e^-L, computed without overflow
+    (it leaked 'overflow encountered in expm1'); checked against the closed form."""
+    import math
+    import warnings
+
+    from privamp.accountants.rdp import pure_dp_epsilon
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = pure_dp_epsilon(pa.Laplace(1e-10), pa.Poisson(0.1), pa.AddRemove())
+        pa.Training(pa.Laplace(1e-10), pa.Poisson(0.1), steps=10).epsilon(1e-5)
+    assert step >= 1e10 + math.log(0.1)
+    assert step <= (1e10 + math.log(0.1)) * (1 + 1e-9)

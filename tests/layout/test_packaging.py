@@ -82,7 +82,7 @@ def test_no_exact_torch_pin_and_the_demo_needs_only_the_base_dependencies():
             if req.startswith("torch"):
                 assert req == "torch>=2.0", (extra, req)
     names = {re.split(r"[<>=\[]", r)[0] for r in project["dependencies"]}
-    assert names == {"numpy", "scipy", "mpmath", "tqdm", "threadpoolctl"}  # BLAS threads
+    assert names == {"numpy", "scipy", "mpmath", "tqdm", "threadpoolctl", "tomli"}  # BLAS; TOML on 3.10
 
 
 def test_the_package_is_typed():

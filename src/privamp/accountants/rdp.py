@@ -78,7 +78,10 @@ def pure_dp_epsilon(mechanism: Mechanism, scheme: Scheme, relation: Relation) ->
     if q >= 1.0:
         step = L
     else:
-        step = max(np.log1p(q * np.expm1(L)), -np.log1p(q * np.expm1(-L)))
+        # log(1 - q + q e^L) = L + log q + log1p((1 - q) e^-L / q): no overflow at large L
+        up = L + np.log(q) + np.log1p((1.0 - q) / q * np.exp(-L)) if L > 1.0 else \
+            np.log1p(q * np.expm1(L))
+        step = max(up, -np.log1p(q * np.expm1(-L)))
     return float(relation.group * step * (1.0 + _PURE_ROUND))
 
 

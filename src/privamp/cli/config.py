@@ -73,7 +73,14 @@ def expand_config(argv: Sequence[str]) -> list[str]:
     Raises:
         CliError: the file is missing or not valid TOML.
     """
-    import tomllib  # type: ignore[import-not-found, unused-ignore]  # (Python >= 3.11)
+    try:
+        import tomllib  # type: ignore[import-not-found, unused-ignore]  # (Python >= 3.11)
+    except ImportError:  # Python 3.10: the same parser as the tomli package
+        try:
+            import tomli as tomllib
+        except ImportError as exc:
+            raise CliError("--config on Python 3.10 needs tomli (pip install tomli), or "
+                           "Python >= 3.11") from exc
 
     args = list(argv)
     files: list[str] = []
