@@ -82,7 +82,8 @@ def test_no_exact_torch_pin_and_the_demo_needs_only_the_base_dependencies():
             if req.startswith("torch"):
                 assert req == "torch>=2.0", (extra, req)
     names = {re.split(r"[<>=\[]", r)[0] for r in project["dependencies"]}
-    assert names == {"numpy", "scipy", "mpmath", "tqdm", "threadpoolctl", "tomli"}  # BLAS; TOML on 3.10
+    # threadpoolctl: BLAS threads; tomli: TOML on Python 3.10
+    assert names == {"numpy", "scipy", "mpmath", "tqdm", "threadpoolctl", "tomli"}
 
 
 def test_the_package_is_typed():
