@@ -15,11 +15,13 @@ and fields (the bridge reads only those), so it runs with privamp alone.
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
-from types import SimpleNamespace
 
 import privamp as pa
-from privamp.integrations.jax_privacy import run_from_jax_privacy, scheme_of_strategy
+from privamp.integrations.jax_privacy import (
+    STAND_INS,
+    run_from_jax_privacy,
+    scheme_of_strategy,
+)
 
 
 def strategies_module() -> tuple[object, str]:
@@ -31,29 +33,7 @@ def strategies_module() -> tuple[object, str]:
     except ImportError:
         pass
 
-    @dataclass(frozen=True)
-    class CyclicPoissonSampling:
-        sampling_prob: float
-        iterations: int
-        truncated_batch_size: int | None = None
-        cycle_length: int = 1
-        partition_type: str = "EQUAL_SPLIT"
-
-    @dataclass(frozen=True)
-    class BallsInBinsSampling:
-        iterations: int
-        cycle_length: int
-
-    @dataclass(frozen=True)
-    class FixedBatchSampling:
-        batch_size: int
-        iterations: int
-        replace: bool = False
-
-    return SimpleNamespace(CyclicPoissonSampling=CyclicPoissonSampling,
-                           BallsInBinsSampling=BallsInBinsSampling,
-                           FixedBatchSampling=FixedBatchSampling), \
-        "stand-ins (jax_privacy is not installed)"
+    return STAND_INS, "stand-ins (jax_privacy is not installed)"
 
 
 def main() -> None:

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,6 +82,8 @@ from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity
 
 __all__ = [
+    "StandIns",
+    "STAND_INS",
     "scheme_of_strategy",
     "steps_of_strategy",
     "run_from_strategy",
@@ -476,3 +479,59 @@ def run_from_jax_privacy(
     raise ValueError(
         "obj must be a jax_privacy batch-selection strategy, BandMFExecutionPlanConfig, "
         f"DPExecutionPlan, DpParams or DPKerasConfig, got {kind}")
+
+
+# ------------------------------------------------------------------------------------------
+# stand-ins: jax_privacy's strategy classes, for describing a run without jax_privacy
+# ------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _CyclicPoissonSampling:
+    sampling_prob: float
+    iterations: int
+    truncated_batch_size: int | None = None
+    cycle_length: int = 1
+    partition_type: str = "EQUAL_SPLIT"
+
+
+@dataclass(frozen=True)
+class _BallsInBinsSampling:
+    iterations: int
+    cycle_length: int
+
+
+@dataclass(frozen=True)
+class _FixedBatchSampling:
+    batch_size: int
+    iterations: int
+    replace: bool = False
+
+
+@dataclass(frozen=True)
+class _BMinSepSampling:
+    sampling_prob: float
+    iterations: int
+    min_sep: int
+    warm_start: bool = True
+    truncated_batch_size: int | None = None
+
+
+for _cls in (_CyclicPoissonSampling, _BallsInBinsSampling, _FixedBatchSampling,
+             _BMinSepSampling):
+    _cls.__name__ = _cls.__qualname__ = _cls.__name__.lstrip("_")  # the bridge reads names
+
+
+@dataclass(frozen=True)
+class StandIns:
+    """Classes with the names, fields, field order and defaults of jax_privacy 2.0's
+    ``batch_selection`` strategies (``CyclicPoissonSampling``, ``BallsInBinsSampling``,
+    ``FixedBatchSampling``, ``BMinSepSampling``; enums as their names), for describing a
+    jax_privacy run to :func:`scheme_of_strategy` without installing JAX."""
+
+    CyclicPoissonSampling: type = _CyclicPoissonSampling
+    BallsInBinsSampling: type = _BallsInBinsSampling
+    FixedBatchSampling: type = _FixedBatchSampling
+    BMinSepSampling: type = _BMinSepSampling
+
+
+#: the stand-ins (``STAND_INS.BallsInBinsSampling(iterations, cycle_length)``, ...)
+STAND_INS = StandIns()

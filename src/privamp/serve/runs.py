@@ -16,12 +16,11 @@ loader's own batches are the scheme.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import Any, cast
 
 from ..accounting.training import Training
 from ..errors import NotApplicable
-from ..integrations.jax_privacy import scheme_of_strategy
+from ..integrations.jax_privacy import STAND_INS, scheme_of_strategy
 from ..integrations.loaders import scheme_of_options
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
@@ -94,54 +93,16 @@ def sampler_scheme(name: str, b: int, n: int) -> Scheme:
     }[name]()
 
 
-@dataclass(frozen=True)
-class CyclicPoissonSampling:
-    """The fields of ``jax_privacy.batch_selection.CyclicPoissonSampling``."""
-
-    sampling_prob: float
-    iterations: int
-    cycle_length: int = 1
-    truncated_batch_size: int | None = None
-    partition_type: str = "INDEPENDENT"
-
-
-@dataclass(frozen=True)
-class BallsInBinsSampling:
-    """The fields of ``jax_privacy.batch_selection.BallsInBinsSampling``."""
-
-    iterations: int
-    cycle_length: int
-
-
-@dataclass(frozen=True)
-class FixedBatchSampling:
-    """The fields of ``jax_privacy.batch_selection.FixedBatchSampling``."""
-
-    batch_size: int
-    iterations: int
-    replace: bool = False
-
-
-@dataclass(frozen=True)
-class BMinSepSampling:
-    """The fields of ``jax_privacy.batch_selection.BMinSepSampling``."""
-
-    sampling_prob: float
-    iterations: int
-    min_sep: int
-    warm_start: bool = True
-    truncated_batch_size: int | None = None
-
-
 def _strategy(q: Query, steps: int) -> Any:
     b, n, k = q.batch_size, q.dataset_size, q.cycle_length
     if q.strategy == "cyclic-poisson":
-        return CyclicPoissonSampling(1.0 if k > 1 else b / n, steps, k)
+        return STAND_INS.CyclicPoissonSampling(1.0 if k > 1 else b / n, steps, cycle_length=k,
+                                               partition_type="INDEPENDENT")
     if q.strategy == "balls-in-bins":
-        return BallsInBinsSampling(steps, k)
+        return STAND_INS.BallsInBinsSampling(steps, k)
     if q.strategy == "b-min-sep":
-        return BMinSepSampling(1.0, steps, k)
-    return FixedBatchSampling(b, steps, replace=q.strategy == "fixed-batch-replace")
+        return STAND_INS.BMinSepSampling(1.0, steps, k)
+    return STAND_INS.FixedBatchSampling(b, steps, replace=q.strategy == "fixed-batch-replace")
 
 
 def scheme_for(q: Query) -> Scheme:
