@@ -448,3 +448,26 @@ def test_auto_grid_small_rate_directions_against_dp_accounting():
     assert lo.value <= ref * (1 + 1e-9)
     assert up.value >= ref * (1 - 2e-3)
     assert (up.value - lo.value) <= 0.01 * up.value
+
+
+def test_mix_is_the_weighted_profile():
+    """pld.compose.mix: the labelled mixture of two Gaussian pairs' PLDs bounds the mixture's
+    profile, sum_k w_k delta_k(eps) (Balle & Wang 2018, Thm 8, in closed form), from above
+    on the pessimistic side and from below on the optimistic side."""
+    from scipy.stats import norm
+
+    from privamp.pairs.mechanism_pairs import GaussianPair
+    from privamp.pld.compose import mix
+
+    def gauss(s, e):
+        return norm.cdf(s / 2 - e / s) - np.exp(e) * norm.cdf(-s / 2 - e / s)
+
+    h, eps = 1e-3, np.array([0.0, 0.5, 1.0, 2.0])
+    sides = [discretise(GaussianPair(s), h) for s in (0.5, 2.0)]
+    exact = 0.3 * gauss(0.5, eps) + 0.7 * gauss(2.0, eps)
+    up = mix([(0.3, sides[0][0]), (0.7, sides[1][0])], "pessimistic").delta(eps)
+    lo = mix([(0.3, sides[0][1]), (0.7, sides[1][1])], "optimistic").delta(eps)
+    assert np.all(lo <= exact) and np.all(exact <= up)
+    assert np.allclose(up, exact, rtol=1e-2, atol=1e-4)
+    with pytest.raises(ValueError, match="grid step"):
+        mix([(0.5, sides[0][0]), (0.5, discretise(GaussianPair(1.0), 2e-3)[0])], "pessimistic")

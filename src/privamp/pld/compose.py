@@ -12,6 +12,7 @@ from .grid import PLD, PowerMethodUnavailable
 
 __all__ = [
     "compose_two_level",
+    "mix",
     "optimistic_factor",
 ]
 
@@ -82,3 +83,36 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     return out
 
 
+def mix(parts: list[tuple[float, PLD]], kind: str, rel: float = 1e-12) -> PLD:
+    """The PLD of a labelled mixture (the label revealed: a disjoint union of the parts'
+    outcomes) on the parts' common grid: the weighted sum of their masses, infinite masses and
+    slacks.  A PLD's profile is linear in its masses, so the sum bounds the union's profile on
+    the side of ``kind`` when each part bounds its component's.
+
+    Args:
+        parts: (weight >= 0, PLD) pairs, every PLD of kind ``kind`` on one grid step.
+        kind: ``"pessimistic"`` or ``"optimistic"``.
+        rel: relative float allowance of the sums, applied in the safe direction (masses up
+            for pessimistic, down for optimistic; the slack always up).
+
+    Returns:
+        The mixture's PLD.
+
+    Raises:
+        ValueError: no parts, or parts on different grid steps.
+    """
+    if not parts:
+        raise ValueError("mix needs at least one (weight, PLD) part")
+    h = parts[0][1].h
+    if any(p.h != h for _, p in parts):
+        raise ValueError("every part must be on the same grid step")
+    lo = min(p.offset for _, p in parts)
+    hi = max(p.offset + len(p.masses) for _, p in parts)
+    masses = np.zeros(hi - lo)
+    inf_mass = slack = 0.0
+    for w, p in parts:
+        masses[p.offset - lo: p.offset - lo + len(p.masses)] += w * p.masses
+        inf_mass += w * p.inf_mass
+        slack += w * p.slack
+    f = 1.0 + rel if kind == "pessimistic" else 1.0 - rel
+    return PLD(h, lo, masses * f, inf_mass * f, kind, slack * (1.0 + rel))

@@ -58,6 +58,7 @@ from ..numerics.arrays import shaped
 from ..pairs.combinators import MixturePair, SwappedPair, mixture_pair
 from ..pairs.discrete import DiscretePair
 from ..pairs.loss_pair import LossPair
+from ..pld.compose import mix
 from ..pld.discretise import discretise
 from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
 from ..pld.moments import two_sided_renyi_floor
@@ -353,22 +354,6 @@ def lattice_witness(mechanism: Gaussian, rate: float, max_batch_size: int,
             _SortedAtoms(qb * (1 - _ATOM_REL), pb * (1 + _ATOM_REL) + _ATOM_ABS)]
 
 
-def _mix(parts: list[tuple[float, PLD]], kind: str, h: float) -> PLD:
-    """The PLD of the disjoint union: weighted sum of the parts' masses on one grid (each
-    part's profile bounds its component's, so the weighted sums bound the union's); the float
-    error of the sums is covered by a relative 1e-12 in the safe direction."""
-    lo = min(p.offset for _, p in parts)
-    hi = max(p.offset + len(p.masses) for _, p in parts)
-    masses = np.zeros(hi - lo)
-    inf_mass = slack = 0.0
-    for w, p in parts:
-        masses[p.offset - lo : p.offset - lo + len(p.masses)] += w * p.masses
-        inf_mass += w * p.inf_mass
-        slack += w * p.slack
-    f = 1 + 1e-12 if kind == "pessimistic" else 1 - 1e-12
-    return PLD(h, lo, masses * f, inf_mass * f, kind, slack * (1 + 1e-12))
-
-
 def _null(weight: float, h: float, kind: str) -> PLD:
     return PLD(h, 0, np.array([weight]), 0.0, kind)
 
@@ -422,7 +407,7 @@ class TruncatedPoissonAnalysis(RunAnalysis):
         for i, parts in enumerate(comps):
             pess = [(w, _null(1.0, h, "pessimistic") if pair is None else
                      discretise(pair, h, tail, optimistic=False)[0]) for w, pair in parts]
-            p = _mix(pess, "pessimistic", h).self_compose(T)
+            p = mix(pess, "pessimistic").self_compose(T)
             opts = [discretise(w[i], h, tail, pessimistic=False)[1].self_compose(T)
                     for w in wits]
             # both are lower sides; keep the one larger where the upper side has delta 1e-5

@@ -36,6 +36,7 @@ from scipy import special
 
 from ...numerics.roots import bisect_monotone
 from ...pairs.mechanism_pairs import GaussianPair
+from ...pld.compose import mix
 from ...pld.discretise import discretise
 from ...pld.grid import PLD
 from .deterministic import gauss_log_delta
@@ -164,12 +165,4 @@ def mixture_pld(s: float, counts: dict[int, float], h: float) -> PLD:
             parts.append((p, PLD(h, 0, np.ones(1), 0.0, "pessimistic")))
         else:
             parts.append((p, discretise(GaussianPair(s * math.sqrt(k)), h, optimistic=False)[0]))
-    lo = min(d.offset for _, d in parts)
-    hi = max(d.offset + len(d.masses) for _, d in parts)
-    masses = np.zeros(hi - lo)
-    inf_mass = slack = 0.0
-    for p, d in parts:
-        masses[d.offset - lo: d.offset - lo + len(d.masses)] += p * d.masses
-        inf_mass += p * d.inf_mass
-        slack += p * d.slack
-    return PLD(h, lo, masses * _ROUND_UP, inf_mass * _ROUND_UP, "pessimistic", slack * _ROUND_UP)
+    return mix(parts, "pessimistic", _ROUND_UP - 1.0)
