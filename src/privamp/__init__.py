@@ -20,7 +20,7 @@ from .accounting.audit import AuditCheck, audit_check
 from .accounting.tradeoff import Tradeoff, TradeoffCurve
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
-from .mechanisms import Gaussian, Laplace, Mechanism, RandomizedResponse
+from .mechanisms import Gaussian, Laplace, MatrixMechanism, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
 from .results import Bound, Guarantee
 from .sampling import *  # noqa: F403  (relations, Scheme and every registered scheme)
@@ -78,6 +78,7 @@ __all__ = [
     "Gaussian",
     "Guarantee",
     "Laplace",
+    "MatrixMechanism",
     "Mechanism",
     "NotApplicable",
     "PLD",

@@ -230,7 +230,7 @@ class RdpMethod:
     tight: bool = False
     in_best: bool = True
 
-    def applies(self, mechanism: Mechanism, scheme: Scheme, relation: Relation) -> bool:
+    def applies(self, mechanism: object, scheme: Scheme, relation: Relation) -> bool:
         if not (
             isinstance(mechanism, self.mechanisms)
             and isinstance(scheme, self.schemes)

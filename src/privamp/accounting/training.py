@@ -20,6 +20,7 @@ from ..accountants.rdp import RdpRunAnalysis, compositions
 from ..accountants.registry import BoundPair, RunAccountant, RunAnalysis, applicable, offers
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
+from ..mechanisms.matrix import MatrixMechanism
 from ..numerics.threads import limit_blas
 from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee, Kind, reshaped
@@ -42,7 +43,7 @@ class Training:
     add/remove, or zero-out for batches cut from an ordering of the records (shuffled and
     deterministic batches, whose layout shifts when a record is added or removed)."""
 
-    mechanism: Mechanism
+    mechanism: Mechanism | MatrixMechanism
     scheme: Scheme
     steps: int | None = None
     epochs: float | None = None
@@ -50,7 +51,7 @@ class Training:
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.mechanism, Mechanism):
+        if not isinstance(self.mechanism, (Mechanism, MatrixMechanism)):
             raise ValueError(f"mechanism must be a privamp mechanism, got {self.mechanism!r}")
         if not isinstance(self.scheme, Scheme):
             raise ValueError(f"scheme must be a privamp sampling scheme, got {self.scheme!r}")
@@ -73,6 +74,8 @@ class Training:
                 raise ValueError(f"epochs={epochs} gives {steps:.4g} steps; steps must be an "
                                  f"integer in [1, {MAX_STEPS}]")
             object.__setattr__(self, "steps", int(round(steps)))
+        if isinstance(self.mechanism, MatrixMechanism):
+            self.mechanism.check_steps(int(self.steps))  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------------------------
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:

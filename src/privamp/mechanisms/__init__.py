@@ -4,11 +4,13 @@ any group distance."""
 from .base import Mechanism
 from .gaussian import Gaussian
 from .laplace import Laplace
+from .matrix import MatrixMechanism
 from .randomized_response import RandomizedResponse
 
 __all__ = [
     "Mechanism",
     "Gaussian",
     "Laplace",
+    "MatrixMechanism",
     "RandomizedResponse",
 ]

@@ -1,0 +1,212 @@
+"""Matrix-factorisation (correlated-noise) mechanisms: DP-FTRL, banded matrix factorisation.
+
+A strategy matrix C (lower-triangular, T x T) turns the per-step gradient sums x_1..x_T into
+the release ``C x + sigma * clip * z`` with z ~ N(0, I) (each row of x a model-sized vector);
+the trained iterates are a post-processing of it (the workload A = B C, ``B (C x + z)``:
+Choquette-Choo et al. 2023, "Amplified BandMF", arXiv 2306.08153, Sec. 2; Denisov et al.
+2022, arXiv 2202.08312).  ``C = I`` is DP-SGD.
+
+An example whose clipped gradients (norm <= ``clip``) enter the steps ``pi`` moves the release
+by ``sum_{t in pi} C[:, t] g_t``, of norm at most ``clip * sqrt(sum_{s,t in pi} |G[s, t]|)``
+with ``G = C^T C`` (equality when G is entrywise non-negative and the gradients align:
+:meth:`MatrixMechanism.sensitivity`).
+
+This class is a *whole-run* mechanism: it is not a :class:`~privamp.Mechanism` (one release),
+and only accountants that declare they handle it apply to a run of it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_int, check_positive
+
+__all__ = [
+    "MatrixMechanism",
+    "MAX_DENSE_STEPS",
+]
+
+#: the largest T for which a dense T x T strategy is built (T^2 doubles: 200 MB)
+MAX_DENSE_STEPS = 5000
+
+
+def _as_strategy(strategy: object) -> np.ndarray:
+    try:
+        arr = np.array(strategy, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"strategy must be a 1-D array of Toeplitz coefficients or a square "
+                         f"lower-triangular 2-D array, got {strategy!r}") from exc
+    if arr.ndim not in (1, 2) or arr.size == 0:
+        raise ValueError(f"strategy must be a non-empty 1-D array (Toeplitz coefficients) or a "
+                         f"square 2-D array, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("strategy must contain finite numbers only")
+    if arr.ndim == 2:
+        n, m = arr.shape
+        if n != m:
+            raise ValueError(f"a dense strategy must be square, got shape {arr.shape}")
+        if n > MAX_DENSE_STEPS:
+            raise ValueError(f"a dense strategy has at most {MAX_DENSE_STEPS} rows, got {n}; "
+                             f"give a banded Toeplitz strategy (its coefficients) instead")
+        if np.any(np.triu(arr, 1) != 0.0):
+            raise ValueError("strategy must be lower-triangular (an entry above the diagonal "
+                             "is non-zero)")
+        if np.any(np.diag(arr) == 0.0):
+            raise ValueError("strategy must be invertible: a diagonal entry is 0")
+    else:
+        nz = np.flatnonzero(arr)
+        if arr[0] == 0.0:
+            raise ValueError("the first Toeplitz coefficient (the diagonal) must be non-zero")
+        arr = arr[: nz[-1] + 1]  # trailing zero bands carry nothing
+    arr.setflags(write=False)
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class MatrixMechanism:
+    """Correlated noise through a lower-triangular strategy ``C``: releases
+    ``C x + sigma * clip * z`` (z standard Gaussian; Choquette-Choo et al. 2023,
+    arXiv 2306.08153).
+
+    Args:
+        strategy: either the Toeplitz coefficients ``c_0, ..., c_{b-1}`` of a banded Toeplitz
+            strategy (``C[i, j] = c_{i-j}`` for ``0 <= i - j < b``; any number of steps), or a
+            dense square lower-triangular matrix (exactly that many steps).
+        sigma: the noise multiplier (> 0): the noise's standard deviation is ``sigma * clip``.
+        clip: the l2 clipping norm of each example's gradient per step (> 0); under
+            substitution use ``2 * clip`` as elsewhere in privamp.
+
+    Raises:
+        ValueError: a strategy that is not lower-triangular, not invertible, not finite, or a
+            dense one over :data:`MAX_DENSE_STEPS` rows; sigma or clip not positive.
+    """
+
+    strategy: np.ndarray
+    sigma: float
+    clip: float = 1.0
+    name: str = field(default="matrix", init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strategy", _as_strategy(self.strategy))
+        object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
+        object.__setattr__(self, "clip", check_positive("clip", self.clip))
+
+    # -- constructors -------------------------------------------------------------------
+    @classmethod
+    def identity(cls, sigma: float, clip: float = 1.0) -> MatrixMechanism:
+        """``C = I``: DP-SGD (independent noise each step)."""
+        return cls(np.ones(1), sigma, clip)
+
+    @classmethod
+    def banded(cls, coefficients: Sequence[float], sigma: float,
+               clip: float = 1.0) -> MatrixMechanism:
+        """A banded Toeplitz strategy with the given first-column coefficients (b bands)."""
+        arr = np.asarray(coefficients, dtype=float)
+        if arr.ndim != 1:
+            raise ValueError(f"coefficients must be 1-D, got shape {arr.shape}")
+        return cls(arr, sigma, clip)
+
+    # -- structure ----------------------------------------------------------------------
+    @property
+    def toeplitz(self) -> bool:
+        """Whether the strategy is banded Toeplitz (given by its coefficients)."""
+        return self.strategy.ndim == 1
+
+    @property
+    def steps(self) -> int | None:
+        """The number of steps a dense strategy fixes (None for a Toeplitz one: any)."""
+        return None if self.toeplitz else int(self.strategy.shape[0])
+
+    @property
+    def bands(self) -> int:
+        """The number of non-zero diagonals b (1 for DP-SGD): C[i, j] = 0 when i - j >= b."""
+        if self.toeplitz:
+            return int(self.strategy.size)
+        rows, cols = np.nonzero(self.strategy)
+        return int(np.max(rows - cols)) + 1
+
+    def check_steps(self, steps: int) -> int:
+        """``steps`` validated against the strategy (a dense one fixes T).
+
+        Raises:
+            ValueError: steps not a positive integer, or not the dense strategy's size.
+        """
+        steps = check_int("steps", steps, minimum=1)
+        if self.steps is not None and steps != self.steps:
+            raise ValueError(f"steps must equal the dense strategy's size {self.steps}, "
+                             f"got {steps}")
+        return steps
+
+    def matrix(self, steps: int | None = None) -> np.ndarray:
+        """The dense T x T strategy (a Toeplitz one built for ``steps`` <= MAX_DENSE_STEPS).
+
+        Raises:
+            ValueError: steps missing for a Toeplitz strategy, or too large to build densely.
+        """
+        if not self.toeplitz:
+            if steps is not None:
+                self.check_steps(steps)
+            return self.strategy
+        if steps is None:
+            raise ValueError("steps is required to build a Toeplitz strategy's matrix")
+        steps = check_int("steps", steps, minimum=1, maximum=MAX_DENSE_STEPS)
+        c = np.zeros(steps)
+        m = min(steps, self.strategy.size)
+        c[:m] = self.strategy[:m]
+        idx = np.arange(steps)
+        diff = idx[:, None] - idx[None, :]
+        out = np.where(diff >= 0, c[np.clip(diff, 0, steps - 1)], 0.0)
+        out.setflags(write=False)
+        return out
+
+    def column_norms(self, steps: int) -> np.ndarray:
+        """||C e_t|| for t = 0..T-1 (the sensitivity of one participation at step t, per unit
+        of clip), computed from the coefficients for a Toeplitz strategy (any T)."""
+        steps = self.check_steps(steps)
+        if not self.toeplitz:
+            return np.sqrt(np.sum(self.strategy ** 2, axis=0))
+        sq = np.cumsum(self.strategy ** 2)  # sq[k] = c_0^2 + ... + c_k^2
+        t = np.arange(steps)
+        last = np.minimum(self.strategy.size, steps - t) - 1
+        return np.sqrt(sq[last])
+
+    def sensitivity(self, participations: Sequence[int], steps: int) -> float:
+        """Largest l2 change of the release when one example's clipped gradients enter the
+        steps ``participations``: ``clip * sqrt(sum_{s,t} |G[s, t]|)`` with ``G = C^T C``
+        restricted to them (Cauchy-Schwarz; attained when G >= 0 entrywise).
+
+        Raises:
+            ValueError: a step outside [0, steps) or repeated.
+        """
+        steps = self.check_steps(steps)
+        pi = np.asarray(sorted(participations), dtype=np.int64)
+        if pi.size == 0:
+            return 0.0
+        if pi[0] < 0 or pi[-1] >= steps or np.any(np.diff(pi) == 0):
+            raise ValueError(f"participations must be distinct steps in [0, {steps}), got "
+                             f"{list(participations)}")
+        if self.toeplitz:
+            total = 0.0
+            c = self.strategy
+            for i, s in enumerate(pi):
+                for t in pi[i:]:
+                    # <C e_s, C e_t> for t >= s: sum_k c_k c_{k + t - s} over rows < T
+                    lag = int(t - s)
+                    n = min(c.size - lag, steps - int(t))
+                    if n <= 0:
+                        continue
+                    g = float(np.dot(c[:n], c[lag:lag + n]))
+                    total += abs(g) * (1.0 if lag == 0 else 2.0)
+            return self.clip * math.sqrt(total)
+        cols = self.strategy[:, pi]
+        gram = cols.T @ cols
+        return self.clip * math.sqrt(float(np.sum(np.abs(gram))))
+
+    def __repr__(self) -> str:
+        kind = (f"bands={self.bands}" if self.toeplitz else f"dense T={self.steps}, "
+                f"bands={self.bands}")
+        return f"MatrixMechanism({kind}, sigma={self.sigma:g}, clip={self.clip:g})"
