@@ -68,3 +68,18 @@ def test_steps_checked_in_training():
         pa.MatrixMechanism.identity(0.0)
     with pytest.raises(ValueError, match="participations"):
         dense.sensitivity([0, 0], 4)
+
+
+@pytest.mark.parametrize("coef", [[1.0], [1.0, 0.5, 0.25], [1.0, -0.9, 0.4]])
+def test_operator_norm_bound(coef):
+    m = pa.MatrixMechanism.banded(coef, sigma=1.0)
+    for steps in (1, 8, 200):
+        want = np.linalg.svd(m.matrix(steps), compute_uv=False)[0]  # independent: full SVD
+        got = m.operator_norm_bound(steps)
+        assert want <= got <= want * (1 + 1e-9)
+    # beyond the dense size: the symbol bound, above every finite section, below sum |c_k|
+    big = m.operator_norm_bound(6000)
+    assert want <= big <= np.abs(coef).sum() * (1 + 1e-12)
+    w = np.linspace(0, 2 * np.pi, 100001)
+    symbol = np.abs(np.polyval(np.array(coef)[::-1], np.exp(1j * w))).max()
+    assert symbol <= big <= symbol * (1 + 1e-3)

@@ -206,6 +206,36 @@ class MatrixMechanism:
         gram = cols.T @ cols
         return self.clip * math.sqrt(float(np.sum(np.abs(gram))))
 
+    def operator_norm_bound(self, steps: int) -> float:
+        """A certified upper bound on the spectral norm ||C||_2 of the T x T strategy.
+
+        Used for *noise dominance*: ``C x + sigma z`` is a post-processing of
+        ``x + (sigma / ||C||_2) z'`` (multiply by C, then add independent Gaussian noise of
+        covariance ``sigma^2 (I - C C^T / ||C||_2^2)``, positive semi-definite), so any bound
+        for DP-SGD at noise multiplier ``sigma / ||C||_2`` (same clip, same sampling of the
+        steps) holds for the matrix mechanism.
+
+        Dense (T <= MAX_DENSE_STEPS): the largest singular value from LAPACK, raised by
+        ``T * 2^-50`` relative (backward-stable SVD error) and capped by the always-valid
+        Schur bound ``sqrt(||C||_1 ||C||_inf)``.  Toeplitz with larger T: the supremum of the
+        symbol ``|sum_k c_k e^{i k w}|`` (which bounds every finite section), taken on a grid
+        of 2^16 points plus the Lipschitz slack ``(pi / 2^16) sum_k k |c_k|``, capped by
+        ``sum_k |c_k|``.
+        """
+        steps = self.check_steps(steps)
+        c = self.strategy
+        if self.toeplitz and steps > MAX_DENSE_STEPS:
+            l1 = float(np.sum(np.abs(c)))
+            grid = 1 << 16
+            symbol = np.abs(np.fft.fft(c, grid)).max()
+            slack = math.pi / grid * float(np.sum(np.arange(c.size) * np.abs(c)))
+            return min(l1, float(symbol) * (1 + 1e-12) + slack) * (1 + 1e-12)
+        dense = self.matrix(steps)
+        schur = math.sqrt(float(np.abs(dense).sum(axis=0).max())
+                          * float(np.abs(dense).sum(axis=1).max()))
+        top = float(np.linalg.norm(dense, 2))
+        return min(schur * (1 + 1e-12), top * (1 + steps * 2.0 ** -50) + 1e-300)
+
     def __repr__(self) -> str:
         kind = (f"bands={self.bands}" if self.toeplitz else f"dense T={self.steps}, "
                 f"bands={self.bands}")
