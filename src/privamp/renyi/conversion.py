@@ -265,6 +265,10 @@ _INTEGER_ORDERS: np.ndarray = np.unique(np.concatenate([
 _LOW_ORDERS: np.ndarray = 1.0 + np.geomspace(1e-4, 0.9, 12)
 
 
+#: integer orders tried between the best order's neighbours when they are above 11
+_HIGH_BRACKET_POINTS = 24
+
+
 #: points of the chord search between the best order's neighbours
 _CHORD_POINTS = 257
 
@@ -328,7 +332,7 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
-        grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, 64))))
+        grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, _HIGH_BRACKET_POINTS))))
     new = np.append(grid, [best, _vertex(cache, objective)])
     if lo < 2.0:  # below the first integer: one batch with the low orders
         new = np.append(new, _LOW_ORDERS)
@@ -378,6 +382,10 @@ def _vertex(cache: _CurveCache, objective: Callable) -> float:
     return float(v) if x0 < v < x2 else math.nan
 
 
+#: higher orders are screened and evaluated this many at a time
+_HIGHER_CHUNK = 2
+
+
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
                            ) -> None:
     """Add those of the increasing ``orders`` (all above the cached ones) that can win
@@ -386,7 +394,10 @@ def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.n
     every order (a skipped order cannot beat the best), so the search goes on exactly as it
     would have."""
     orders = np.asarray(orders, dtype=float)
-    _add_if_can_win(cache, objective, orders)
+    # in ascending chunks: each chunk's values extend the convex CGF's chords, whose floors
+    # then rule out more of the (dearest) highest orders
+    for start in range(0, orders.size, _HIGHER_CHUNK):
+        _add_if_can_win(cache, objective, orders[start : start + _HIGHER_CHUNK])
     full = np.union1d(cache.alpha, orders)
     while True:
         b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]

@@ -64,7 +64,9 @@ __all__ = [
     "SRC_PERSISTENT_BINS",
     "PersistentBinsAnalysis",
     "EquivalentRun",
+    "SRC_SUM_LOWER",
     "equivalent_run",
+    "sum_statistic_lower",
 ]
 
 
@@ -159,8 +161,12 @@ class PersistentBinsAnalysis(RunAnalysis):
     no lower bound), each answered by the Balanced Iteration accountants ("best")."""
 
     def __init__(self, up_run: EquivalentRun, lo_run: EquivalentRun | None,
-                 partial: bool, s_trivial: float | None = None) -> None:
+                 partial: bool, s_trivial: float | None = None,
+                 s_sum: float | None = None) -> None:
         self.up_run, self.lo_run, self.partial = up_run, lo_run, partial
+        # lower bound where the lattice gives none: the sum of all outputs of the whole cycles
+        # (a post-processing of the realised pair) is Gaussian with shift s_sum
+        self.s_sum = s_sum
         # each record takes part in one step per cycle: the Gaussian at the whole run's shift
         # is always an upper bound (deterministic batches, Chua et al. 2024, Prop 3.1)
         self.s_trivial = s_trivial
@@ -210,6 +216,9 @@ class PersistentBinsAnalysis(RunAnalysis):
                              "fixed: deterministic batches over E cycles)"))
         if self._lo is not self._up:
             los = [] if self._lo is None else self._lo.ask(x, which)[1]
+        if not los and self.s_sum is not None:
+            los = [Bound(shaped(sum_statistic_lower(np.ravel(x), self.s_sum, which), x),
+                         "lower", SRC_SUM_LOWER)]
         pick_up, pick_lo = _best(ups, True), _best(los, False)
         up = lo = None
         if pick_up is not None:
@@ -255,4 +264,36 @@ def _build(run) -> RunAnalysis:
     lo_run = up_run if m == 0 else (equivalent_run(run, E_f) if E_f else None)
     mech, g = run.mechanism, run.relation.group
     s_trivial = math.sqrt(E_up) * g * mech.sensitivity / mech.sigma  # g members in one bin
-    return PersistentBinsAnalysis(up_run, lo_run, m > 0, s_trivial)
+    s_sum = g * math.sqrt(E_f / T) * mech.sensitivity / mech.sigma if E_f else None
+    return PersistentBinsAnalysis(up_run, lo_run, m > 0, s_trivial, s_sum)
+
+
+SRC_SUM_LOWER = (
+    "sum statistic of persistent balls-in-bins: the sum of every output of the E whole "
+    "cycles (post-processing of a realised pair: g records each adding the clipping norm to "
+    "its bin) is N(g E C, E T sigma^2) vs N(0, E T sigma^2), a Gaussian pair of shift "
+    "g C sqrt(E / T) / sigma (Chua et al. 2024, Prop 3.1 profile), rounded down")
+
+
+def sum_statistic_lower(x: np.ndarray, s: float, which: str) -> np.ndarray:
+    """Lower bounds on epsilon (``which="epsilon"``, x = deltas) or delta (x = epsilons) of
+    the Gaussian pair of shift ``s``, from below: the shift shrunk by a relative 1e-12 (the
+    profile grows with it); delta times 1 - 1e-9; epsilon: the upper epsilon of
+    :func:`gauss_epsilon` lowered by a relative 1e-6 and kept only where the profile there
+    still exceeds delta (so the true epsilon is above it), else 0.
+
+    Args:
+        x: deltas in (0, 1) or epsilons >= 0 (array).
+        s: shift in noise units (> 0).
+        which: "epsilon" or "delta".
+
+    Returns:
+        Lower bounds, elementwise.
+    """
+    s_lo = s * (1.0 - 1e-12)
+    if which == "delta":
+        return gauss_delta(x, s_lo) * (1.0 - 1e-9)
+    up = gauss_epsilon(x, s_lo)
+    cand = np.maximum(up * (1.0 - 1e-6) - 1e-12, 0.0)
+    ok = gauss_delta(cand, s_lo) * (1.0 - 1e-9) > x
+    return np.where(ok, cand, 0.0)

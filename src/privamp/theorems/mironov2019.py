@@ -181,29 +181,75 @@ def _sgm_log_excess_integer(n: int, s: float, q: float) -> float:
     return float(logsumexp(terms + pad))
 
 
-#: integer orders up to this are summed together in one array
-_INT_BATCH = 128
+#: integer orders are summed in (orders x k) arrays of at most this many entries
+_INT_BATCH_ENTRIES = 1 << 20
+
+
+def _fast_logsumexp_rows(x: np.ndarray) -> np.ndarray:
+    """log(sum(exp(x))) along the last axis of a 2-D array (rows of all -inf give -inf):
+    the usual max-shifted sum, without scipy's per-call overhead."""
+    m = np.max(x, axis=1)
+    finite = np.isfinite(m)
+    shift = np.where(finite, m, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(finite, shift + np.log(np.sum(np.exp(x - shift[:, None]), axis=1)), m)
 
 
 def _sgm_log_excess_small(ns: np.ndarray, s: float, q: float) -> np.ndarray:
-    """:func:`_sgm_log_excess_integer` at several integer orders <= _INT_BATCH at once (the
-    same terms and padding, on an (orders x k) array; absent terms are -inf)."""
-    n = np.asarray(ns, dtype=float)[:, None]
-    k = np.arange(2.0, float(n.max()) + 1.0)[None, :]
-    valid = k <= n
-    kk = np.where(valid, k, 2.0)
-    nk = np.where(valid, n - kk, 0.0)
-    lbin = special.gammaln(n + 1.0) - special.gammaln(kk + 1.0) - special.gammaln(nk + 1.0)
-    y = kk * (kk - 1.0) * s * s / 2.0
-    with np.errstate(divide="ignore"):
+    """:func:`_sgm_log_excess_integer` at several integer orders at once (the same terms and
+    padding, on an (orders x k) array; absent terms are -inf), in row blocks of at most
+    :data:`_INT_BATCH_ENTRIES` entries."""
+    ns = np.asarray(ns, dtype=float)
+    out = np.empty(ns.size)
+    order = np.argsort(ns)
+    srt = ns[order]
+    start = 0
+    while start < ns.size:
+        # a block pads every row to its largest order: orders up to 128, or within 25%
+        top = max(128.0, 1.25 * srt[start])
+        stop = start + 1
+        while (stop < ns.size and srt[stop] <= top
+               and (stop - start + 1) * srt[stop] <= _INT_BATCH_ENTRIES):
+            stop += 1
+        idx = order[start:stop]
+        out[idx] = _sgm_log_excess_block(ns[idx], s, q)
+        start = stop
+    return out
+
+
+_LOG_FACTORIALS: list[np.ndarray] = []
+
+
+def _log_factorials(n: int) -> np.ndarray:
+    """log(k!) for k = 0..n (scipy's gammaln, kept between calls)."""
+    if not _LOG_FACTORIALS or _LOG_FACTORIALS[0].size <= n:
+        _LOG_FACTORIALS[:] = [special.gammaln(np.arange(1.0, max(n, _INT_MAX) + 2.0))]
+    return _LOG_FACTORIALS[0]
+
+
+def _sgm_log_excess_block(ns: np.ndarray, s: float, q: float) -> np.ndarray:
+    n_int = np.asarray(ns, dtype=np.int64)
+    top = int(n_int.max())
+    lf = _log_factorials(top)
+    k_int = np.arange(2, top + 1)
+    k = k_int.astype(float)
+    n = n_int.astype(float)[:, None]
+    valid = k_int[None, :] <= n_int[:, None]
+    nk_int = np.where(valid, n_int[:, None] - k_int[None, :], 0)
+    lbin = lf[n_int][:, None] - lf[k_int][None, :] - lf[nk_int]
+    y = k * (k - 1.0) * s * s / 2.0  # per k only
+    l1q = math.log1p(-q) if q < 1 else -np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
         lexpm1 = np.where(
             y < 30.0, np.log(np.expm1(np.minimum(y, 30.0))), y + np.log1p(-np.exp(-y))
         )
-        l1q = math.log1p(-q) if q < 1 else -np.inf
-        rest = np.where(nk == 0, 0.0, nk * l1q)
-    terms = lbin + kk * math.log(q) + rest + lexpm1
-    pad = 4e-16 * (np.abs(lbin) + np.abs(y) + np.abs(n * math.log(q)) + 1.0)
-    return logsumexp(np.where(valid, terms + pad, -np.inf), axis=1)
+        rest = np.where(nk_int == 0, 0.0, nk_int * l1q)
+        per_k = k * math.log(q) + lexpm1
+        pad_k = 4e-16 * (np.abs(y) + 1.0)
+        terms = (lbin + rest + per_k[None, :]
+                 + (pad_k[None, :] + 4e-16 * (np.abs(lbin) + np.abs(n * math.log(q)))))
+    # + the rounding of the sum of up to n exponentials (relative n * 2^-53 at most)
+    return _fast_logsumexp_rows(np.where(valid, terms, -np.inf)) + 1.2e-16 * n[:, 0]
 
 
 def _gaussian_log_excess_quad(b: np.ndarray, s: float, q: float) -> np.ndarray:
@@ -277,13 +323,8 @@ def _sgm_rdp(flat: np.ndarray, s: float, q: float) -> np.ndarray:
     out = np.empty_like(flat)
     is_int = (flat == np.round(flat)) & (flat <= _INT_MAX)
     ints = np.unique(flat[is_int])
-    small = ints[ints <= _INT_BATCH]
-    if small.size:
-        vals = _sgm_log_excess_small(small, s, q)
-        for n, v in zip(small, vals, strict=True):
-            out[flat == n] = v
-    for n in ints[ints > _INT_BATCH]:
-        out[flat == n] = _sgm_log_excess_integer(int(n), s, q)
+    if ints.size:
+        out[is_int] = _sgm_log_excess_small(ints, s, q)[np.searchsorted(ints, flat[is_int])]
     frac = ~is_int & (flat <= _INT_MAX)
     if frac.any():
         uniq, inv = np.unique(flat[frac], return_inverse=True)
@@ -315,8 +356,10 @@ def log_convex_bound(b: np.ndarray, s: float, q: float) -> np.ndarray:
     t = b - n
     ints = np.unique(np.concatenate([n, n + 1.0]))
     logpsi = {1.0: 0.0}
-    for k in ints[ints >= 2]:
-        logpsi[float(k)] = float(np.logaddexp(0.0, _sgm_log_excess_integer(int(k), s, q)))
+    ks = ints[ints >= 2]
+    if ks.size:
+        logpsi.update(zip(ks.tolist(), np.logaddexp(0.0, _sgm_log_excess_small(ks, s, q)).tolist(),
+                          strict=True))
     lo = np.array([logpsi[float(k)] for k in n])
     hi = np.array([logpsi[float(k)] for k in n + 1.0])
     la = ((1.0 - t) * lo + t * hi) * (1.0 + 1e-14)

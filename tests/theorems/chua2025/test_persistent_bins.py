@@ -103,3 +103,29 @@ def test_never_looser_than_one_release_per_cycle():
     up = float(g.upper.value)
     assert float(delta(mpmath.mpf(up))) <= 1e-5 * (1 + 1e-9)  # valid (to float rounding of s)
     assert float(delta(mpmath.mpf(up) * (1 - 1e-6))) > 1e-5  # and no looser than it
+
+
+def test_sum_statistic_lower_bound_where_the_lattice_gives_none():
+    """sigma / sqrt(E) = 0.22 at T = 100: no lattice, so the lower bound is the Gaussian pair
+    of the sum of all outputs, shift sqrt(E / T) / sigma; checked against mpmath's profile
+    Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (Balle & Wang 2018, Thm 8)."""
+    import mpmath as mp
+
+    import privamp as pa
+
+    mp.mp.dps = 40
+    s = mp.sqrt(mp.mpf(20) / 100)
+
+    def prof(eps):
+        eps = mp.mpf(eps)
+        return mp.ncdf(s / 2 - eps / s) - mp.e**eps * mp.ncdf(-s / 2 - eps / s)
+
+    run = pa.Training(pa.Gaussian(1.0), pa.PersistentBallsInBins(100), steps=2000)
+    d = run.delta(1.0)
+    assert d.lower is not None and "sum statistic" in d.lower.source
+    ref = float(prof(1.0))
+    assert 0.999 * ref <= d.lower.value <= ref <= d.upper.value
+    e = run.epsilon(1e-5)
+    assert e.lower is not None
+    assert prof(e.lower.value) >= 1e-5  # the pair's true epsilon is at least the lower bound
+    assert prof(e.lower.value * 1.001) < 1e-5  # and it is tight

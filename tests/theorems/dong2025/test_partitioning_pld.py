@@ -213,11 +213,12 @@ def test_lattice_indices_beyond_the_circle_are_clipped_not_cast_out_of_range():
 
 
 def test_small_sigma_refused_and_tiny_delta_refused_not_empty():
-    run = pa.Training(pa.Gaussian(0.5), pa.BalancedIteration(2, 1), epochs=1)
-    with pytest.raises(pa.NotApplicable, match=r"sigma=0.5 .* covers sigma >= 0\.[5-9]"):
+    # (sigma 0.5 is answered on a coarser lattice since issue 27; 0.4 still is not)
+    run = pa.Training(pa.Gaussian(0.4), pa.BalancedIteration(2, 1), epochs=1)
+    with pytest.raises(pa.NotApplicable, match=r"sigma=0.4 .* covers sigma >= 0\.[4-9]"):
         run.epsilon(1e-5, accountant="pld")
-    with pytest.raises(pa.NotApplicable, match="sigma=0.5"):
-        bp.bis_plds(0.5, 2)
+    with pytest.raises(pa.NotApplicable, match="sigma=0.4"):
+        bp.bis_plds(0.4, 2)
     g = run.epsilon(1e-5)  # "best": the RDP accountant answers, the PLD's refusal is recorded
     assert g.upper is not None and [n for n, _ in g.declined] == ["pld"]
     # below the certified truncation allowance no finite epsilon: refused, not inf

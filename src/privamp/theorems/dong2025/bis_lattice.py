@@ -39,9 +39,18 @@ __all__ = [
 _U = float(np.finfo(float).eps) / 2.0
 
 
-# largest circular lattice (beyond: the accountant abstains).  2^22: a long-double FFT of
-# 2^24 points takes ~7 s (two per epoch: 15-30 s per query on a shared machine; fuzz, 2026-11)
-_MAX_FFT = 1 << 22
+#: memory budget of one lattice (bytes): the circle's arrays at their peak -- two complex128
+#: spectra, the long-double sub-transforms of :func:`_rfft_ld` with scipy's work space, the
+#: law, its prefix and suffix sums -- take about _BYTES_PER_POINT bytes per point (measured:
+#: ~300 MB resident at 2^22 points, ~3 s CPU for a k = 1 epoch, fuzz 2026-11)
+_MEMORY_BUDGET = 400 * 2**20
+_BYTES_PER_POINT = 96
+
+
+#: largest circular lattice, the largest power of two within the memory budget (2^22); where
+#: even that would not hold the sums, the step is coarsened (doubled: sound at any step, only
+#: looser, :func:`choose_lattice`) before the accountant abstains
+_MAX_FFT = 1 << int(math.log2(_MEMORY_BUDGET / _BYTES_PER_POINT))
 
 
 _ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
