@@ -7,7 +7,8 @@ T x T with b bands, x the per-step sums of gradients clipped to ``clip``); ``n_t
 its column norms; ``d`` the distance of two neighbouring examples' gradients in units of
 ``clip`` (1 under add/remove and zero-out, 2 under substitution).
 
-*Theorem (b-min-sep reduction; Choquette-Choo et al. 2023, Thm 4).*  Under
+*Theorem (b-min-sep reduction; Choquette-Choo et al. 2023; jax_privacy's
+``amplified_bandmf_event``).*  Under
 :class:`~privamp.CyclicPoisson` ``(p, k)`` with ``k >= b``, one example's run is dominated by
 Poisson-subsampled DP-SGD at rate p over ``R = ceil(T / k)`` rounds with Gaussian shift
 ``d max_t n_t / sigma`` (noise multiplier ``sigma / max_t n_t``, jax_privacy's
@@ -95,7 +96,7 @@ __all__ = [
 
 SRC_AMPLIFIED = ("amplified BandMF: b-min-sep reduction to Poisson DP-SGD over ceil(T/k) "
                  "rounds at sigma / max column norm (Choquette-Choo et al. 2023, "
-                 "arXiv 2306.08153, Thm 4)")
+                 "arXiv 2306.08153; jax_privacy's amplified_bandmf_event)")
 SRC_DOMINANCE = ("matrix mechanism by noise dominance: DP-SGD at sigma / ||C||_2 under the "
                  "same cyclic Poisson sampling, Poisson over ceil(T/k) rounds "
                  "(post-processing; cycle_length < bands)")
@@ -357,7 +358,7 @@ def _applies_cyclic(run) -> bool:
 @run_accountant(
     _NAME, applies=_applies_cyclic,
     description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or DP-SGD: Poisson "
-    "over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023, Thm 4); "
+    "over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023); "
     "noise dominance at sigma / ||C||_2 when k < bands",
     capabilities=("pld", "grid_step"),
 )
