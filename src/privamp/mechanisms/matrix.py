@@ -77,8 +77,9 @@ class MatrixMechanism:
             strategy (``C[i, j] = c_{i-j}`` for ``0 <= i - j < b``; any number of steps), or a
             dense square lower-triangular matrix (exactly that many steps).
         sigma: the noise multiplier (> 0): the noise's standard deviation is ``sigma * clip``.
-        clip: the l2 clipping norm of each example's gradient per step (> 0); under
-            substitution use ``2 * clip`` as elsewhere in privamp.
+        clip: the l2 clipping norm of each example's gradient per step (> 0).  The
+            accountants take two neighbouring examples' gradients ``clip`` apart under
+            add/remove and zero-out, ``2 * clip`` under substitution (both examples present).
 
     Raises:
         ValueError: a strategy that is not lower-triangular, not invertible, not finite, or a
@@ -109,6 +110,32 @@ class MatrixMechanism:
         if arr.ndim != 1:
             raise ValueError(f"coefficients must be 1-D, got shape {arr.shape}")
         return cls(arr, sigma, clip)
+
+    @classmethod
+    def sqrt_toeplitz(cls, sigma: float, bands: int | None = None, clip: float = 1.0,
+                      steps: int | None = None) -> MatrixMechanism:
+        """The square root of the prefix-sum matrix, ``c_k = binom(2k, k) / 4^k``
+        (``C^2 = A``, the lower-triangular all-ones matrix; Fichtenberger, Henzinger, Upadhyay
+        2023, arXiv 2202.11205; Kalinin & Lampert 2024, arXiv 2405.13763), truncated to its
+        first ``bands`` coefficients (banded square root).
+
+        Args:
+            sigma: the noise multiplier (> 0).
+            bands: the number of coefficients kept (default ``steps``: the full square root).
+            clip: the clipping norm (> 0).
+            steps: the run's number of steps, used when ``bands`` is None.
+
+        Raises:
+            ValueError: neither bands nor steps given, or not a positive integer.
+        """
+        if bands is None:
+            if steps is None:
+                raise ValueError("give bands (or steps, for the full square root)")
+            bands = steps
+        b = check_int("bands", bands, minimum=1, maximum=10**7)
+        k = np.arange(1, b)
+        coef = np.concatenate(([1.0], np.cumprod((2 * k - 1) / (2 * k))))
+        return cls(coef, sigma, clip)
 
     # -- structure ----------------------------------------------------------------------
     @property
