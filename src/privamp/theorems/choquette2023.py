@@ -351,13 +351,14 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
 
 def _applies_cyclic(run) -> bool:
     return (isinstance(run.scheme, CyclicPoisson)
-            and isinstance(run.mechanism, (MatrixMechanism, Gaussian))
-            and isinstance(run.relation, _RELATIONS))
+            and isinstance(run.mechanism, (MatrixMechanism, Mechanism))
+            and isinstance(run.relation, _RELATIONS) and run.relation.group == 1
+            and run.scheme.refusal(run.relation) is None)
 
 
 @run_accountant(
     _NAME, applies=_applies_cyclic,
-    description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or DP-SGD: Poisson "
+    description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or one-release noise: Poisson "
     "over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023); "
     "noise dominance at sigma / ||C||_2 when k < bands",
     capabilities=("pld", "grid_step"),
@@ -372,7 +373,8 @@ def _applies_plain(run) -> bool:
         return False
     if isinstance(run.scheme, Deterministic):
         return isinstance(run.relation, (ZeroOut, Substitution))
-    return isinstance(run.scheme, CyclicPoisson) and isinstance(run.relation, _RELATIONS)
+    return (isinstance(run.scheme, CyclicPoisson) and isinstance(run.relation, _RELATIONS)
+            and run.relation.group == 1 and run.scheme.refusal(run.relation) is None)
 
 
 @run_accountant(

@@ -75,7 +75,7 @@ def test_random_partition_gives_no_lower_bound():
 
 def test_equal_split_refuses_add_remove():
     m = pa.MatrixMechanism.banded([1.0, 0.5], sigma=1.0)
-    with pytest.raises(pa.NotApplicable, match="equal-split"):
+    with pytest.raises(pa.NotApplicable):
         pa.Training(m, pa.CyclicPoisson(0.2, 2), steps=20, relation=pa.AddRemove()).epsilon(
             DELTA)
 
