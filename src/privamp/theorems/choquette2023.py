@@ -358,8 +358,8 @@ def _applies_cyclic(run) -> bool:
 
 @run_accountant(
     _NAME, applies=_applies_cyclic,
-    description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or one-release noise: Poisson "
-    "over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023); "
+    description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or one-release "
+    "noise: Poisson over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023); "
     "noise dominance at sigma / ||C||_2 when k < bands",
     capabilities=("pld", "grid_step"),
 )
