@@ -83,3 +83,32 @@ def test_operator_norm_bound(coef):
     w = np.linspace(0, 2 * np.pi, 100001)
     symbol = np.abs(np.polyval(np.array(coef)[::-1], np.exp(1j * w))).max()
     assert symbol <= big <= symbol * (1 + 1e-3)
+
+
+def test_sqrt_toeplitz_squares_to_prefix_sum():
+    from math import comb
+
+    m = pa.MatrixMechanism.sqrt_toeplitz(1.0, steps=12)
+    c = m.matrix(12)
+    np.testing.assert_allclose(c @ c, np.tril(np.ones((12, 12))), atol=1e-13)
+    np.testing.assert_allclose(m.strategy, [comb(2 * k, k) / 4 ** k for k in range(12)],
+                               rtol=1e-14)
+    assert pa.MatrixMechanism.sqrt_toeplitz(1.0, bands=3).bands == 3
+    with pytest.raises(ValueError, match="bands"):
+        pa.MatrixMechanism.sqrt_toeplitz(1.0)
+
+
+def test_aligned_norm_and_vectorised_gram_against_dense():
+    rng = np.random.default_rng(0)
+    coef = rng.normal(size=6)
+    coef[0] = 1.0
+    m = pa.MatrixMechanism.banded(coef, sigma=1.0, clip=0.7)
+    T = 15
+    c = m.matrix(T)
+    for _ in range(20):
+        pi = sorted(rng.choice(T, size=rng.integers(1, T), replace=False).tolist())
+        cols = c[:, pi]
+        assert m.sensitivity(pi, T) == pytest.approx(0.7 * np.sqrt(np.abs(cols.T @ cols).sum()),
+                                                     rel=1e-12)
+        assert m.aligned_norm(pi, T) == pytest.approx(0.7 * np.linalg.norm(cols.sum(axis=1)),
+                                                      rel=1e-12)

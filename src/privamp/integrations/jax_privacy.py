@@ -26,9 +26,9 @@ Strategies (``jax_privacy.batch_selection``) and their privamp schemes:
   ``n // k``, ``n mod k`` examples never used) is ``Shuffle(n // k, n, drop_last=True,
   persistent=True)`` when ``n mod k < n // k``.
 - ``CyclicPoissonSampling(p < 1, T, cycle_length=k > 1)`` (amplified BandMF's sampler):
-  ``NotApplicable``.  jax_privacy's DP-SGD accounting conditions on the example's group
-  (Poisson(p) over ceil(T / k) rounds): an upper bound, but the group is secret, so that
-  run's lower bound would not be realised by the real sampler.
+  :class:`~privamp.CyclicPoisson` ``(p, k, partition)``.  Its accountant conditions on the
+  example's group (Poisson(p) over ceil(T / k) rounds, as jax_privacy does): an upper bound;
+  the group is secret, so no lower bound is claimed.  Truncation: refused by the accountant.
 - ``BallsInBinsSampling(T, k)``: ``PersistentBallsInBins(k)``.
 - ``BMinSepSampling(1, T, b, warm_start=True)`` (no truncation): ``PersistentBallsInBins(b)``
   (jax_privacy's docstring: the reduction to balls-in-bins); other b-min-sep samplers:
@@ -40,10 +40,11 @@ Strategies (``jax_privacy.batch_selection``) and their privamp schemes:
   user's examples (its row) are clipped together: one user is one record of the privamp run
   (user-level privacy).
 
-Configurations: ``BandMFExecutionPlanConfig`` with one band (DP-SGD) and a ``DPExecutionPlan``
+Configurations: ``BandMFExecutionPlanConfig`` (one band: DP-SGD; b > 1 bands:
+``Training(MatrixMechanism(strategy, nm * sensitivity * ||strategy||), CyclicPoisson(p, b,
+partition), steps=iterations)``, amplified BandMF) and a ``DPExecutionPlan``
 built from one; ``accounting.DpParams`` (with its number of updates; noise and batch-size
 schedules become phases composed with ``privamp.compose``); ``keras_api.DPKerasConfig``.
-BandMF with more than one band (correlated noise: a matrix mechanism) raises ``NotApplicable``.
 
 Noise.  ``noise_multiplier`` of a strategy is privamp's: the noise standard deviation in units
 of the clipping norm C, the sensitivity being C under add/remove and zero-out and 2C under
@@ -68,6 +69,8 @@ from .._validation import check_int
 from ..accounting.training import Training
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.matrix import MatrixMechanism
+from ..sampling.cyclic import CyclicPoisson
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import (
     PersistentBallsInBins,
@@ -125,13 +128,7 @@ def _cyclic_poisson(s: Any, n: int | None) -> Scheme:
             return Poisson(p)
         return TruncatedPoisson(p, m, _size(n, "truncated Poisson sampling"))
     if p < 1 or m is not None:
-        what = f"sampling_prob={p} < 1" if p < 1 else f"truncated_batch_size={m}"
-        raise NotApplicable(
-            f"CyclicPoissonSampling with cycle_length={k} > 1 and {what} (amplified BandMF's "
-            "sampler: a group kept for the run, Poisson within it) has no privamp accountant "
-            "yet; jax_privacy's own DP-SGD accounting (Poisson "
-            f"over ceil(iterations / {k}) rounds) conditions on the secret group: an upper "
-            "bound only")
+        return CyclicPoisson(p, k, _partition(s.partition_type), m)
     partition = _enum_name(s.partition_type)
     if partition == "INDEPENDENT":
         return PersistentBallsInBins(k)
@@ -145,6 +142,13 @@ def _cyclic_poisson(s: Any, n: int | None) -> Scheme:
                 "batches of n // k (needs n mod k < n // k)")
         return Shuffle(b, n, drop_last=True, persistent=True)
     raise ValueError(f"partition_type must be INDEPENDENT or EQUAL_SPLIT, got {partition}")
+
+
+def _partition(value: Any) -> str:
+    name = _enum_name(value)
+    if name not in ("EQUAL_SPLIT", "INDEPENDENT"):
+        raise ValueError(f"partition_type must be INDEPENDENT or EQUAL_SPLIT, got {name}")
+    return name.lower().replace("_", "-")
 
 
 def _b_min_sep(s: Any) -> Scheme:
@@ -290,10 +294,8 @@ def _plan_relation(relation: Any, config_accountant: Any) -> Relation:
 
 def _bandmf(config: Any, noise_multiplier: float | None, dataset_size: int | None,
             relation: Any) -> Training:
-    bands = int(np.asarray(config.strategy).size)
-    if bands > 1:
-        raise NotApplicable(f"BandMF with {bands} bands adds correlated noise across steps (a "
-                            "matrix mechanism); privamp accounts DP-SGD (one band) only")
+    strategy = np.asarray(config.strategy, dtype=float)
+    bands = int(strategy.size)
     rel = _plan_relation(relation, getattr(config, "accountant", None))
     nm = noise_multiplier if noise_multiplier is not None else config.noise_multiplier
     if nm is None:
@@ -302,8 +304,17 @@ def _bandmf(config: Any, noise_multiplier: float | None, dataset_size: int | Non
     n = dataset_size if dataset_size is not None else config.num_examples
     m = config.truncated_batch_size
     p = _rate(config.sampling_prob)
-    scheme = Poisson(p) if m is None else TruncatedPoisson(p, m, _size(n, "truncation"))
     steps = check_int("iterations", config.iterations, minimum=1)
+    if bands > 1:  # amplified BandMF: the plan's CyclicPoissonSampling(cycle_length=bands)
+        if bool(getattr(config, "column_normalize", False)):
+            raise NotApplicable("BandMF with column_normalize=True rescales the strategy's "
+                                "columns for the run's length; give the rescaled strategy")
+        part = _partition(getattr(config, "partition_type", "EQUAL_SPLIT"))
+        scheme = CyclicPoisson(p, bands, part, m)
+        # jax_privacy's noise: noise_multiplier * sensitivity * ||strategy|| (max column norm)
+        mech = MatrixMechanism(strategy, _noise(nm) * sens * float(np.linalg.norm(strategy)))
+        return Training(mech, scheme, steps=steps, relation=rel)
+    scheme = Poisson(p) if m is None else TruncatedPoisson(p, m, _size(n, "truncation"))
     return Training(Gaussian(_noise(nm) * sens, sens), scheme, steps=steps, relation=rel)
 
 
@@ -435,7 +446,7 @@ def run_from_jax_privacy(
 
     Args:
         obj: a batch-selection strategy (needs ``noise_multiplier``, see
-            :func:`run_from_strategy`); a ``BandMFExecutionPlanConfig`` with one band (its
+            :func:`run_from_strategy`); a ``BandMFExecutionPlanConfig`` (any number of bands; its
             noise multiplier, else the one its plan calibrated; relation: its accountant's); a
             ``DPExecutionPlan`` (needs ``relation``); an ``accounting.DpParams`` (needs
             ``num_updates``, see :func:`runs_from_dp_params`); a ``keras_api.DPKerasConfig``

@@ -77,8 +77,9 @@ class MatrixMechanism:
             strategy (``C[i, j] = c_{i-j}`` for ``0 <= i - j < b``; any number of steps), or a
             dense square lower-triangular matrix (exactly that many steps).
         sigma: the noise multiplier (> 0): the noise's standard deviation is ``sigma * clip``.
-        clip: the l2 clipping norm of each example's gradient per step (> 0); under
-            substitution use ``2 * clip`` as elsewhere in privamp.
+        clip: the l2 clipping norm of each example's gradient per step (> 0).  The
+            accountants take two neighbouring examples' gradients ``clip`` apart under
+            add/remove and zero-out, ``2 * clip`` under substitution (both examples present).
 
     Raises:
         ValueError: a strategy that is not lower-triangular, not invertible, not finite, or a
@@ -109,6 +110,32 @@ class MatrixMechanism:
         if arr.ndim != 1:
             raise ValueError(f"coefficients must be 1-D, got shape {arr.shape}")
         return cls(arr, sigma, clip)
+
+    @classmethod
+    def sqrt_toeplitz(cls, sigma: float, bands: int | None = None, clip: float = 1.0,
+                      steps: int | None = None) -> MatrixMechanism:
+        """The square root of the prefix-sum matrix, ``c_k = binom(2k, k) / 4^k``
+        (``C^2 = A``, the lower-triangular all-ones matrix; Fichtenberger, Henzinger, Upadhyay
+        2023, arXiv 2202.11205; Kalinin & Lampert 2024, arXiv 2405.13763), truncated to its
+        first ``bands`` coefficients (banded square root).
+
+        Args:
+            sigma: the noise multiplier (> 0).
+            bands: the number of coefficients kept (default ``steps``: the full square root).
+            clip: the clipping norm (> 0).
+            steps: the run's number of steps, used when ``bands`` is None.
+
+        Raises:
+            ValueError: neither bands nor steps given, or not a positive integer.
+        """
+        if bands is None:
+            if steps is None:
+                raise ValueError("give bands (or steps, for the full square root)")
+            bands = steps
+        b = check_int("bands", bands, minimum=1, maximum=10**7)
+        k = np.arange(1, b)
+        coef = np.concatenate(([1.0], np.cumprod((2 * k - 1) / (2 * k))))
+        return cls(coef, sigma, clip)
 
     # -- structure ----------------------------------------------------------------------
     @property
@@ -174,6 +201,42 @@ class MatrixMechanism:
         last = np.minimum(self.strategy.size, steps - t) - 1
         return np.sqrt(sq[last])
 
+    def _gram_sums(self, participations: Sequence[int], steps: int) -> tuple[float, float]:
+        """(sum |G[s, t]|, sum G[s, t]) over s, t in the participations, G = C^T C (per unit
+        of clip).  Toeplitz: only lags below the band count (other entries are 0), each
+        ``<C e_s, C e_t> = sum_{i < n} c_i c_{i + t - s}`` with ``n = min(b - (t - s), T - t)``
+        (rows below T), from the cumulative sums of the lag's products."""
+        steps = self.check_steps(steps)
+        pi = np.asarray(sorted(participations), dtype=np.int64)
+        if pi.size == 0:
+            return 0.0, 0.0
+        if pi[0] < 0 or pi[-1] >= steps or np.any(np.diff(pi) == 0):
+            raise ValueError(f"participations must be distinct steps in [0, {steps}), got "
+                             f"{list(participations)}")
+        if not self.toeplitz:
+            cols = self.strategy[:, pi]
+            gram = cols.T @ cols
+            return float(np.sum(np.abs(gram))), float(np.sum(gram))
+        c = self.strategy
+        b = c.size
+        diag = float(np.sum(self.column_norms(steps)[pi] ** 2))
+        # all pairs i < j with pi[j] - pi[i] < b
+        hi = np.searchsorted(pi, pi + b, side="left")
+        counts = hi - np.arange(pi.size) - 1
+        if not np.any(counts > 0):
+            return diag, diag
+        first = np.repeat(np.arange(pi.size), counts)
+        offs = np.arange(first.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        second = first + 1 + offs
+        lag = pi[second] - pi[first]
+        n = np.minimum(b - lag, steps - pi[second])
+        vals = np.empty(lag.size)
+        for L in np.unique(lag):
+            at = lag == L
+            cum = np.concatenate(([0.0], np.cumsum(c[: b - L] * c[L:])))
+            vals[at] = cum[n[at]]
+        return diag + 2.0 * float(np.sum(np.abs(vals))), diag + 2.0 * float(np.sum(vals))
+
     def sensitivity(self, participations: Sequence[int], steps: int) -> float:
         """Largest l2 change of the release when one example's clipped gradients enter the
         steps ``participations``: ``clip * sqrt(sum_{s,t} |G[s, t]|)`` with ``G = C^T C``
@@ -182,29 +245,17 @@ class MatrixMechanism:
         Raises:
             ValueError: a step outside [0, steps) or repeated.
         """
-        steps = self.check_steps(steps)
-        pi = np.asarray(sorted(participations), dtype=np.int64)
-        if pi.size == 0:
-            return 0.0
-        if pi[0] < 0 or pi[-1] >= steps or np.any(np.diff(pi) == 0):
-            raise ValueError(f"participations must be distinct steps in [0, {steps}), got "
-                             f"{list(participations)}")
-        if self.toeplitz:
-            total = 0.0
-            c = self.strategy
-            for i, s in enumerate(pi):
-                for t in pi[i:]:
-                    # <C e_s, C e_t> for t >= s: sum_k c_k c_{k + t - s} over rows < T
-                    lag = int(t - s)
-                    n = min(c.size - lag, steps - int(t))
-                    if n <= 0:
-                        continue
-                    g = float(np.dot(c[:n], c[lag:lag + n]))
-                    total += abs(g) * (1.0 if lag == 0 else 2.0)
-            return self.clip * math.sqrt(total)
-        cols = self.strategy[:, pi]
-        gram = cols.T @ cols
-        return self.clip * math.sqrt(float(np.sum(np.abs(gram))))
+        return self.clip * math.sqrt(self._gram_sums(participations, steps)[0])
+
+    def aligned_norm(self, participations: Sequence[int], steps: int) -> float:
+        """The change of the release when the example's gradients are all ``clip * u`` for
+        one unit vector u: ``clip * ||sum_{t in pi} C e_t|| = clip * sqrt(sum G[s, t])``
+        (realised; equal to :meth:`sensitivity` when G >= 0 on the participations).
+
+        Raises:
+            ValueError: a step outside [0, steps) or repeated.
+        """
+        return self.clip * math.sqrt(max(self._gram_sums(participations, steps)[1], 0.0))
 
     def operator_norm_bound(self, steps: int) -> float:
         """A certified upper bound on the spectral norm ||C||_2 of the T x T strategy.

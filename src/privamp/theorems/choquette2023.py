@@ -1,0 +1,395 @@
+"""Amplified banded matrix factorisation (Choquette-Choo, Ganesh, McKenna, McMahan, Rush,
+Thakurta, Xu 2023, "(Amplified) Banded Matrix Factorization: A unified approach to private
+training", arXiv 2306.08153, Sec. 4) and the unamplified matrix mechanism.
+
+Notation: :class:`~privamp.MatrixMechanism` releases ``C x + sigma clip z`` (C lower-triangular
+T x T with b bands, x the per-step sums of gradients clipped to ``clip``); ``n_t = ||C e_t||``
+its column norms; ``d`` the distance of two neighbouring examples' gradients in units of
+``clip`` (1 under add/remove and zero-out, 2 under substitution).
+
+*Theorem (b-min-sep reduction; Choquette-Choo et al. 2023; jax_privacy's
+``amplified_bandmf_event``).*  Under
+:class:`~privamp.CyclicPoisson` ``(p, k)`` with ``k >= b``, one example's run is dominated by
+Poisson-subsampled DP-SGD at rate p over ``R = ceil(T / k)`` rounds with Gaussian shift
+``d max_t n_t / sigma`` (noise multiplier ``sigma / max_t n_t``, jax_privacy's
+``amplified_bandmf_event`` with the strategy column-normalised).
+
+*Proof.*  Let the example x be in group j; it can only enter the steps
+``S_j = {j, j + k, ...}`` (at most R of them).  Column t of C is supported on the rows
+``B_t = {t, ..., t + b - 1}``; for s < t in S_j, t - s >= k >= b, so the blocks B_t (t in
+S_j) are disjoint and no row outside them involves x.  Process the rows in order.  Row i's
+mean is ``sum_{s <= i} C[i, s] x_s``; the other examples' gradients x_s are chosen
+adaptively from the rows before (the same function under both neighbours), and x's own
+contribution to row i is ``1[x in batch t] C[i, t] g_t`` with t the step of S_j whose block
+holds i (none outside the blocks).  Subtracting the others' part (a bijection of the output
+given the past, the same under both datasets) leaves, for each block B_t, the pair
+``I_t C[B_t, t] g_t + sigma clip z`` vs ``sigma clip z`` (I_t ~ Bernoulli(p), independent
+across steps and of everything else): one Poisson-subsampled Gaussian step of shift at most
+``d n_t / sigma`` (under substitution the Poisson substitution pair of distance d n_t), chosen
+adaptively; rows outside the blocks are identical under both.  Adaptive composition gives
+|S_j| <= R such steps, each dominated by the one of shift ``d max n_t / sigma``.  The
+partition (random or not) is independent of the data: the run's output is a mixture over
+x's group with the same weights under both neighbours, and by joint convexity of the
+hockey-stick divergence the worst group bounds it.  QED.
+
+*Lower bound (realised pair).*  When x's group is public (``partition="fixed"``, or
+k = 1) take x in group 0 (R steps), gradients ``clip u`` for a fixed unit vector u and the
+other examples' gradients 0: the queries are non-adaptive and the run is exactly the R-fold
+product of Poisson-subsampled Gaussians of shifts ``d n_t / sigma``, t in S_0; adding noise
+(post-processing) lowers each to ``d min_{t in S_0} n_t / sigma``.  So Poisson DP-SGD at that
+shift over R rounds is a certified lower bound, equal to the upper bound when the columns of
+S_0 have the largest norm (a Toeplitz strategy with T a multiple of k: *exact*).  Under a
+random partition x's group is a secret mixture; no lower bound is claimed.
+
+*Noise dominance (k < b).*  ``C x + sigma z`` is a post-processing of DP-SGD
+``x + (sigma / ||C||_2) z'`` on the same batches (multiply by C, add independent noise of
+covariance ``sigma^2 (I - C C^T / ||C||_2^2)``, drawn row by row: the adversary's extra
+randomness); DP-SGD under cyclic Poisson is Poisson over R rounds.  Upper bound only.  The
+reduction above does *not* hold for k < b: x's columns overlap.
+
+*Unamplified (Gaussian at the strategy's sensitivity).*  When an example's participation
+pattern pi is fixed by its position (deterministic batches: ``{t, t + E, ...}``; cyclic
+Poisson with p = 1: its group's steps) the run is the Gaussian mechanism with shift
+``d sens(pi) / (sigma clip)`` where ``sens`` is :meth:`~privamp.MatrixMechanism.sensitivity`
+(Cauchy-Schwarz; the output shifts by ``sum_{t in pi} C e_t g_t``), maximised over the
+patterns.  It is realised (exact) when the Gram matrix ``C^T C`` is entrywise >= 0 on the
+worst pattern (aligned gradients); otherwise the larger of the aligned-gradient norm and the
+orthogonal-gradient norm ``sqrt(sum n_t^2)`` (gradients in orthogonal directions) is a
+certified lower bound.  For a random partition (p = 1, not ``"fixed"``): upper bound only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from ..accountants.grid import auto_grid
+from ..errors import NotApplicable
+from ..mechanisms.base import Mechanism
+from ..mechanisms.gaussian import Gaussian
+from ..mechanisms.matrix import MatrixMechanism
+from ..numerics.arrays import shaped
+from ..pairs.mechanism_pairs import GaussianPair
+from ..pld.discretise import discretise
+from ..pld.grid import zero_pld
+from ..pld.two_sided import TwoSidedPLD
+from ..results import Bound
+from ..sampling.cyclic import CyclicPoisson
+from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from ..sampling.schemes import Deterministic, Poisson
+from .chua2024.deterministic import gauss_delta, gauss_epsilon
+from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
+
+__all__ = [
+    "SRC_AMPLIFIED",
+    "SRC_DOMINANCE",
+    "SRC_UNAMPLIFIED",
+    "PoissonRun",
+    "amplified_runs",
+    "DelegatedAnalysis",
+    "GaussianShiftAnalysis",
+    "unamplified_shifts",
+]
+
+SRC_AMPLIFIED = ("amplified BandMF: b-min-sep reduction to Poisson DP-SGD over ceil(T/k) "
+                 "rounds at sigma / max column norm (Choquette-Choo et al. 2023, "
+                 "arXiv 2306.08153; jax_privacy's amplified_bandmf_event)")
+SRC_DOMINANCE = ("matrix mechanism by noise dominance: DP-SGD at sigma / ||C||_2 under the "
+                 "same cyclic Poisson sampling, Poisson over ceil(T/k) rounds "
+                 "(post-processing; cycle_length < bands)")
+SRC_UNAMPLIFIED = ("matrix mechanism without amplification: the Gaussian mechanism at the "
+                   "strategy's sensitivity over the participation pattern (Choquette-Choo "
+                   "et al. 2023, arXiv 2306.08153, Sec. 2)")
+
+_NAME = "amplified-bandmf"
+_RELATIONS = (AddRemove, ZeroOut, Substitution)
+
+
+@dataclass(frozen=True)
+class PoissonRun:
+    """The Poisson DP-SGD run ``Training(mechanism, Poisson(rate), steps, relation)``, as the
+    registered accountants read it (the theorems layer sits below
+    :class:`~privamp.Training`)."""
+
+    mechanism: Mechanism
+    scheme: Poisson
+    steps: int
+    relation: Relation
+    epochs: float | None = None
+
+
+def _distance(relation: Relation) -> float:
+    return 2.0 if isinstance(relation, Substitution) else 1.0
+
+
+def _check_run(run) -> tuple[CyclicPoisson, Relation]:
+    scheme, rel = run.scheme, run.relation
+    why = scheme.refusal(rel)
+    if why is not None:
+        raise NotApplicable(why)
+    if rel.group != 1:
+        raise NotApplicable(f"the matrix-mechanism accountants cover one example (group 1), "
+                            f"got group={rel.group}")
+    return scheme, rel
+
+
+def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
+    """The Poisson runs bounding a cyclic Poisson run above and below (see the module
+    docstring), and the source of the upper one.
+
+    Args:
+        run: a Training with a :class:`~privamp.CyclicPoisson` scheme and a
+            :class:`~privamp.MatrixMechanism` or a (one-release) mechanism.
+
+    Returns:
+        ``(upper, lower, source)``; ``lower`` is None when the example's group is secret or
+        the bound is the noise-dominance one; it is ``upper`` itself when exact.
+
+    Raises:
+        NotApplicable: truncation with ``cycle_length > 1``, add/remove under
+            ``"equal-split"`` groups, a group of several examples.
+    """
+    scheme, rel = _check_run(run)
+    if scheme.truncated_batch_size is not None and scheme.cycle_length > 1:
+        raise NotApplicable("CyclicPoisson with truncated_batch_size and cycle_length > 1: the "
+                            "truncated reduction needs the group sizes (jax_privacy's "
+                            "largest_group_size); not implemented")
+    if scheme.truncated_batch_size is not None:
+        raise NotApplicable("CyclicPoisson(cycle_length=1) with truncated_batch_size: use "
+                            "TruncatedPoisson(rate, max_batch_size, dataset_size)")
+    rounds, mech, poisson = scheme.rounds(run.steps), run.mechanism, Poisson(scheme.rate)
+    if not isinstance(mech, MatrixMechanism):
+        one = PoissonRun(mech, poisson, rounds, rel)
+        return one, (one if scheme.group_known else None), SRC_AMPLIFIED
+    d, T = _distance(rel), run.steps
+    if mech.bands > scheme.cycle_length:
+        norm = mech.operator_norm_bound(T)
+        up = PoissonRun(Gaussian(mech.sigma, d * norm), poisson, rounds, rel)
+        return up, None, SRC_DOMINANCE
+    norms = mech.column_norms(T)
+    up = PoissonRun(Gaussian(mech.sigma, d * float(norms.max())), poisson, rounds, rel)
+    if not scheme.group_known:
+        return up, None, SRC_AMPLIFIED
+    low = float(norms[list(scheme.eligible_steps(T, 0))].min())
+    if low == float(norms.max()):
+        return up, up, SRC_AMPLIFIED
+    return up, PoissonRun(Gaussian(mech.sigma, d * low), poisson, rounds, rel), SRC_AMPLIFIED
+
+
+class _Answers:
+    """Every registered accountant applying to a :class:`PoissonRun` (built once)."""
+
+    def __init__(self, run: PoissonRun) -> None:
+        self.analyses: list[RunAnalysis] = []
+        refusals: list[NotApplicable] = []
+        for accs in ACCOUNTANTS.values():
+            for acc in accs:
+                if acc.name != _NAME and acc.applies(cast(Any, run)):
+                    try:
+                        self.analyses.append(acc.build(cast(Any, run)))
+                    except NotApplicable as exc:
+                        refusals.append(exc)
+        if not self.analyses:
+            raise refusals[0] if refusals else NotApplicable(
+                f"no accountant handles the equivalent Poisson run {run}")
+
+    def ask(self, x: np.ndarray, which: str, upper: bool) -> tuple[np.ndarray, str] | None:
+        found = []
+        for an in self.analyses:
+            try:
+                pair = getattr(an, which)(x)
+            except NotApplicable:
+                continue
+            b = pair[0 if upper else 1]
+            if b is not None:
+                found.append(b)
+        if not found:
+            return None
+        vals = np.array([np.ravel(np.asarray(b.value, dtype=float)) for b in found])
+        idx = np.argmin(vals, axis=0) if upper else np.argmax(vals, axis=0)
+        best = vals[idx, np.arange(vals.shape[1])]
+        return best, "; ".join(dict.fromkeys(found[i].source for i in np.unique(idx)))
+
+    def pld_analysis(self) -> RunAnalysis:
+        for an in self.analyses:
+            if type(an).pld is not RunAnalysis.pld:
+                return an
+        raise NotApplicable("no PLD accountant handles the equivalent Poisson run")
+
+
+class DelegatedAnalysis(RunAnalysis):
+    """Bounds of a run from the Poisson runs bounding it (:func:`amplified_runs`): the upper
+    side of ``up``'s accountants, the lower side of ``lo``'s (None: no lower bound)."""
+
+    def __init__(self, up: PoissonRun, lo: PoissonRun | None, source: str) -> None:
+        self.up_run, self.lo_run, self.source = up, lo, source
+        self._up = _Answers(up)
+        self._lo = self._up if lo is up else (None if lo is None else _Answers(lo))
+
+    def _ask(self, x: np.ndarray, which: str) -> BoundPair:
+        tag = f" (rounds={self.up_run.steps})"
+        u = self._up.ask(x, which, True)
+        lo_pick = None if self._lo is None else self._lo.ask(x, which, False)
+        up = None if u is None else Bound(shaped(u[0], x), "upper",
+                                          f"{self.source}{tag}; {u[1]}")
+        lo = None
+        if lo_pick is not None:
+            v = lo_pick[0] if u is None else np.minimum(lo_pick[0], u[0])
+            lo = Bound(shaped(v, x), "lower", f"{SRC_AMPLIFIED}{tag}, realised pair; "
+                       f"{lo_pick[1]}")
+        return up, lo
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._ask(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._ask(epsilon, "delta")
+
+    def grid_step(self) -> float:
+        """The equivalent Poisson run's own grid step."""
+        return self._up.pld_analysis().grid_step()
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLD: pessimistic sides of the upper Poisson run's PLD, optimistic
+        sides of the lower one's (zero PLDs when there is no lower bound).
+
+        Raises:
+            NotApplicable: no PLD accountant handles the equivalent Poisson run.
+        """
+        h = self.grid_step() if h is None else float(h)
+        up = self._up.pld_analysis().pld(h)
+        if self._lo is self._up:
+            return up
+        lo = None if self._lo is None else self._lo.pld_analysis().pld(h)
+        dirs = []
+        for i, (p, _) in enumerate(up.directions):
+            o = zero_pld(p.h) if lo is None else lo.directions[min(i, len(lo.directions) - 1)][1]
+            dirs.append((p, o))
+        return TwoSidedPLD(dirs)
+
+
+class GaussianShiftAnalysis(RunAnalysis):
+    """The Gaussian mechanism at shift ``s_up`` bounds the run above; the one at ``s_lo``
+    (None: no lower bound) is realised; equal: exact."""
+
+    def __init__(self, s_up: float, s_lo: float | None, note: str = "") -> None:
+        self.s_up, self.s_lo, self.note = s_up, s_lo, note
+
+    def _pair(self, x: np.ndarray, which: str) -> BoundPair:
+        f = gauss_epsilon if which == "epsilon" else gauss_delta
+        exact = self.s_lo == self.s_up
+        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if exact else "upper",
+                   f"{SRC_UNAMPLIFIED}, Gaussian shift {self.s_up:.6g}{self.note}")
+        if exact:
+            return up, up
+        if self.s_lo is None:
+            return up, None
+        lo = Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower",
+                   f"{SRC_UNAMPLIFIED}, realised shift {self.s_lo:.6g}{self.note}")
+        return up, lo
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._pair(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._pair(epsilon, "delta")
+
+    def grid_step(self) -> float:
+        """The Gaussian pair's own grid step."""
+        return auto_grid(GaussianPair(self.s_up), 1)
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """Pessimistic and optimistic discretisations of the Gaussian pairs (one symmetric
+        direction)."""
+        h = self.grid_step() if h is None else float(h)
+        p, _ = discretise(GaussianPair(self.s_up), h, optimistic=False)
+        if self.s_lo is None:
+            return TwoSidedPLD([(p, zero_pld(h))])
+        _, o = discretise(GaussianPair(self.s_lo), h, pessimistic=False)
+        return TwoSidedPLD([(p, o)])
+
+
+def _patterns(run) -> tuple[list[list[int]], bool]:
+    """The participation patterns of the run (one per batch position) and whether the
+    example's position is public."""
+    T, sch = run.steps, run.scheme
+    if isinstance(sch, Deterministic):
+        E = sch.steps_per_epoch
+        return [list(range(t, T, E)) for t in range(min(E, T))], True
+    return [list(sch.eligible_steps(T, j)) for j in range(min(sch.cycle_length, T))], \
+        sch.group_known
+
+
+def unamplified_shifts(run) -> tuple[float, float | None]:
+    """Gaussian shifts (upper, realised lower or None) of a matrix-mechanism run whose
+    participation patterns are fixed by the example's position (see the module docstring).
+
+    Args:
+        run: a Training with a MatrixMechanism under Deterministic or CyclicPoisson.
+
+    Returns:
+        ``(s_up, s_lo)`` in noise units.
+    """
+    mech, T = run.mechanism, run.steps
+    d = _distance(run.relation)
+    patterns, known = _patterns(run)
+    sens = [mech.sensitivity(pi, T) for pi in patterns]
+    worst = int(np.argmax(sens))
+    scale = d / (mech.sigma * mech.clip)
+    s_up = sens[worst] * scale
+    if not known or (isinstance(run.scheme, CyclicPoisson) and run.scheme.rate < 1):
+        return s_up, None
+    pi = patterns[worst]
+    norms = mech.column_norms(T)[pi] * mech.clip
+    aligned = mech.aligned_norm(pi, T)
+    s_lo = max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale
+    return s_up, (s_up if s_lo >= s_up else s_lo)
+
+
+def _applies_cyclic(run) -> bool:
+    return (isinstance(run.scheme, CyclicPoisson)
+            and isinstance(run.mechanism, (MatrixMechanism, Mechanism))
+            and isinstance(run.relation, _RELATIONS) and run.relation.group == 1
+            and run.scheme.refusal(run.relation) is None)
+
+
+@run_accountant(
+    _NAME, applies=_applies_cyclic,
+    description="cyclic Poisson (b-min-sep) with a banded matrix mechanism or one-release "
+    "noise: Poisson over ceil(T/k) rounds at sigma / max column norm (Choquette-Choo et al. 2023); "
+    "noise dominance at sigma / ||C||_2 when k < bands",
+    capabilities=("pld", "grid_step"),
+)
+def _build_amplified(run) -> RunAnalysis:
+    up, lo, source = amplified_runs(run)
+    return DelegatedAnalysis(up, lo, source)
+
+
+def _applies_plain(run) -> bool:
+    if not isinstance(run.mechanism, MatrixMechanism):
+        return False
+    if isinstance(run.scheme, Deterministic):
+        return isinstance(run.relation, (ZeroOut, Substitution))
+    return (isinstance(run.scheme, CyclicPoisson) and isinstance(run.relation, _RELATIONS)
+            and run.relation.group == 1 and run.scheme.refusal(run.relation) is None)
+
+
+@run_accountant(
+    "matrix-gaussian", applies=_applies_plain,
+    description="matrix mechanism without amplification: the Gaussian at the strategy's "
+    "sensitivity over the worst participation pattern (deterministic batches, cyclic groups)",
+    capabilities=("pld", "grid_step"),
+)
+def _build_plain(run) -> RunAnalysis:
+    if isinstance(run.scheme, CyclicPoisson):
+        _check_run(run)
+    elif run.relation.group != 1:
+        raise NotApplicable(f"the matrix-mechanism accountants cover one example (group 1), "
+                            f"got group={run.relation.group}")
+    s_up, s_lo = unamplified_shifts(run)
+    if not (math.isfinite(s_up) and s_up > 0):
+        raise NotApplicable(f"the run's Gaussian shift must be finite and > 0, got {s_up}")
+    return GaussianShiftAnalysis(s_up, s_lo)
