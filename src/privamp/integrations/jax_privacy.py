@@ -314,8 +314,8 @@ def _bandmf(config: Any, noise_multiplier: float | None, dataset_size: int | Non
         # jax_privacy's noise: noise_multiplier * sensitivity * ||strategy|| (max column norm)
         mech = MatrixMechanism(strategy, _noise(nm) * sens * float(np.linalg.norm(strategy)))
         return Training(mech, scheme, steps=steps, relation=rel)
-    scheme = Poisson(p) if m is None else TruncatedPoisson(p, m, _size(n, "truncation"))
-    return Training(Gaussian(_noise(nm) * sens, sens), scheme, steps=steps, relation=rel)
+    plain: Scheme = Poisson(p) if m is None else TruncatedPoisson(p, m, _size(n, "truncation"))
+    return Training(Gaussian(_noise(nm) * sens, sens), plain, steps=steps, relation=rel)
 
 
 def _execution_plan(plan: Any, noise_multiplier: float | None, dataset_size: int | None,
