@@ -326,9 +326,9 @@ def _applies(run) -> bool:
     mech = run.mechanism
     if not (
         isinstance(run.scheme, Poisson)
-        and isinstance(mech, (Gaussian, Laplace, RandomizedResponse))
-        and isinstance(run.relation, (AddRemove, ZeroOut))
-        and run.relation.group == 1
+        and isinstance(mech, (Gaussian, Laplace))  # (randomized response: composed exactly,
+        and isinstance(run.relation, (AddRemove, ZeroOut))  # theorems/binary_exact.py, whose
+        and run.relation.group == 1  # analysis offers this PLD for composition)
     ):
         return False
     # the single-step losses must fit the grid's range [-700, 700]

@@ -72,6 +72,7 @@ from ..results import Bound
 from ..sampling.relations import AddRemove, HybridSubstitution, Substitution, ZeroOut
 from ..sampling.schemes import Poisson
 from .balle2018.pld import FixedBatchPLDAnalysis
+from .binary_exact import BinaryExactAnalysis
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -263,7 +264,8 @@ class GroupWitnessAnalysis(RunAnalysis):
     accountant's lower side at the group rate (Laplace, randomized response)."""
 
     def __init__(self, source: str, steps: int, pair: LossPair | None = None,
-                 tv: float = 0.0, poisson: PLDAnalysis | None = None,
+                 tv: float = 0.0,
+                 poisson: PLDAnalysis | BinaryExactAnalysis | None = None,
                  sum_test: tuple[int, float, float] | None = None) -> None:
         self.source, self.steps, self.pair, self.tv = source, int(steps), pair, float(tv)
         self.poisson = poisson
@@ -445,5 +447,7 @@ def group_witness(run) -> GroupWitnessAnalysis:
                                     sum_test=(k, q, s))
     if isinstance(mech, Laplace) and mech.sensitivity / mech.scale > 600.0:
         raise NotApplicable("the group witness needs a Laplace loss range within the grid's")
-    an = PLDAnalysis(mech, group_rate(q, k), run.steps)
+    rate = group_rate(q, k)
+    an = (BinaryExactAnalysis(mech, rate, run.steps) if isinstance(mech, RandomizedResponse)
+          else PLDAnalysis(mech, rate, run.steps))
     return GroupWitnessAnalysis(SRC_RATE.format(K=k), run.steps, poisson=an)

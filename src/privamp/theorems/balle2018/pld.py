@@ -59,6 +59,7 @@ import numpy as np
 from ...accountants.grid import auto_grid
 from ...accountants.poisson import check_steps
 from ...accountants.registry import BoundPair, RunAnalysis, run_accountant
+from ...errors import NotApplicable
 from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
@@ -71,6 +72,7 @@ from ...pairs.mechanism_pairs import GaussianPair
 from ...pairs.mixtures import DisjointMixturePair, GaussianShiftMixturePair, SymmetrisedPair
 from ...pld.discretise import discretise
 from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
+from ...pld.moments import two_sided_renyi_floor
 from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
@@ -315,6 +317,32 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                                    for i in range(n)])
         return memo[h]
 
+    def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
+        """Certified lower bounds on the run's Rényi DP at orders ``alpha``
+        (:func:`privamp.pld.moments.two_sided_renyi_floor` of the lower pairs' optimistic
+        PLDs: each belongs to one pair of neighbouring datasets, within total variation
+        ``T rho`` of its truncated weights, added to its slack; data processing puts their
+        Rényi divergences below the run's), so the screening of
+        :mod:`privamp.accounting.screening` can skip the RDP accountant where it cannot win.
+
+        Raises:
+            NotApplicable: no lower pair (no realised pair of neighbours known here).
+        """
+        ups, los = self.plds
+        if not los:
+            raise NotApplicable("no realised pair of neighbours: no Rényi floor")
+        if "_floor_pld" not in self.__dict__:
+            # on at most ~4096 points (optimistic coarsening merges atoms: a
+            # post-processing, still dominated), built once: screening asks many times
+            extra = self.steps * self.rho
+            sides = []
+            for o in los:
+                c = o.coarsen(max(1, math.ceil(len(o.masses) / 4096)))
+                sides.append((ups[0], PLD(c.h, c.offset, c.masses, c.inf_mass, c.kind,
+                                          c.slack + extra)))
+            self._floor_pld = TwoSidedPLD(sides)
+        return two_sided_renyi_floor(self._floor_pld, alpha)
+
     def _upper_delta(self, e: np.ndarray) -> tuple[np.ndarray, str]:
         up = np.max([p.delta(e) for p in self.plds[0]], axis=0)
         if self._triangle is None:
@@ -380,7 +408,7 @@ def _applies(run) -> bool:
     applies=_applies,
     description="fixed-size batches without / with replacement, Poisson under substitution: "
     "Balle et al. 2018 profiles as dominating pairs, composed with two-sided PLDs",
-    capabilities=("pld", "grid_step"),
+    capabilities=("pld", "grid_step", "renyi_floor"),
 )
 def _build(run) -> FixedBatchPLDAnalysis:
     return FixedBatchPLDAnalysis(run.mechanism, run.scheme, run.relation, run.steps)
