@@ -299,11 +299,28 @@ class PLDAnalysis(RunAnalysis):
         if self.rate == 0.0:
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact", "rate 0: no privacy loss")
             return z, z
+        if which == "epsilon" and np.all(x >= self.tv_bound()):
+            z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact",
+                      "steps x one step's total variation distance <= delta: epsilon 0")
+            return z, z
         self._refine_if_deciding(x, which)
         up, lo = getattr(self._run_pld, which)(x)
         check_finite_upper(self._run_pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def tv_bound(self) -> float:
+        """An upper bound on the run's delta at epsilon 0: steps times the largest total
+        variation distance of one step's pairs (the total variation of a product is at most
+        the sum of its factors'; TV(P, Q) = delta(0) of the pair, rounded up by a relative
+        1e-9 and an absolute 1e-14 for the float error of its two tails).  Where the delta
+        asked for is at least this, epsilon is 0 (exact: delta(eps) is nonincreasing) and no
+        composition is needed (q = 1e-7, sigma 0.3, T = 10, delta = 1e-5: 0.76 s before)."""
+        if "_tv" not in self.__dict__:
+            pairs = poisson_pairs(self.mechanism, self.rate)
+            tv = max(float(np.asarray(p.delta(0.0))) for p in pairs)
+            self._tv = min(1.0, self.steps * (tv * (1.0 + 1e-9) + 1e-14))
+        return self._tv
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
         """Lower bounds on the run's Rényi DP at orders ``alpha``
