@@ -23,7 +23,7 @@ from privamp.pairs.mechanism_pairs import GaussianPair
 from privamp.pld.binning import vertex_lowering
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
-from privamp.pld.grid import PLD
+from privamp.pld.grid import PLD, zero_pld
 
 
 def gauss_delta(s: float, eps: np.ndarray) -> np.ndarray:
@@ -180,7 +180,8 @@ def test_poisson_runs_against_dp_accounting(q, sigma, T):
 
 def test_secondary_direction_is_refined_when_it_decides():
     """The add direction is composed pessimistically on a coarse grid only; if its upper
-    bound ever exceeds the remove direction's, the accountant composes it fully."""
+    bound ever exceeds the remove direction's, the accountant composes its pessimistic side
+    again on the remove direction's grid; its optimistic side only if it still decides."""
     a = PLDAnalysis(pa.Gaussian(1.0), 1e-3, 2000)
     pld = a.pld()
     assert a._partial == [1]
@@ -192,9 +193,24 @@ def test_secondary_direction_is_refined_when_it_decides():
     assert a._partial == []
     assert a.grid[1] == a.grid[0]
     p_new, o_new = pld.directions[1]
-    assert o_new.total_mass > 0.5  # a real optimistic side now
+    assert p_new.h == pld.directions[0][0].h
+    assert o_new.total_mass == 0.0  # the genuine add direction no longer decides
     # the recomputed direction is the genuine one again: below the remove direction
     assert float(p_new.epsilon(1e-5)) <= float(up.value)
+
+
+def test_refined_direction_that_still_decides_gets_its_optimistic_side():
+    """If the recomputed add direction still exceeds the others, its lower side is composed
+    too (here the remove direction is replaced by the zero PLD to force that)."""
+    a = PLDAnalysis(pa.Gaussian(1.0), 1e-3, 2000)
+    pld = a.pld()
+    h = pld.directions[0][0].h
+    pld.directions[0] = (zero_pld(h), zero_pld(h))
+    up, lo = a.epsilon(1e-5)
+    assert a._partial == []
+    p_new, o_new = pld.directions[1]
+    assert o_new.total_mass > 0.5
+    assert 0.0 < float(lo.value) <= float(up.value)
 
 
 def test_optimistic_keeps_rare_large_losses_at_tiny_rates():

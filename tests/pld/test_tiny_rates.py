@@ -238,3 +238,22 @@ def test_few_expected_hits_small_sigma_against_dp_accounting():
     assert up - lo <= 0.01 * up
     c = run.epsilon_curve(1.379e-4, [3000, 7253])
     assert float(c.lower.value[-1]) <= est <= float(c.upper.value[-1]) * (1 + 1e-5)
+
+
+def test_epsilon_zero_where_steps_times_total_variation_is_below_delta() -> None:
+    """q = 1e-7, sigma 0.3, T = 10: T q TV(N(1/0.3, 1), N(0, 1)) ~ 1e-6 <= delta = 1e-5, so
+    epsilon is exactly 0 without composing (mpmath closed form of the TV; dp-accounting's PLD
+    also reports 0); at delta 1e-7 < T TV the shortcut does not apply."""
+    import privamp as pa
+    from privamp.accountants.poisson import PLDAnalysis
+
+    mp.mp.dps = 30
+    tv = float(10 * mp.mpf(1e-7) * mp.erf(mp.mpf(1) / (2 * mp.sqrt(2) * mp.mpf(0.3))))
+    a = PLDAnalysis(pa.Gaussian(0.3), 1e-7, 10)
+    assert tv <= a.tv_bound() <= tv * (1 + 1e-6)
+    up, lo = a.epsilon(1e-5)
+    assert up.value == 0.0 and lo.value == 0.0 and up.kind == "exact"
+    assert a._singles is None  # nothing composed
+    g = pa.Training(pa.Gaussian(0.3), pa.Poisson(1e-7), steps=10).epsilon(1e-5)
+    assert g.upper.value == 0.0
+    assert not bool(np.all(np.asarray(1e-7) >= a.tv_bound()))

@@ -1,0 +1,83 @@
+"""The FFT floor of a Poisson PLD query: the transforms its composition needs, alone.
+
+Runs the default call ``Training(Gaussian(sigma), Poisson(q), steps=T).epsilon(delta)``
+once with scipy's ``rfft`` / ``irfft`` recorded (length, dtype, input), then replays exactly
+those transforms on the same inputs, alone, and compares CPU times (``time.process_time``,
+interleaved, best of ``--repeat``): the floor, the whole query, and their ratio.
+
+    python benchmarks/floor.py [--q 0.0042667] [--sigma 1.1] [--steps 14063] [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from scipy import fft as sfft
+
+
+def record(q: float, sigma: float, steps: int, delta: float) -> list[tuple]:
+    """The (kind, input, n) of every real transform one query makes."""
+    import privamp as pa
+
+    calls: list[tuple] = []
+    rfft, irfft = sfft.rfft, sfft.irfft
+
+    def r(x, n=None, *a, **k):
+        calls.append(("r", np.array(x, copy=True), n))
+        return rfft(x, n, *a, **k)
+
+    def i(x, n=None, *a, **k):
+        calls.append(("i", np.array(x, copy=True), n))
+        return irfft(x, n, *a, **k)
+
+    sfft.rfft, sfft.irfft = r, i
+    try:
+        pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(delta)
+    finally:
+        sfft.rfft, sfft.irfft = rfft, irfft
+    return calls
+
+
+def replay(calls: list[tuple]) -> float:
+    """CPU seconds of the recorded transforms alone."""
+    t0 = time.process_time()
+    for kind, x, n in calls:
+        (sfft.rfft if kind == "r" else sfft.irfft)(x, n)
+    return time.process_time() - t0
+
+
+def query(q: float, sigma: float, steps: int, delta: float) -> float:
+    """CPU seconds of one fresh query (nothing cached between queries)."""
+    import privamp as pa
+
+    t0 = time.process_time()
+    pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(delta)
+    return time.process_time() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--q", type=float, default=256 / 60000)
+    ap.add_argument("--sigma", type=float, default=1.1)
+    ap.add_argument("--steps", type=int, default=14063)
+    ap.add_argument("--delta", type=float, default=1e-5)
+    ap.add_argument("--repeat", type=int, default=15)
+    a = ap.parse_args()
+    query(a.q, a.sigma, a.steps, a.delta)  # warm up (imports, scipy plans)
+    calls = record(a.q, a.sigma, a.steps, a.delta)
+    floor = whole = float("inf")
+    for _ in range(a.repeat):  # interleaved: both see the same machine load
+        floor = min(floor, replay(calls))
+        whole = min(whole, query(a.q, a.sigma, a.steps, a.delta))
+    n_ld = sum(1 for _, x, _ in calls if x.dtype == np.longdouble)
+    print(f"q={a.q:g} sigma={a.sigma:g} T={a.steps} delta={a.delta:g}")
+    print(f"transforms: {len(calls)} ({n_ld} long double), longest "
+          f"{max((n or len(x)) for _, x, n in calls)}")
+    print(f"FFT floor {floor * 1e3:.2f} ms CPU, query {whole * 1e3:.2f} ms CPU, "
+          f"ratio {whole / floor:.2f}")
+
+
+if __name__ == "__main__":
+    main()
