@@ -271,7 +271,7 @@ def test_fft_refuses_non_finite_masses():
 
 def test_balanced_iteration_near_the_lattice_limit_answers_in_seconds():
     """Before: 16-30 s (a 2^24-point long-double FFT, two per epoch).  Now the BIS PLD's
-    lattice holds 2^22 points and declines below, naming the sigma it covers; the run still
+    lattice holds 2^22 points, coarsened (a doubled step) before it declines; the run
     gets an upper bound, checked against a Monte Carlo lower bound of the realised removal
     pair (a record in one of the 3 batches, uniformly: P = mean_i N(s e_i, I), Q = N(0, I);
     delta(eps) = E_P[(1 - e^eps / L)_+] in [0, 1], Hoeffding at confidence 1 - 1e-6)."""
@@ -287,9 +287,11 @@ def test_balanced_iteration_near_the_lattice_limit_answers_in_seconds():
     x[np.arange(n), rng.integers(0, 3, n)] += s
     log_l = np.logaddexp.reduce(s * x - s * s / 2, axis=1) - math.log(3)
     mc = float(np.mean(np.maximum(0.0, -np.expm1(e - log_l))))
-    assert float(g.upper.value) >= mc - math.sqrt(math.log(1e6) / (2 * n))
-    with pytest.raises(pa.NotApplicable, match="sigma"):
-        run.delta(0.558, accountant="pld")
+    slack = math.sqrt(math.log(1e6) / (2 * n))
+    assert float(g.upper.value) >= mc - slack
+    # since the lattice's step may double up to 8 times, the BIS PLD answers here too, both sides
+    pld = run.delta(0.558, accountant="pld")
+    assert float(pld.lower.value) <= mc + slack <= float(pld.upper.value) + 2 * slack
 
 
 @pytest.mark.parametrize("scheme", [pa.WithoutReplacement(10, 100), pa.Poisson(0.1)])

@@ -287,6 +287,7 @@ class PLDAnalysis(RunAnalysis):
             step = h if one is None else one_level_optimistic_step(pair, h)
             p, o = discretise(pair, step, tail, rho_max=self._rho, pessimistic=one is None,
                               sparse_tail=sparse)
+            assert o is not None  # discretise returns the optimistic side when asked for it
             o = o.coarsen(optimistic_factor(w))
         if one is not None or not optimistic:
             p, _ = discretise(pair, h if one is None else one, self._tail, optimistic=False,
