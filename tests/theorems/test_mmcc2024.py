@@ -47,6 +47,15 @@ def test_constant_diagonal_is_dpsgd_at_scaled_sigma():
     assert got.lower.value == want.lower.value
 
 
+def test_identity_under_substitution_is_dpsgd_at_twice_the_clip():
+    # privamp's substitution convention: the Gaussian's sensitivity is 2 clip
+    got = _run(pa.MatrixMechanism.identity(1.0, clip=0.5), 0.05, 30, pa.Substitution())
+    want = _run(pa.Gaussian(0.5, 1.0), 0.05, 30, pa.Substitution())
+    g, w = got.epsilon(1e-5), want.epsilon(1e-5, accountant="pld")
+    assert g.upper.value == w.upper.value
+    assert w.lower.value <= g.lower.value <= g.upper.value
+
+
 def test_norm_of_diagonal_is_exact_and_dense_norm_certified():
     n, diag = strategy_norm(pa.MatrixMechanism.identity(1.0), 7)
     assert n == 1.0 and diag is not None

@@ -17,15 +17,17 @@ previous outputs).  This module gives
   privamp's Poisson PLD accountant (:class:`privamp.accountants.poisson.PLDAnalysis`,
   add/remove and zero-out) or Balle et al.'s Poisson-substitution PLD
   (:class:`privamp.theorems.balle2018.pld.FixedBatchPLDAnalysis`, substitution) at
-  ``Gaussian(sigma', clip)``, rate q and T steps bounds the run; only its *upper* side is
-  used (its lower side belongs to DP-SGD at sigma', not to the matrix mechanism).
+  ``Gaussian(sigma' clip, clip)`` (``2 clip`` under substitution: the two records'
+  gradients differ by up to ``2 clip``), rate q and T steps bounds the run; only its *upper*
+  side is used (its lower side belongs to DP-SGD at sigma', not to the matrix mechanism).
   ``n``: for a diagonal C (C = I, any 1-band strategy, T = 1) exactly ``max |C_tt|`` (the
   spectral norm of a diagonal matrix, no rounding), so C = I gives privamp's Poisson answer
   exactly; otherwise :meth:`MatrixMechanism.operator_norm_bound` (certified).
 * **Lower bound: realised pairs.**  D holds a record whose clipped gradient is ``clip u``
   (u a fixed unit vector) at every step it is sampled, the other records contribute 0 (or
   anything fixed); D' lacks it (add/remove), has it nulled (zero-out) or replaced by a record
-  of gradient 0 (substitution).  With theta_t ~ Bernoulli(q) i.i.d. the sampling of the
+  of gradient 0 (substitution: a valid but weaker witness than gradient ``-clip u``, whose
+  pair is not of the sum statistic's mixture-vs-Gaussian form).  With theta_t ~ Bernoulli(q) i.i.d. the sampling of the
   record, the projection of y on u is ``clip C theta + sigma clip z`` under D and
   ``sigma clip z`` under D'.
 
@@ -189,12 +191,16 @@ def sum_statistic_shift(mech: MatrixMechanism, steps: int) -> float | None:
     return s if math.isfinite(s) and s > 0.0 else None
 
 
-def _dpsgd(sigma: float, clip: float, rate: float, steps: int, relation) -> RunAnalysis:
-    """privamp's PLD analysis of DP-SGD (Gaussian(sigma, clip), Poisson(rate), steps)."""
+def _dpsgd(multiplier: float, clip: float, rate: float, steps: int, relation) -> RunAnalysis:
+    """privamp's PLD analysis of DP-SGD at noise multiplier ``multiplier`` (noise standard
+    deviation ``multiplier * clip``), Poisson(rate), ``steps`` steps: the query's sensitivity
+    is ``clip`` under add/remove and zero-out, ``2 clip`` under substitution (privamp's
+    convention: the distance between the two records' contributions)."""
+    sens = (2.0 if isinstance(relation, Substitution) else 1.0) * clip
     try:
-        mech = Gaussian(sigma, clip)
+        mech = Gaussian(multiplier * clip, sens)
     except ValueError as exc:
-        raise NotApplicable(f"DP-SGD at noise multiplier {sigma:g}: {exc}") from exc
+        raise NotApplicable(f"DP-SGD at noise multiplier {multiplier:g}: {exc}") from exc
     if isinstance(relation, Substitution):
         return FixedBatchPLDAnalysis(mech, Poisson(rate), Substitution(), steps)
     if mech.shift(1) > 25.0:
