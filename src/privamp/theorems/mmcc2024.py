@@ -27,9 +27,9 @@ previous outputs).  This module gives
   (u a fixed unit vector) at every step it is sampled, the other records contribute 0 (or
   anything fixed); D' lacks it (add/remove), has it nulled (zero-out) or replaced by a record
   of gradient 0 (substitution: a valid but weaker witness than gradient ``-clip u``, whose
-  pair is not of the sum statistic's mixture-vs-Gaussian form).  With theta_t ~ Bernoulli(q) i.i.d. the sampling of the
-  record, the projection of y on u is ``clip C theta + sigma clip z`` under D and
-  ``sigma clip z`` under D'.
+  pair is not of the sum statistic's mixture-vs-Gaussian form).  With theta_t ~ Bernoulli(q)
+  i.i.d. the sampling of the record, the projection of y on u is
+  ``clip C theta + sigma clip z`` under D and ``sigma clip z`` under D'.
 
   - *Sum statistic.*  For any fixed vector w, ``S = w^T y_u`` is a post-processing, so any
     threshold test on it lower-bounds the run's hockey-stick divergence.  With
