@@ -223,3 +223,24 @@ def test_refusals():
         _run(mech, 0.05, 20, pa.AddRemove(group=2)).epsilon(1e-5)
     with pytest.raises(NotApplicable):  # the dominating DP-SGD shift is above 25
         _run(pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 0.01), 0.05, 20).epsilon(1e-5)
+
+
+def test_sum_statistic_lower_matches_exact_profile_of_the_statistic():
+    """The statistic's pair sum_n Binom(T, q)_n N(n mu, 1) vs N(0, 1), mu = 1 / (sigma ||w||),
+    w = C^-T 1 (dense LU), has a monotone likelihood ratio: its exact delta (mpmath) is the
+    threshold test the lower bound evaluates, so the two agree closely (and the bound is
+    below)."""
+    T, q, sigma, eps = 100, 0.01, 1.0, 2.0
+    mech = pa.MatrixMechanism.banded(SQRT_TOEPLITZ, sigma)
+    w = np.linalg.solve(mech.matrix(T).T, np.ones(T))
+    mp.mp.dps = 40
+    mu = 1 / (mp.mpf(sigma) * mp.sqrt(mp.fsum(mp.mpf(x) ** 2 for x in w)))
+    pmf = [mp.binomial(T, n) * mp.mpf(q) ** n * (1 - mp.mpf(q)) ** (T - n) for n in range(T + 1)]
+    loss = lambda x: mp.log(mp.fsum(p * mp.e ** (n * mu * x - (n * mu) ** 2 / 2)  # noqa: E731
+                                    for n, p in enumerate(pmf)))
+    x = mp.findroot(lambda x: loss(x) - eps, (mp.mpf(-50), mp.mpf(200)), solver="bisect")
+    exact = (mp.fsum(p * mp.ncdf(n * mu - x) for n, p in enumerate(pmf))
+             - mp.e ** eps * mp.ncdf(-x))
+    lower = _run(mech, q, T).delta(eps).lower.value
+    assert lower <= float(exact) * (1 + 1e-9)
+    assert lower >= float(exact) * (1 - 1e-5)
