@@ -166,10 +166,15 @@ def test_two_steps_brackets_exact(eps):
 
 # -- T = 6: Monte Carlo of the realised pair ----------------------------------------------
 @pytest.mark.slow
-def test_lower_bound_below_monte_carlo_of_realised_pair():
-    T, q, sigma, n = 6, 0.2, 0.7, 100_000
-    mech = pa.MatrixMechanism.banded(SQRT_TOEPLITZ, sigma)
-    c = mech.matrix(T)
+@pytest.mark.parametrize("coef,sigma,alternate", [
+    (SQRT_TOEPLITZ, 0.7, False),  # witness gradient +clip u
+    ([1.0, -0.9], 0.6, True),     # witness gradient (-1)^t clip u (its statistic is the best)
+])
+def test_lower_bound_below_monte_carlo_of_realised_pair(coef, sigma, alternate):
+    T, q, n = 6, 0.2, 100_000
+    mech = pa.MatrixMechanism.banded(coef, sigma)
+    signs = (-1.0) ** np.arange(T) if alternate else np.ones(T)
+    c = mech.matrix(T) * signs[None, :]  # the witness's gradient at step t is signs[t] clip u
     thetas = np.array(list(itertools.product((0, 1), repeat=T)), dtype=float)
     means = thetas @ c.T  # (64, T)
     logw = thetas.sum(1) * math.log(q) + (T - thetas.sum(1)) * math.log1p(-q)
@@ -186,6 +191,14 @@ def test_lower_bound_below_monte_carlo_of_realised_pair():
         assert d.lower.value <= mean + 5 * se
         assert d.upper.value >= mean - 5 * se
         assert d.lower.value > 0.2 * mean  # and not vacuous
+
+
+def test_alternating_witness_helps_alternating_strategies():
+    mech = pa.MatrixMechanism.banded([1.0, -0.9], 1.0)
+    plain, alt = sum_statistic_shift(mech, 200), sum_statistic_shift(mech, 200, alternate=True)
+    flipped = sum_statistic_shift(pa.MatrixMechanism.banded([1.0, 0.9], 1.0), 200)
+    assert alt == flipped  # D C D of [1, -0.9] is [1, 0.9]
+    assert alt > 10 * plain
 
 
 # -- the banded sqrt-Toeplitz strategy: a consistent interval ---------------------------
