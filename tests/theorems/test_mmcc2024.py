@@ -218,16 +218,26 @@ def test_substitution_and_zero_out_answer():
         assert 0 < g.lower.value <= g.upper.value
 
 
-def test_pld_capability_drops_lower_side_unless_dpsgd():
+def test_pld_capability_keeps_no_lower_side_unless_dpsgd():
     an = MatrixPoissonAnalysis(pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 1.0), 0.05, 20,
                                pa.AddRemove())
     two = an.pld(an.grid_step())
-    for p, o in two.directions:
-        assert float(np.asarray(o.delta(np.array([0.0])))[0]) == 0.0
+    for p, o in two.directions:  # the identity pair: delta(eps) = 0 for eps >= 0
+        assert float(np.asarray(o.delta(np.array([0.0, 1.0])))[0]) == 0.0
         assert float(np.asarray(p.delta(np.array([0.0])))[0]) > 0.0
     exact = MatrixPoissonAnalysis(pa.MatrixMechanism.identity(1.0), 0.05, 20, pa.AddRemove())
     assert any(float(np.asarray(o.delta(np.array([0.0])))[0]) > 0
                for _, o in exact.pld(exact.grid_step()).directions)
+
+
+def test_compose_with_dpsgd_phase():
+    a = _run(pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 1.0), 0.01, 50)
+    b = _run(pa.Gaussian(1.0), 0.01, 50)
+    g = pa.compose(a, b).epsilon(1e-5)
+    ga, gb = a.epsilon(1e-5), b.epsilon(1e-5, accountant="pld")
+    # both phases' upper sides compose; the DP-SGD phase's lower side survives the composition
+    assert g.upper.value >= max(ga.upper.value, gb.upper.value)
+    assert gb.lower.value * (1 - 1e-3) <= g.lower.value <= g.upper.value
 
 
 def test_refusals():

@@ -80,7 +80,7 @@ from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.matrix import MatrixMechanism
 from ..numerics.arrays import shaped
-from ..pld.grid import zero_pld
+from ..pld.grid import PLD
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, Substitution, ZeroOut
@@ -327,7 +327,11 @@ class MatrixPoissonAnalysis(RunAnalysis):
     def pld(self, h: float | None = None) -> TwoSidedPLD:
         """The dominating DP-SGD run's PLD: its pessimistic sides dominate the matrix
         mechanism; its optimistic sides are kept only when the run is DP-SGD (a constant
-        diagonal strategy), else replaced by the zero PLD (no lower side).
+        diagonal strategy), else replaced by the identity pair's PLD (a unit mass at loss 0,
+        P = Q): every pair dominates it (``H_gamma(P || Q) >= max(0, 1 - gamma)``, its
+        profile) and domination survives composition, so composed with another phase's
+        realised pair on the same datasets it keeps that phase's lower bound (the zero PLD
+        would erase it).
 
         Raises:
             NotApplicable: as the dominating analysis.
@@ -335,7 +339,8 @@ class MatrixPoissonAnalysis(RunAnalysis):
         two = self.dominating.pld(h)
         if self.exact:
             return two
-        return TwoSidedPLD([(p, zero_pld(p.h)) for p, _ in two.directions])
+        return TwoSidedPLD([(p, PLD(p.h, 0, np.ones(1), 0.0, "optimistic"))
+                            for p, _ in two.directions])
 
 
 def _applies(run) -> bool:
