@@ -244,8 +244,13 @@ def test_refusals():
     mech = pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 1.0)
     with pytest.raises(NotApplicable):
         _run(mech, 0.05, 20, pa.AddRemove(group=2)).epsilon(1e-5)
-    with pytest.raises(NotApplicable):  # the dominating DP-SGD shift is above 25
-        _run(pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 0.01), 0.05, 20).epsilon(1e-5)
+    # the dominating DP-SGD shift is above the Poisson PLD's 25: lower bound only
+    run = _run(pa.MatrixMechanism.banded(SQRT_TOEPLITZ, 0.01), 0.05, 20)
+    g = run.epsilon(1e-5)
+    assert g.upper is None and g.lower.value > 100
+    an = MatrixPoissonAnalysis(run.mechanism, 0.05, 20, pa.AddRemove())
+    with pytest.raises(NotApplicable):
+        an.pld()
 
 
 def test_sum_statistic_lower_matches_exact_profile_of_the_statistic():

@@ -246,14 +246,21 @@ class MatrixPoissonAnalysis(RunAnalysis):
         relation: AddRemove, ZeroOut or Substitution (group 1).
 
     Raises:
-        NotApplicable: the dominating DP-SGD run is outside the PLD accountant's range.
+        NotApplicable: more steps than the PLD accountant composes.  (A dominating DP-SGD run
+            outside the PLD's range leaves the lower bounds only.)
     """
 
     def __init__(self, mech: MatrixMechanism, rate: float, steps: int, relation) -> None:
         check_steps(steps)
         self.mech, self.rate, self.steps, self.relation = mech, float(rate), int(steps), relation
         self.norm, diag = strategy_norm(mech, steps)
-        self.dominating = _dpsgd(mech.sigma / self.norm, mech.clip, rate, steps, relation)
+        #: the dominating DP-SGD analysis, or why there is none (then lower bounds only)
+        self.dominating: RunAnalysis | None = None
+        self.refusal: NotApplicable | None = None
+        try:
+            self.dominating = _dpsgd(mech.sigma / self.norm, mech.clip, rate, steps, relation)
+        except NotApplicable as exc:
+            self.refusal = exc
         self.src_up = SRC_DOMINANCE.format(norm=self.norm)
         #: the diagonal is constant: the run *is* DP-SGD at sigma / |c|, both sides pass
         self.exact = diag is not None and bool(np.all(diag == diag[0]))
@@ -303,7 +310,9 @@ class MatrixPoissonAnalysis(RunAnalysis):
 
     def _query(self, which: str, x: Any) -> BoundPair:
         x = np.asarray(x, dtype=float)
-        up, lo_dom = getattr(self.dominating, which)(x)
+        up = lo_dom = None
+        if self.dominating is not None:
+            up, lo_dom = getattr(self.dominating, which)(x)
         upper = None if up is None else Bound(up.value, "upper", self.src_up + up.source)
         lo, src = self._lower(which, x, lo_dom)
         if lo is None:
@@ -320,9 +329,15 @@ class MatrixPoissonAnalysis(RunAnalysis):
         return self._query("delta", epsilon)
 
     # -- capabilities --------------------------------------------------------------------
+    def _dominating(self) -> RunAnalysis:
+        if self.dominating is None:
+            assert self.refusal is not None
+            raise NotApplicable(f"no dominating DP-SGD PLD: {self.refusal}")
+        return self.dominating
+
     def grid_step(self) -> float:
         """The dominating DP-SGD run's grid step."""
-        return float(self.dominating.grid_step())
+        return float(self._dominating().grid_step())
 
     def pld(self, h: float | None = None) -> TwoSidedPLD:
         """The dominating DP-SGD run's PLD: its pessimistic sides dominate the matrix
@@ -336,7 +351,7 @@ class MatrixPoissonAnalysis(RunAnalysis):
         Raises:
             NotApplicable: as the dominating analysis.
         """
-        two = self.dominating.pld(h)
+        two = self._dominating().pld(h)
         if self.exact:
             return two
         return TwoSidedPLD([(p, PLD(p.h, 0, np.ones(1), 0.0, "optimistic"))
