@@ -101,7 +101,7 @@ __all__ = [
 ]
 
 SRC_DOMINANCE = ("noise dominance: the matrix mechanism C x + sigma z is a post-processing of "
-                 "DP-SGD at noise multiplier sigma/||C||_2 (||C||_2 = {norm:.6g}, certified); "
+                 "DP-SGD at noise multiplier sigma/n, n = {norm:.6g} >= ||C||_2 (certified); "
                  "upper side of ")
 SRC_SUM_STAT = ("realised pair (gradient +clip u at every sampled step vs absent): threshold "
                 "test on the statistic (C^-T 1)^T y = Binom(T, q) + N(0, sigma^2 "
