@@ -156,7 +156,8 @@ def operator_norm(mech: MatrixMechanism, steps: int) -> float:
 def _toeplitz_floor(c: np.ndarray, steps: int) -> float:
     """sigma_min of the T x T lower-triangular Toeplitz section, from below: D ~ C^{-1} (the
     inverse series), R = I - C D (Toeplitz, computed with its rounding bounded), then
-    ||C^{-1}|| <= ||D|| / (1 - ||R||) with ||.||_2 <= the l1 norm of the first column."""
+    ||C^{-1}|| <= ||D|| / (1 - ||R||), ||R||_2 <= the l1 norm of its first column, ||D||_2 <=
+    that l1 norm and <= the supremum of its symbol (a finite section of a Toeplitz operator)."""
     e0 = np.zeros(steps)
     e0[0] = 1.0
     with np.errstate(all="ignore"):
@@ -166,7 +167,14 @@ def _toeplitz_floor(c: np.ndarray, steps: int) -> float:
         r = signal.lfilter(c, [1.0], d) - e0
         err = 2.0 * _gamma(c.size + 2) * (signal.lfilter(np.abs(c), [1.0], np.abs(d)) + e0)
         rn = float(np.sum(np.abs(r) + err)) * (1.0 + _gamma(steps + 1))
-        dn = float(np.sum(np.abs(d))) * (1.0 + _gamma(steps + 1))
+        l1 = float(np.sum(np.abs(d))) * (1.0 + _gamma(steps + 1))
+        # the section of the polynomial symbol p(w) = sum_k d_k e^{ikw} has norm <= sup |p|:
+        # on 2^18 (or more) points, plus (pi / N) sum_k k |d_k| between them, plus the FFT's
+        # rounding (well below 1e-10 sum |d_k|)
+        grid = max(1 << 18, 1 << (steps - 1).bit_length())
+        top = float(np.abs(np.fft.fft(d, grid)).max())
+        lip = math.pi / grid * float(np.sum(np.arange(steps) * np.abs(d)))
+        dn = min(l1, (top + lip + 1e-10 * l1) * (1 + 1e-12))
     if not (math.isfinite(rn) and math.isfinite(dn) and rn < 1.0 and dn > 0.0):
         return 0.0
     return (1.0 - rn) / dn * (1.0 - 8 * _U)
