@@ -27,11 +27,13 @@ an upper bound for the run: the registered accountants are asked (:func:`dominat
 For ``C = c I`` this is DP-SGD itself at ``sigma / |c|``: the answer is privamp's DP-SGD
 answer, both sides.
 
-Persistent bins also get the unamplified bound: conditionally on the bin j the release is a
-Gaussian mechanism on the steps ``S_j = {j, j + B, ...}`` whose shift has norm at most
-``Delta_j = sqrt(sum_{s,t in S_j} |(C^T C)_{st}|)`` for every adaptive strategy (Denisov et al.
-2022, arXiv 2202.08312, Thm 2.1); the bin is independent of the data, so joint convexity gives
-the Gaussian at ``max_j Delta_j / sigma``.
+Balls-in-bins also get the unamplified bound: conditionally on the participation pattern pi
+(the bin j, steps ``S_j = {j, j + B, ...}``, for persistent bins; one step per epoch for fresh
+ones) the release is a Gaussian mechanism whose shift has norm at most
+``Delta_pi = sqrt(sum_{s,t in pi} |(C^T C)_{st}|)`` for every adaptive strategy (Denisov et al.
+2022, arXiv 2202.08312, Thm 2.1); the pattern is independent of the data, so joint convexity
+gives the Gaussian at ``max_pi Delta_pi / sigma`` (fresh bins: B >= b, where only adjacent
+epochs interact and a dynamic programme over the epochs finds the maximum).
 
 **Why not random allocation at the column norm.**  With ``B >= b`` bins and b bands the
 columns of one bin's steps are orthogonal, but the non-adaptive pair
@@ -461,6 +463,49 @@ def _epoch_shifts(run) -> tuple[float, ...]:
     return (s,) if s > 0 else ()
 
 
+def _abs_gram_band(mech: MatrixMechanism, steps: int) -> np.ndarray:
+    """``A[l, s] >= |<c_s, c_{s+l}>|`` for lags ``l < b`` (sums of ``|C| |C|`` products)."""
+    b = min(mech.bands, steps)
+    out = np.zeros((b, steps))
+    if mech.toeplitz:
+        c = np.abs(mech.strategy)
+        for lag in range(b):
+            pre = np.concatenate(([0.0], np.cumsum(c[: c.size - lag] * c[lag:])))
+            s = np.arange(steps - lag)
+            out[lag, : steps - lag] = pre[np.minimum(c.size - lag, steps - s - lag)]
+    else:
+        a = np.abs(mech.strategy)
+        for lag in range(b):
+            out[lag, : steps - lag] = np.sum(a[:, : steps - lag] * a[:, lag:], axis=0)
+    return out
+
+
+def _fresh_unamplified(run) -> float | None:
+    """Balls-in-bins with B >= b bins: the largest ``sum_{s,t in pi} |G_st|`` over the
+    patterns (one step per whole epoch, at most one in a partial one), by dynamic programming
+    over the epochs (only adjacent epochs' steps are fewer than b apart); the Gaussian shift
+    (Denisov et al. 2022, Thm 2.1, joint convexity over the pattern), or None."""
+    mech, T, B = run.mechanism, run.steps, run.scheme.steps
+    if B < mech.bands or T > 1_000_000:
+        return None
+    g = _abs_gram_band(mech, T)
+    best = np.zeros(B)  # best total of a pattern ending at each step of the previous epoch
+    prev: np.ndarray | None = None
+    for start in range(0, T, B):
+        idx = np.arange(start, min(start + B, T))
+        cur = g[0, idx].copy()
+        if prev is not None:  # add the best predecessor, with its cross term
+            pidx = np.arange(start - B, start)
+            gap = idx[:, None] - pidx[None, :]
+            cross = np.where(gap < g.shape[0], g[np.minimum(gap, g.shape[0] - 1), pidx], 0.0)
+            cur = cur + np.max(best[None, :] + 2.0 * cross, axis=1)
+        if idx.size < B:  # a partial epoch may hold no step
+            return math.sqrt(max(float(np.max(cur)), float(np.max(best)))) / mech.sigma * (
+                1 + _gamma(T + mech.bands + 8))
+        best, prev = cur, idx
+    return math.sqrt(float(np.max(best))) / mech.sigma * (1 + _gamma(T + mech.bands + 8))
+
+
 _SCHEMES = (BallsInBins, PersistentBallsInBins, BalancedIteration)
 
 
@@ -490,6 +535,8 @@ def _build(run) -> RunAnalysis:
             gram, shifts, unamp = _persistent_lower(run)
         else:
             shifts = _epoch_shifts(run)
+            if type(run.scheme) is BallsInBins:
+                unamp = _fresh_unamplified(run)
     # the Gram whitening dominates the plain one for persistent bins: lambda_min(G) >=
     # sigma_min(C)^2 lambda_min(P^T P) >= sigma_min(C)^2 floor(T / B), and the DP-SGD run at
     # sigma / sigma_min(C) is answered as random allocation at that many cycles

@@ -2,6 +2,7 @@
 C = I against privamp's DP-SGD answers, the Gaussian statistic against mpmath's closed-form
 profile, the linear-algebra floors against mpmath, lower <= upper on a grid."""
 
+import itertools
 from math import comb
 
 import mpmath as mp
@@ -110,3 +111,19 @@ def test_applies_only_to_matrix_runs_with_bins():
     assert acc.applies(pa.Training(mech, pa.BallsInBins(4), steps=8))
     assert not acc.applies(pa.Training(mech, pa.Poisson(0.1), steps=8))
     assert not acc.applies(pa.Training(pa.Gaussian(1.0), pa.BallsInBins(4), steps=8))
+
+
+@pytest.mark.parametrize("coef", [SQRT4, [1.0, -0.8, 0.5]])
+def test_fresh_bins_unamplified_is_the_worst_pattern(coef):
+    # exhaustive: every one-step-per-epoch pattern (3 epochs of 4 and a partial one of 2)
+    sig, B, steps = 2.0, 4, 14
+    mech = pa.MatrixMechanism.banded(coef, sig)
+    c = mech.matrix(steps)
+    gram = np.abs(c.T @ c)
+    epochs = [range(e * B, min((e + 1) * B, steps)) for e in range(-(-steps // B))]
+    epochs[-1] = [None, *epochs[-1]]
+    worst = max(gram[np.ix_(p, p)].sum() for pat in itertools.product(*epochs)
+                for p in [[s for s in pat if s is not None]])
+    run = pa.Training(mech, pa.BallsInBins(B), steps=steps)
+    an = run.analysis("matrix-bins")[0][1]
+    assert np.sqrt(worst) / sig <= an.unamplified <= np.sqrt(worst) / sig * (1 + 1e-12)

@@ -44,14 +44,19 @@ def patterns_of(scheme, steps):
     return [sum(choice, ()) for choice in itertools.product(*epochs)]
 
 
-@pytest.mark.parametrize("scheme, steps", [
-    (pa.PersistentBallsInBins(2), 2),
-    (pa.PersistentBallsInBins(2), 3),
-    (pa.BallsInBins(2), 2),
-    (pa.BallsInBins(2), 4),
-    (pa.BalancedIteration(3, 2), 3),
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize("scheme, steps, coef", [
+    (pa.PersistentBallsInBins(2), 2, SQRT4),
+    (pa.BallsInBins(2), 2, SQRT4),
+    pytest.param(pa.PersistentBallsInBins(2), 3, SQRT4, marks=SLOW),
+    pytest.param(pa.PersistentBallsInBins(2), 3, [1.0, 0.6, 0.3], marks=SLOW),
+    pytest.param(pa.BallsInBins(2), 4, SQRT4, marks=SLOW),
+    pytest.param(pa.BallsInBins(2), 4, [1.0, -0.6, 0.3], marks=SLOW),
+    pytest.param(pa.BalancedIteration(3, 2), 3, SQRT4, marks=SLOW),
+    pytest.param(pa.BalancedIteration(3, 2), 3, [1.0, 0.6, 0.3], marks=SLOW),
 ])
-@pytest.mark.parametrize("coef", [SQRT4, [1.0, 0.6, 0.3]])
 def test_interval_brackets_monte_carlo_of_the_realised_pair(scheme, steps, coef):
     sigma, eps = 1.0, 0.5
     mech = pa.MatrixMechanism.banded(coef, sigma)
