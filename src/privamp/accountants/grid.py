@@ -15,7 +15,13 @@ from ..pairs.combinators import MixturePair, SwappedPair
 from ..pairs.discrete import DiscretePair
 from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair, LaplacePair
-from ..pld.budget import MAX_LOSS, TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
+from ..pld.budget import (
+    MAX_LOSS,
+    MEMORY_BUDGET,
+    TWO_LEVEL_FACTOR,
+    TWO_LEVEL_MIN_T,
+    discretise_bytes,
+)
 
 __all__ = [
     "auto_grid",
@@ -138,7 +144,12 @@ def one_level_optimistic_step(pair: LossPair, h: float) -> float:
     from sigma 0.34 the ratio is below 150 and the interval already 0.003% wide).  A
     heuristic: soundness never depends on it."""
     fine = loss_iqr(pair) / _LEAD_IQR_BINS
-    return h / 2.0 if h > 200.0 * fine else h
+    if h <= 200.0 * fine:
+        return h
+    lo, hi = pair.loss_range(1e-16)  # (h / 2 only if its grid fits the memory budget)
+    span = min(hi, MAX_LOSS) - max(lo, -MAX_LOSS)
+    points = span / (h / 2.0) + 3.0
+    return h / 2.0 if discretise_bytes(points, points) <= MEMORY_BUDGET else h
 
 
 def one_level_step(h: float, span: float, coarse: bool) -> float:

@@ -163,7 +163,10 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 #: float64 and long-double rfft at lengths ~1e6 is <= 0.43, so C = 8 (x 4 where used) is a
 #: ~75x margin (adversarial review, issue 14)
 _FFT_C = 8.0
-_MAX_POWER_LEN = 2**25
+#: longest transform of :func:`self_convolve_power` / :func:`product_windows`: about 96 bytes
+#: per point there (long-double input and spectrum, moduli, output), so 2^23 points stay
+#: under ~800 MB (2^25 could take 3 GB; longer windows go to squaring, or are refused)
+_MAX_POWER_LEN = 2**23
 
 
 #: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their

@@ -15,7 +15,7 @@ from ..errors import NotApplicable
 from ..pairs.combinators import MixturePair
 from ..pairs.loss_pair import LossPair
 from .binning import bin_split, optimistic_masses, split_tail_errors, tail_errors
-from .budget import MAX_LOSS, REL_SAFETY
+from .budget import MAX_LOSS, MEMORY_BUDGET, REL_SAFETY, discretise_bytes
 from .grid import PLD, strip, with_float_allowance
 
 __all__ = [
@@ -107,6 +107,14 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     i_lo, l = _grid(pair, h, tail)
     at = _sparse_points(pair, l, sparse_tail) if sparse_tail > 1 else None
     full = len(l)
+    dense = full if at is None else len(at)
+    if discretise_bytes(dense, full) > MEMORY_BUDGET:
+        # (the refusal comes before the masses' arrays: the grid's losses are 8 bytes each)
+        fit = h * discretise_bytes(dense, full) / MEMORY_BUDGET
+        raise NotApplicable(
+            f"a PLD grid of step h={h:.3g} with {dense} points carrying mass would take about "
+            f"{discretise_bytes(dense, full) / 2**20:.0f} MiB, above the memory budget of "
+            f"{MEMORY_BUDGET / 2**20:.0f} MiB; use h >= {fit:.3g}")
     if at is not None:
         l = l[at]
     a = np.exp(l)

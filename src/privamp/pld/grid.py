@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int
+from ..errors import NotApplicable
 from ..numerics.fft import (
     UNIT_ROUNDOFF,
     convolve_nonneg,
@@ -54,7 +55,7 @@ from ..numerics.fft import (
 )
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
-from .budget import QUERY_REL, REL_SAFETY, TRUNC_BUDGET
+from .budget import MEMORY_BUDGET, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
 from .tables import (
     band_tables,
     discounted_suffix,
@@ -69,6 +70,11 @@ __all__ = [
 
 
 _U = UNIT_ROUNDOFF
+
+
+#: peak bytes per output point of :meth:`PLD.compose` (the FFT's padded input, spectrum and
+#: output, the split bulk and tails), rounded up
+COMPOSE_POINT_BYTES = 64
 
 
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
@@ -162,6 +168,13 @@ class PLD:
         self._check_compatible(other)
         if not 0.0 <= truncation < 1e-3:
             raise ValueError(f"truncation must be in [0, 1e-3), got {truncation}")
+        n = len(self.masses) + len(other.masses)
+        if n * COMPOSE_POINT_BYTES > MEMORY_BUDGET:  # refused before allocating
+            raise NotApplicable(
+                f"composing PLDs of {len(self.masses)} and {len(other.masses)} grid points "
+                f"(step h={self.h:.3g}) would take about {n * COMPOSE_POINT_BYTES / 2**20:.0f}"
+                f" MiB, above the memory budget of {MEMORY_BUDGET / 2**20:.0f} MiB; use a "
+                f"coarser h")
         same = other is self
         rnd = "up" if self.kind == "pessimistic" else "down"
         kw = {} if direct_budget is None else {"direct_budget": direct_budget}
