@@ -279,10 +279,18 @@ class Training:
             # strict=True: every checkpoint answers
             return [[cast(BoundPair, pair)] for pair in self._rdp_curve(order, d, strict=True)]
         fast: Any = None  # a RunAnalysis offering the "curve" capability
-        analyses, _ = last._analyses(accountant, skip=screened if accountant == "best" else ())
-        if len(analyses) == 1 and offers(analyses[0][1], "curve"):
-            fast = analyses[0][1]
-        if fast is None:
+        others: list[RunAccountant] = []  # the rest, asked checkpoint by checkpoint
+        for acc in chosen:
+            if accountant == "best" and acc in screened:
+                continue
+            built = last._built(acc, accountant)
+            if isinstance(built, NotApplicable):
+                continue
+            if fast is None and offers(built, "curve"):
+                fast = built
+            else:
+                others.append(acc)
+        if fast is None or any(offers(last._built(a, accountant), "curve") for a in others):
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
         rdp_ok = accountant == "best" and bool(screened)
 
@@ -312,8 +320,20 @@ class Training:
             ps = [res]
             if rdp.get(int(t)) is not None:
                 ps.append(rdp[int(t)])
+            if others:  # e.g. a lower-only accountant (tiny deltas): asked at this checkpoint
+                ps += self._at(int(t))._pairs_of(others, accountant, d)
             out.append(ps)
         return out
+
+    def _pairs_of(self, accs: list[RunAccountant], accountant: str, d: np.ndarray
+                  ) -> list[BoundPair]:
+        """The epsilon answers at ``d`` of the accountants ``accs`` for this run (those
+        declining it left out, or raised when one is asked by name)."""
+        built = [(a.name, self._built(a, accountant)) for a in accs]
+        pairs: list[BoundPair] = []
+        self._ask([(n, an) for n, an in built if not isinstance(an, NotApplicable)],
+                  accountant, "epsilon", d, pairs, [])
+        return pairs
 
     def _screen(self, order: np.ndarray, results: list, floors: list, d: np.ndarray
                 ) -> list[bool]:
