@@ -46,7 +46,7 @@ class Training:
     scheme: Scheme
     steps: int | None = None
     epochs: float | None = None
-    relation: Relation = None  # type: ignore[assignment]  # None: the scheme's default
+    relation: Relation | None = None  # None: the scheme's default (resolved below)
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -73,6 +73,14 @@ class Training:
                 raise ValueError(f"epochs={epochs} gives {steps:.4g} steps; steps must be an "
                                  f"integer in [1, {MAX_STEPS}]")
             object.__setattr__(self, "steps", int(round(steps)))
+
+    @property
+    def resolved_relation(self) -> Relation:
+        """The run's relation: ``relation`` as given, or the scheme's default when it was
+        None (``__post_init__`` stores the resolved value in ``relation`` itself, so after
+        construction ``relation`` is never None; this property says so to type checkers)."""
+        assert self.relation is not None  # resolved in __post_init__
+        return self.relation
 
     # ------------------------------------------------------------------------------------
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:
@@ -279,7 +287,7 @@ class Training:
             # strict=True: every checkpoint answers
             return [[cast(BoundPair, pair)] for pair in self._rdp_curve(order, d, strict=True)]
         fast: Any = None  # a RunAnalysis offering the "curve" capability
-        others: list[RunAccountant] = []  # the rest, asked checkpoint by checkpoint
+        others: list[tuple[RunAccountant, RunAnalysis]] = []  # asked checkpoint by checkpoint
         for acc in chosen:
             if accountant == "best" and acc in screened:
                 continue
@@ -289,8 +297,8 @@ class Training:
             if fast is None and offers(built, "curve"):
                 fast = built
             else:
-                others.append(acc)
-        if fast is None or any(offers(last._built(a, accountant), "curve") for a in others):
+                others.append((acc, built))
+        if fast is None or any(offers(an, "curve") for _, an in others):
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
         rdp_ok = accountant == "best" and bool(screened)
 
@@ -321,7 +329,7 @@ class Training:
             if rdp.get(int(t)) is not None:
                 ps.append(rdp[int(t)])
             if others:  # e.g. a lower-only accountant (tiny deltas): asked at this checkpoint
-                ps += self._at(int(t))._pairs_of(others, accountant, d)
+                ps += self._at(int(t))._pairs_of([a for a, _ in others], accountant, d)
             out.append(ps)
         return out
 

@@ -80,7 +80,7 @@ class _BlackBoxRun(RunAnalysis):
 @run_accountant(
     "black-box-group",
     lambda run: REGISTRY["balle-profile-black-box"].applies(run.mechanism, run.scheme,
-                                                             run.relation),
+                                                             run.resolved_relation),
     "groups by black-box group privacy of the one-record profile (Balle et al. 2018, Sec. 5), "
     "Thm 6 -> RDP, composed",
 )
