@@ -127,9 +127,12 @@ def _calibrate(probes: _Probes, target: float, d: float, make_run, lo: float, hi
     increasing = KNOBS[knob][3]
     if epsilon_tolerance is not None:
         probes.close = (target - check_positive("epsilon_tolerance", epsilon_tolerance), target)
-    elif start is not None or _estimate(make_run, target, d, knob, lo, hi)[1] is None:
-        # no closed-form estimate with its slope (which needs 2-3 probes alone)
+    elif start is not None or _estimate_off(probes, make_run, target, d, knob, lo, hi):
+        # no closed-form estimate with its slope (which needs 2-3 probes alone), or one the
+        # first probe shows off by more than 5%: walk on coarse bounds from there
         coarse = _Coarse(probes)
+        if start is None:
+            start = float(min(max(_estimate(make_run, target, d, knob, lo, hi)[0], lo), hi))
         for _ in range(3):  # the search on cheap coarse bounds, confirmed by the accountant
             try:
                 x, note = _search(coarse, target, lo, hi, rtol, knob, start, make_run, d)
@@ -147,6 +150,18 @@ def _calibrate(probes: _Probes, target: float, d: float, make_run, lo: float, hi
     except _Close as done:
         x, note = done.x, f"epsilon within {epsilon_tolerance:g} of the target"
     return probes.result(x, target, note)
+
+
+def _estimate_off(probes: _Probes, make_run, target: float, d: float, knob: str, lo: float,
+                  hi: float) -> bool:
+    """True when there is no closed-form estimate with a slope, or the accountant's epsilon
+    at the estimate is more than 5% from the target (then the walk from it is done on coarse
+    bounds, each a fraction of a full probe's cost)."""
+    x0, slope = _estimate(make_run, target, d, knob, lo, hi)
+    if slope is None:
+        return True
+    e0 = probes.eps(float(min(max(x0, lo), hi)))
+    return not (math.isfinite(e0) and e0 > 0 and abs(math.log(e0 / target)) <= 0.05)
 
 
 def _confirm(probes: _Probes, target: float, x: float, lo: float, hi: float, rtol: float,
