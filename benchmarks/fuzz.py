@@ -34,7 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "soundness"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import fuzz_entries as E  # noqa: E402
 import fuzz_extremes as X  # noqa: E402
+
+FAMILIES = {**X.FAMILIES, **E.FAMILIES}
 
 TIMEOUT = 30.0
 RSS_LIMIT_MB = 1024.0
@@ -44,19 +47,22 @@ REL, ABS = 1e-9, 1e-15
 # family -> share of the configurations
 SHARES = {
     "rr-poisson": 0.01,
-    "gauss-deterministic": 0.17,
+    "gauss-deterministic": 0.14,
     "gauss-unsampled": 0.15,
     "laplace-unsampled": 0.01,
-    "sgm-rdp-integer": 0.20,
+    "sgm-rdp-integer": 0.17,
     "sgm-rdp-fractional": 0.005,
     "tiny-n": 0.006,
     "balanced-k1": 0.0005,
-    "shuffle": 0.1685,
+    "shuffle": 0.1385,
     # issue 27's extremes (benchmarks/fuzz_extremes.py)
     "inputs": 0.12,
     "shift": 0.08,
     "steps": 0.03,
     "cli": 0.05,
+    # entry points added since (benchmarks/fuzz_entries.py)
+    "entries": 0.06,
+    "cli-entries": 0.03,
 }
 
 
@@ -65,8 +71,8 @@ def _logu(rng, lo, hi):
 
 
 def make_config(family: str, rng: np.random.Generator) -> dict:
-    if family in X.FAMILIES:
-        return X.FAMILIES[family][0](rng)
+    if family in FAMILIES:
+        return FAMILIES[family][0](rng)
     c: dict = {"family": family}
     ask = "delta" if rng.random() < 0.5 else "epsilon"
     c["ask"] = ask
@@ -126,9 +132,9 @@ def _run(c: dict) -> dict:
 
     fam = c["family"]
     out: dict = {}
-    if fam in X.FAMILIES:
+    if fam in FAMILIES:
         t0 = time.perf_counter()
-        out = X.FAMILIES[fam][1](c)
+        out = FAMILIES[fam][1](c)
         out["seconds"] = time.perf_counter() - t0
         return out
 
@@ -323,6 +329,8 @@ def judge(c: dict, res: dict) -> list[dict]:
 
 def reproducer(c: dict) -> str:
     f = c["family"]
+    if f in E.FAMILIES:
+        return E.reproducer(c)
     if f in X.FAMILIES:
         return X.reproducer(c)
     if f.startswith("sgm-rdp"):

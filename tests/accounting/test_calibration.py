@@ -219,3 +219,35 @@ def test_formatting_rounds_only_when_digits_are_dropped():
     assert f"{pa.Bound(2.3816, 'upper', 's'):.2f}" == "2.39"
     assert f"{pa.Bound(2.3816, 'lower', 's'):.2f}" == "2.38"
     assert str(pa.Bound(2.38164449, "upper", "s")).startswith("<= 2.38165")
+
+
+def test_time_budget_stops_at_a_met_value(monkeypatch):
+    """A calibration whose next probe would end past the time budget stops at the best value
+    met so far: its guarantee meets the target (a fresh query of the run agrees), and the
+    value named as failing in the note fails it (a fresh query too)."""
+    import re
+
+    from privamp.accounting import calibration as cal
+
+    monkeypatch.setattr(cal, "TIME_BUDGET", 0.0)
+
+    def make(s):
+        return pa.Training(pa.Gaussian(s), pa.Poisson(0.01), steps=1000)
+
+    c = pa.calibrate(1.0, 1e-5, make)
+    assert "time budget" in c.note and c.probes <= 3
+    fresh = make(c.value).epsilon(1e-5).upper.value
+    assert fresh <= 1.0 and c.epsilon.value == fresh
+    failing = float(re.search(r"noise=([0-9.e+-]+) fails", c.note).group(1))
+    assert failing < c.value and make(failing).epsilon(1e-5).upper.value > 1.0
+
+
+def test_time_budget_never_returns_an_unmet_value(monkeypatch):
+    """Budget 0 and a first probe that fails the target: the search goes on until a value
+    meets it (never returns one that does not)."""
+    from privamp.accounting import calibration as cal
+
+    monkeypatch.setattr(cal, "TIME_BUDGET", 0.0)
+    c = pa.calibrate(1.0, 1e-5, lambda s: pa.Training(pa.Gaussian(s), pa.Poisson(0.01),
+                                                     steps=1000), start=0.5)
+    assert c.epsilon.value <= 1.0

@@ -234,12 +234,17 @@ def test_model_split_no_looser_than_rdp():
     assert run.epsilon(1e-5).upper.value <= run.epsilon(1e-5, accountant="rdp").upper.value
 
 
-def test_extreme_delta_has_no_lower_bound_documented():
-    """delta = 1e-300: only the RDP accountant answers; its conversion gives no lower bound
-    (docs/findings.md says why), and the guarantee says so by having none."""
+def test_extreme_delta_one_record_lower_bound():
+    """delta = 1e-300, one record: before, only the RDP accountant answered ([-, 130.53]);
+    now the sum test (theorems/poisson_sum_test.py) gives a lower bound, at least the
+    m = T statistic's (sum_statistic_epsilon, docs/findings.md: 105.96) and below the RDP
+    upper bound."""
+    from privamp.theorems.poisson_groups import sum_statistic_epsilon
+
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=100)
     g = run.epsilon(1e-300)
-    assert g.upper is not None and g.lower is None
+    assert g.lower is not None and "sum of the first m outputs" in g.lower.source
+    assert sum_statistic_epsilon(1e-300, 1, 100, 0.05, 1.0) <= g.lower.value < g.upper.value
 
 
 @pytest.mark.parametrize("eps", [0.5, 5.0, 20.0, 40.0])

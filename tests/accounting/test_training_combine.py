@@ -123,3 +123,24 @@ def test_no_accountant_left_is_not_applicable_with_reasons():
     run = pa.Training(pa.Gaussian(1.0), _DecliningScheme(), steps=2)
     with pytest.raises(pa.NotApplicable, match="toy-c handles no such run"):
         run.epsilon(1e-5, accountant="toy-c")
+
+
+def test_relation_type_is_honest_and_resolved():
+    """``relation`` is typed ``Relation | None`` (None: the scheme's default), and after
+    construction holds the resolved relation, also as ``resolved_relation``."""
+    import typing
+
+    import privamp as pa
+    from privamp.accounting.training import Training
+
+    hints = typing.get_type_hints(Training)
+    assert type(None) in typing.get_args(hints["relation"])
+    shuffled = pa.Training(pa.Gaussian(1.0), pa.Shuffle(10, 100), steps=10)
+    assert shuffled.relation == pa.ZeroOut() == shuffled.resolved_relation
+    poisson = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), steps=10)
+    assert poisson.resolved_relation == pa.AddRemove() == poisson.relation
+    given = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), steps=10,
+                        relation=pa.Substitution())
+    assert given.resolved_relation == pa.Substitution()
+    assert poisson == pa.Training(pa.Gaussian(1.0), pa.Poisson(0.1), steps=10,
+                                  relation=pa.AddRemove())

@@ -4,6 +4,7 @@ meets a target epsilon at a delta, returned with the guarantee it meets."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from .compare import Comparison, compare
 
 __all__ = [
     "KNOBS",
+    "TIME_BUDGET",
     "KNOB_NAMES",
     "Calibration",
     "calibrate",
@@ -38,6 +40,11 @@ KNOBS: dict[str, tuple[float, float, bool, bool]] = {
 
 #: ``callback(value, guarantee)`` of :func:`calibrate`
 Probe = Callable[[float, Guarantee | None], None]
+
+#: CPU seconds the accountant queries of one :func:`calibrate` may take: a probe predicted to
+#: end past it (the time spent plus the costliest probe so far) is not run; the search stops
+#: at the best value met so far (see :class:`_OverBudget`)
+TIME_BUDGET = 60.0
 
 
 def calibrate(
@@ -77,6 +84,12 @@ def calibrate(
     ``get_noise_multiplier`` rule, there 0.01 by default): also stop at the first probe whose
     epsilon upper bound lies in [target - epsilon_tolerance, target].
 
+    Time budget: once a probed value meets the target, a probe predicted to end past
+    :data:`TIME_BUDGET` CPU seconds in all (the time spent plus the costliest probe so far) is
+    not run: the search stops at the best value met so far, its guarantee the accountant's
+    (the note says so and names the nearest value probed that fails).  Each probe's memory is
+    bounded by its accountant's own grid budget.
+
     Returns:
         A :class:`Calibration`: the value (``float(c)``) and the guarantee met there.
 
@@ -99,11 +112,27 @@ def calibrate(
         raise ValueError(f"lo must be below hi, got lo={lo}, hi={hi}")
     rtol = check_positive("rtol", rtol)
     probes = _Probes(make_run, d, accountant, callback, integer, knob)
+    probes.target = target
+    try:
+        return _calibrate(probes, target, d, make_run, lo, hi, rtol, knob, start,
+                          epsilon_tolerance)
+    except _OverBudget:
+        return probes.within_budget(target, increasing)
+
+
+def _calibrate(probes: _Probes, target: float, d: float, make_run, lo: float, hi: float,
+               rtol: float, knob: str, start: float | None,
+               epsilon_tolerance: float | None) -> Calibration:
+    """The search of :func:`calibrate` on its checked arguments."""
+    increasing = KNOBS[knob][3]
     if epsilon_tolerance is not None:
         probes.close = (target - check_positive("epsilon_tolerance", epsilon_tolerance), target)
-    elif start is not None or _estimate(make_run, target, d, knob, lo, hi)[1] is None:
-        # no closed-form estimate with its slope (which needs 2-3 probes alone)
+    elif start is not None or _estimate_off(probes, make_run, target, d, knob, lo, hi):
+        # no closed-form estimate with its slope (which needs 2-3 probes alone), or one the
+        # first probe shows off by more than 5%: walk on coarse bounds from there
         coarse = _Coarse(probes)
+        if start is None:
+            start = float(min(max(_estimate(make_run, target, d, knob, lo, hi)[0], lo), hi))
         for _ in range(3):  # the search on cheap coarse bounds, confirmed by the accountant
             try:
                 x, note = _search(coarse, target, lo, hi, rtol, knob, start, make_run, d)
@@ -123,6 +152,18 @@ def calibrate(
     return probes.result(x, target, note)
 
 
+def _estimate_off(probes: _Probes, make_run, target: float, d: float, knob: str, lo: float,
+                  hi: float) -> bool:
+    """True when there is no closed-form estimate with a slope, or the accountant's epsilon
+    at the estimate is more than 5% from the target (then the walk from it is done on coarse
+    bounds, each a fraction of a full probe's cost)."""
+    x0, slope = _estimate(make_run, target, d, knob, lo, hi)
+    if slope is None:
+        return True
+    e0 = probes.eps(float(min(max(x0, lo), hi)))
+    return not (math.isfinite(e0) and e0 > 0 and abs(math.log(e0 / target)) <= 0.05)
+
+
 def _confirm(probes: _Probes, target: float, x: float, lo: float, hi: float, rtol: float,
              increasing: bool, note: str) -> float | None:
     """``x`` found on coarse bounds, checked by the accountant: x meets the target and one
@@ -137,6 +178,11 @@ def _confirm(probes: _Probes, target: float, x: float, lo: float, hi: float, rto
     if not lo <= nxt <= hi or probes.eps(nxt) > target:
         return x
     return None
+
+
+class _OverBudget(Exception):  # noqa: N818 - control flow, never leaves calibrate
+    """The next probe would likely end past :data:`TIME_BUDGET` while a probed value already
+    meets the target: the search stops there (:meth:`_Probes.within_budget`)."""
 
 
 class _Close(Exception):  # noqa: N818 - control flow, never leaves calibrate
@@ -200,6 +246,14 @@ class _Probes:
         self.seen: dict[float, tuple[float, Guarantee | None]] = {}
         #: (lowest, highest) epsilon at which a probe ends the search (None: never)
         self.close: tuple[float, float] | None = None
+        #: CPU seconds spent in probes, and the costliest probe's
+        self.spent, self.costliest = 0.0, 0.0
+        self.budget = TIME_BUDGET
+        #: the probes the search did not run (over the budget)
+        self.skipped = 0
+        #: the target epsilon (set by :func:`calibrate`; the budget stops the search only
+        #: once a probed value meets it)
+        self.target = -math.inf
 
     def run(self, x: float) -> Any:
         """``make_run`` at ``x`` (an int for an integer knob).
@@ -221,7 +275,12 @@ class _Probes:
     def eps(self, x: float) -> float:
         x = float(round(x)) if self.integer else float(x)
         if x not in self.seen:
+            if self.spent + self.costliest > self.budget and any(
+                    g is not None and e <= self.target for e, g in self.seen.values()):
+                self.skipped += 1
+                raise _OverBudget(x)
             g: Guarantee | None = None
+            began = time.process_time()
             try:
                 g = self.query(x)
             except NotApplicable:
@@ -233,11 +292,34 @@ class _Probes:
                     raise ValueError("the accountant gives no upper bound for this run; "
                                      "cannot calibrate")
                 self.seen[x] = (float(g.upper.value), g)
+            finally:
+                cost = time.process_time() - began
+                self.spent += cost
+                self.costliest = max(self.costliest, cost)
             if self.callback is not None:
                 self.callback(int(x) if self.integer else x, g)
             if self.close is not None and self.close[0] <= self.seen[x][0] <= self.close[1]:
                 raise _Close(x)
         return self.seen[x][0]
+
+    def within_budget(self, target: float, increasing: bool) -> Calibration:
+        """The search stopped at the time budget: the best probed value meeting the target
+        (the largest for a knob epsilon grows with, else the smallest), with the bracket
+        left open in the note.
+
+        Raises:
+            ValueError: no probed value meets the target.
+        """
+        met = [x for x, (e, g) in self.seen.items() if g is not None and e <= target]
+        if not met:
+            raise ValueError(f"calibration stopped at its {self.budget:g} s time budget "
+                             "before any probed value met the target; narrow lo/hi")
+        x = max(met) if increasing else min(met)
+        beyond = [v for v in self.seen if (v > x if increasing else v < x)]
+        edge = (min(beyond) if increasing else max(beyond)) if beyond else None
+        note = (f"stopped at the {self.budget:g} s time budget (next probe skipped)"
+                + ("" if edge is None else f"; {self.knob}={edge:g} fails the target"))
+        return self.result(x, target, note)
 
     def result(self, x: float, target: float, note: str) -> Calibration:
         """The :class:`Calibration` at the probed value ``x``."""
@@ -261,6 +343,7 @@ class _Coarse(_Probes):
         super().__init__(full.make_run, full.delta, full.accountant, None, full.integer,
                          full.knob)
         self.full = full
+        self.budget = float("inf")  # coarse probes are cheap; the full ones keep the budget
         #: the coarse bounds times this (after a confirmation missed: the accountant's ratio)
         self.scale = 1.0
 

@@ -67,7 +67,8 @@ def compare(
         raise ValueError("give exactly one of delta or epsilon")
     rows: list[tuple[str, Guarantee | None, str]] = []
     for scheme in schemes:
-        rel = scheme.default_relation(run.relation.group) if scheme_relations else run.relation
+        rel = (scheme.default_relation(run.resolved_relation.group) if scheme_relations
+               else run.relation)
         r = Training(run.mechanism, scheme, steps=run.steps, relation=rel)
         note = "" if rel == run.relation else f"under {rel}"
         try:

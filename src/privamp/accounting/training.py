@@ -47,7 +47,7 @@ class Training:
     scheme: Scheme
     steps: int | None = None
     epochs: float | None = None
-    relation: Relation = None  # type: ignore[assignment]  # None: the scheme's default
+    relation: Relation | None = None  # None: the scheme's default (resolved below)
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -76,6 +76,14 @@ class Training:
             object.__setattr__(self, "steps", int(round(steps)))
         if isinstance(self.mechanism, MatrixMechanism):
             self.mechanism.check_steps(int(self.steps))  # type: ignore[arg-type]
+
+    @property
+    def resolved_relation(self) -> Relation:
+        """The run's relation: ``relation`` as given, or the scheme's default when it was
+        None (``__post_init__`` stores the resolved value in ``relation`` itself, so after
+        construction ``relation`` is never None; this property says so to type checkers)."""
+        assert self.relation is not None  # resolved in __post_init__
+        return self.relation
 
     # ------------------------------------------------------------------------------------
     def analysis(self, name: str) -> list[tuple[str, RunAnalysis]]:
@@ -282,10 +290,18 @@ class Training:
             # strict=True: every checkpoint answers
             return [[cast(BoundPair, pair)] for pair in self._rdp_curve(order, d, strict=True)]
         fast: Any = None  # a RunAnalysis offering the "curve" capability
-        analyses, _ = last._analyses(accountant, skip=screened if accountant == "best" else ())
-        if len(analyses) == 1 and offers(analyses[0][1], "curve"):
-            fast = analyses[0][1]
-        if fast is None:
+        others: list[tuple[RunAccountant, RunAnalysis]] = []  # asked checkpoint by checkpoint
+        for acc in chosen:
+            if accountant == "best" and acc in screened:
+                continue
+            built = last._built(acc, accountant)
+            if isinstance(built, NotApplicable):
+                continue
+            if fast is None and offers(built, "curve"):
+                fast = built
+            else:
+                others.append((acc, built))
+        if fast is None or any(offers(an, "curve") for _, an in others):
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
         rdp_ok = accountant == "best" and bool(screened)
 
@@ -315,8 +331,20 @@ class Training:
             ps = [res]
             if rdp.get(int(t)) is not None:
                 ps.append(rdp[int(t)])
+            if others:  # e.g. a lower-only accountant (tiny deltas): asked at this checkpoint
+                ps += self._at(int(t))._pairs_of([a for a, _ in others], accountant, d)
             out.append(ps)
         return out
+
+    def _pairs_of(self, accs: list[RunAccountant], accountant: str, d: np.ndarray
+                  ) -> list[BoundPair]:
+        """The epsilon answers at ``d`` of the accountants ``accs`` for this run (those
+        declining it left out, or raised when one is asked by name)."""
+        built = [(a.name, self._built(a, accountant)) for a in accs]
+        pairs: list[BoundPair] = []
+        self._ask([(n, an) for n, an in built if not isinstance(an, NotApplicable)],
+                  accountant, "epsilon", d, pairs, [])
+        return pairs
 
     def _screen(self, order: np.ndarray, results: list, floors: list, d: np.ndarray
                 ) -> list[bool]:

@@ -177,7 +177,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         sigmas[3] = sigma  # exactly the table's
         path = plot_epsilon_vs_sigma(
             schemes, sigmas, epochs, delta,
-            args.plot, base.relation, args.sensitivity,
+            args.plot, base.resolved_relation, args.sensitivity,
             title=f"batch {b} of {n}, {base.steps} steps, {base.relation}, delta={delta:g}",
             known=known, steps=base.steps,
         )

@@ -195,7 +195,10 @@ def _threshold(eps: float, lw: np.ndarray, mu: np.ndarray) -> float:
 def _delta_from(eps: float, lw: np.ndarray, mu: np.ndarray) -> float:
     x = _threshold(eps, lw, mu)
     lp, lq = _log_tails(x, lw, mu)
-    gap = lq + eps - lp
+    # the float error of lp - lq (log_ndtr and a sum of lw.size terms, each a few ulps of
+    # its magnitude) is added to the gap: at tiny shifts lp - lq cancels to rounding noise
+    err = 1e-12 * max(1.0, abs(lp), abs(lq)) + 1e-15 * lw.size
+    gap = lq + eps - lp + err
     if not gap < 0:
         return 0.0
     return max(math.exp(lp) * -math.expm1(gap) * (1.0 - 1e-9), 0.0)

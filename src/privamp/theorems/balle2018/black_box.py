@@ -79,8 +79,8 @@ class _BlackBoxRun(RunAnalysis):
 
 @run_accountant(
     "black-box-group",
-    lambda run: REGISTRY["balle-profile-black-box"].applies(run.mechanism, run.scheme,
-                                                             run.relation),
+    lambda run: run.relation is not None and REGISTRY["balle-profile-black-box"].applies(
+        run.mechanism, run.scheme, run.relation),
     "groups by black-box group privacy of the one-record profile (Balle et al. 2018, Sec. 5), "
     "Thm 6 -> RDP, composed",
 )
