@@ -529,7 +529,8 @@ def _build(run) -> RunAnalysis:
     up = dominating_run(run)
     if mech.toeplitz and mech.bands == 1:  # C = c I: DP-SGD at sigma / |c|
         return MatrixBinsAnalysis(up, up)
-    gram, shifts, unamp = None, (), None
+    shifts: tuple[float, ...] = ()
+    gram, unamp = None, None
     if run.relation.group == 1:
         if type(run.scheme) is PersistentBallsInBins:
             gram, shifts, unamp = _persistent_lower(run)

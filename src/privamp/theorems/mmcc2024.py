@@ -276,7 +276,9 @@ class MatrixPoissonAnalysis(RunAnalysis):
         shifts = [(sum_statistic_shift(mech, steps, alt), alt) for alt in (False, True)]
         # the statistic's pair at a larger shift dominates the one at a smaller (rescale and
         # add noise): keep the larger
-        self.shift, alt = max(((s, a) for s, a in shifts if s is not None), default=(None, False))
+        best: tuple[float | None, bool] = max(
+            ((s, a) for s, a in shifts if s is not None), default=(None, False))
+        self.shift, alt = best
         self.src_sum = SRC_SUM_STAT + (SRC_ALTERNATE if alt else "")
 
     def _lower(self, which: str, x: np.ndarray, lo_dom: Bound | None
