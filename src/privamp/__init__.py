@@ -17,12 +17,13 @@ from .accountants.rdp import RdpAccountant
 from .accountants.registry import rdp_curve, rdp_methods
 from .accounting import Calibration, Composition, Training, calibrate, compare, compose
 from .accounting.audit import AuditCheck, audit_check
+from .accounting.estimate import estimate_delta
 from .accounting.tradeoff import Tradeoff, TradeoffCurve
 from .errors import NotApplicable
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import Gaussian, Laplace, MatrixMechanism, Mechanism, RandomizedResponse
 from .pld import PLD, TwoSidedPLD, discretise
-from .results import Bound, Guarantee
+from .results import Bound, Estimate, Guarantee
 from .sampling import *  # noqa: F403  (relations, Scheme and every registered scheme)
 from .sweep import calibration_table  # no Dask until a parallel sweep runs
 from .theorems.balle2018.profiles import profile_bound
@@ -107,6 +108,8 @@ __all__ = [
     "rdp_curve",
     "rdp_methods",
     "sweep",
+    "Estimate",
+    "estimate_delta",
 ]
 __all__ += _sampling.__all__
 __all__.sort()

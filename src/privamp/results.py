@@ -25,7 +25,7 @@ import numpy as np
 Kind = Literal["upper", "lower", "exact"]
 _KINDS = ("upper", "lower", "exact")
 
-__all__ = ["Bound", "Guarantee", "reshaped"]
+__all__ = ["Bound", "Estimate", "Guarantee", "reshaped"]
 
 
 def _as_value(value: Any) -> float | np.ndarray:
@@ -355,3 +355,51 @@ def reshaped(g: Guarantee, shape: tuple) -> Guarantee:
         return Bound(value if value.ndim else float(value), b.kind, b.source)
 
     return Guarantee(one(g.upper), one(g.lower), g.declined)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A Monte Carlo *estimate* of a quantity (e.g. delta of a run at some epsilon): **not a
+    bound**.  ``value`` is a sample mean; ``low`` and ``high`` a confidence interval holding
+    with probability ``confidence`` over the sampler's randomness, for the estimated
+    quantity (which may itself be a conjectured worst case, see ``source``).  privamp never
+    mixes estimates into :class:`Bound` or :class:`Guarantee`; compare them with a
+    Guarantee's certified interval instead.
+
+    Attributes:
+        value: the point estimate.
+        low: the lower end of the confidence interval.
+        high: the upper end of the confidence interval.
+        samples: the number of Monte Carlo samples (per direction).
+        confidence: the interval's coverage probability, in (0, 1).
+        source: what was estimated and how.
+        kind: always ``"estimate"``.
+    """
+
+    value: float
+    low: float
+    high: float
+    samples: int
+    confidence: float
+    source: str
+    kind: str = "estimate"
+
+    def __post_init__(self) -> None:
+        if self.kind != "estimate":
+            raise ValueError(f"kind must be 'estimate', got {self.kind!r}")
+        if not (self.low <= self.value <= self.high):
+            raise ValueError(f"need low <= value <= high, got {self.low}, {self.value}, "
+                             f"{self.high}")
+
+    def __float__(self) -> float:
+        return float(self.value)
+
+    def __str__(self) -> str:
+        return (f"estimate {self.value:.6g} (not a bound; {self.confidence:g} confidence "
+                f"interval [{self.low:.6g}, {self.high:.6g}], {self.samples} samples)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict."""
+        return {"value": self.value, "low": self.low, "high": self.high,
+                "samples": self.samples, "confidence": self.confidence,
+                "source": self.source, "kind": self.kind}

@@ -75,6 +75,8 @@ EXCLUDED = {
     "calibrate": "calibration (owned by the calibration module; targets checked there)",
     "calibrate_interval": "calibration",
     "compare": "a table over schemes, one scalar delta or epsilon",
+    "estimate_delta": "a Monte Carlo estimate (not a bound): one scalar epsilon, checked by "
+                      "its own tests (tests/accounting/test_estimate.py)",
     "calibration_table": "grid values checked by the grid parser before anything runs "
                          "(GridError with file, line and key; tests/test_sweep_grid.py)",
     "sweep": "grid values checked by the grid parser before anything runs (GridError)",

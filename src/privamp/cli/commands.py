@@ -148,6 +148,9 @@ def cmd_compare(args: argparse.Namespace) -> None:
     if args.plot:
         from ..plotting import check_plot_path
 
+        if args.mechanism == "matrix":
+            raise CliError("--plot draws the Gaussian mechanism's epsilon vs sigma: not with "
+                           "--mechanism matrix")
         check_plot_path(args.plot)  # before the computing
         need(args, "sigma", "for --plot")
     base, schemes, b, n, epochs = _compare_run(args)
@@ -191,6 +194,9 @@ def cmd_curve(args: argparse.Namespace) -> None:
     if args.plot:
         from ..plotting import check_plot_path
 
+        if args.mechanism == "matrix":
+            raise CliError("--plot draws the Gaussian mechanism's epsilon vs sigma: not with "
+                           "--mechanism matrix")
         check_plot_path(args.plot)  # before the computing
     run = make_run(args)
     if hasattr(run, "phases"):

@@ -92,8 +92,11 @@ def scheme_flag_help(entries: tuple[SchemeEntry, ...] | None = None) -> dict[str
 def mechanism_flags(p: argparse.ArgumentParser, sigma: bool = True) -> None:
     """--mechanism and its parameters."""
     m = p.add_argument_group("mechanism (one release, in units of the clipping norm)")
-    m.add_argument("--mechanism", choices=("gaussian", "laplace", "rr"), default="gaussian",
-                   help="base mechanism (default gaussian)")
+    m.add_argument("--mechanism", choices=("gaussian", "laplace", "rr", "matrix"),
+                   default="gaussian",
+                   help="base mechanism (default gaussian); matrix: correlated noise C x + "
+                        "sigma z (BandMF, DP-FTRL) given by --strategy, --coefficients or "
+                        "--strategy-file")
     if sigma:
         m.add_argument("--sigma", type=float, help="Gaussian noise multiplier (noise std / C)")
     m.add_argument("--scale", type=float, help="Laplace scale")
@@ -101,6 +104,16 @@ def mechanism_flags(p: argparse.ArgumentParser, sigma: bool = True) -> None:
     m.add_argument("--sensitivity", type=float, default=1.0,
                    help="sensitivity under the relation (default 1; 2 for substitution of "
                         "clipped gradients)")
+    x = p.add_argument_group("matrix mechanism (--mechanism matrix, units of the clip norm)")
+    x.add_argument("--strategy", choices=("identity", "sqrt-toeplitz", "banded"),
+                   help="identity (DP-SGD), sqrt-toeplitz (square root of the prefix sum, "
+                        "truncated to --bands), banded (Toeplitz with --coefficients)")
+    x.add_argument("--bands", type=count,
+                   help="bands kept of the sqrt-toeplitz strategy (default: all --steps)")
+    x.add_argument("--coefficients", nargs="+", metavar="C",
+                   help="first column of a banded Toeplitz strategy: 1,0.5,0.25 or 1 0.5 0.25")
+    x.add_argument("--strategy-file", metavar="FILE",
+                   help="a dense lower-triangular T x T strategy (.npy, or text: .csv/.txt)")
 
 
 def sampling_flags(p: argparse.ArgumentParser, scheme: bool = True) -> None:

@@ -10,6 +10,7 @@ from ..accounting.training import Training
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
+from ..mechanisms.matrix import MatrixMechanism
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..sampling.registry import scheme_entry
 from ..sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
@@ -20,6 +21,7 @@ __all__ = [
     "CliError",
     "need",
     "make_mechanism",
+    "make_matrix",
     "make_scheme",
     "make_relation",
     "make_run",
@@ -46,7 +48,79 @@ def need(args: argparse.Namespace, name: str, why: str) -> Any:
     return value
 
 
-def make_mechanism(args: argparse.Namespace, sigma: float | None = None) -> Mechanism:
+def _coefficients(texts: list[str]) -> list[float]:
+    out = []
+    for part in ",".join(texts).replace(" ", ",").split(","):
+        if part.strip():
+            try:
+                out.append(float(part))
+            except ValueError:
+                raise CliError(f"--coefficients must be numbers (e.g. 1,0.5,0.25), got "
+                               f"{part!r}") from None
+    if not out:
+        raise CliError("--coefficients needs at least one number")
+    return out
+
+
+def _strategy_file(path: str) -> Any:
+    import numpy as np
+
+    try:
+        if path.endswith(".npy"):
+            return np.load(path, allow_pickle=False)
+        return np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise CliError(f"--strategy-file {path}: cannot read a matrix ({exc})") from None
+
+
+def make_matrix(args: argparse.Namespace, sigma: float | None = None) -> MatrixMechanism:
+    """The ``--mechanism matrix`` strategy: ``--strategy identity | sqrt-toeplitz [--bands]
+    | banded --coefficients``, ``--coefficients`` alone, or ``--strategy-file`` (a dense
+    strategy), at noise multiplier ``--sigma`` (clip norm 1).
+
+    Raises:
+        CliError: a missing, conflicting or unreadable strategy flag, or --sensitivity other
+            than 1 (the matrix mechanism works in units of the clip norm; substitution
+            doubles the distance itself).
+        ValueError: the strategy refuses a value (not lower-triangular, ...).
+    """
+    s = sigma if sigma is not None else need(args, "sigma", "for the matrix mechanism")
+    if getattr(args, "sensitivity", 1.0) != 1.0:
+        raise CliError("--sensitivity is not read by --mechanism matrix (units of the clip "
+                       "norm; --relation substitution doubles the distance itself)")
+    kind = getattr(args, "strategy", None)
+    coef = getattr(args, "coefficients", None)
+    path = getattr(args, "strategy_file", None)
+    bands = getattr(args, "bands", None)
+    given = [f for f, v in (("--strategy", kind), ("--coefficients", coef),
+                            ("--strategy-file", path)) if v is not None]
+    if kind == "banded" and coef is not None:
+        given.remove("--strategy")
+    if kind == "banded" and coef is None:
+        raise CliError("--strategy banded needs --coefficients (e.g. 1,0.5,0.25)")
+    if len(given) != 1:
+        raise CliError("--mechanism matrix needs exactly one of --strategy, --coefficients "
+                       f"or --strategy-file (got {', '.join(given) or 'none'})")
+    if bands is not None and kind != "sqrt-toeplitz":
+        raise CliError("--bands is read by --strategy sqrt-toeplitz only (a banded strategy "
+                       "has as many bands as --coefficients)")
+    if kind == "banded" and coef is None:
+        raise CliError("--strategy banded needs --coefficients (e.g. 1,0.5,0.25)")
+    if kind == "identity":
+        return MatrixMechanism.identity(s)
+    if kind == "sqrt-toeplitz":
+        steps = getattr(args, "steps", None)
+        if bands is None and steps is None:
+            raise CliError("--strategy sqrt-toeplitz needs --bands (or --steps for the full "
+                           "square root)")
+        return MatrixMechanism.sqrt_toeplitz(s, bands=bands, steps=steps)
+    if coef is not None:
+        return MatrixMechanism.banded(_coefficients(coef), s)
+    return MatrixMechanism(_strategy_file(path), s)
+
+
+def make_mechanism(args: argparse.Namespace, sigma: float | None = None
+                   ) -> Mechanism | MatrixMechanism:
     """The ``--mechanism`` (``sigma`` overrides ``--sigma``).
 
     Raises:
@@ -54,6 +128,8 @@ def make_mechanism(args: argparse.Namespace, sigma: float | None = None) -> Mech
         ValueError: the mechanism refuses a value.
     """
     kind = args.mechanism
+    if kind == "matrix":
+        return make_matrix(args, sigma)
     if kind == "gaussian":
         s = sigma if sigma is not None else need(args, "sigma", "for the Gaussian mechanism")
         return Gaussian(s, sensitivity=args.sensitivity)
