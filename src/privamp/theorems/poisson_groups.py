@@ -406,7 +406,11 @@ def _applies(run) -> bool:
     if not isinstance(mech, (Gaussian, Laplace, RandomizedResponse)):
         return False
     if isinstance(rel, (AddRemove, ZeroOut)):
-        return rel.group > 1
+        # Gaussian: the group PLD accountant's lower side is this witness's pair, composed
+        # without truncation (and with the same sum-statistic tails)
+        from .schuchardt2024.group_pld import group_pld_applies
+
+        return rel.group > 1 and not group_pld_applies(run)
     if isinstance(rel, Substitution):
         return rel.group > 1 and isinstance(mech, Laplace)
     return False
