@@ -38,6 +38,7 @@ The run's PLD is composed by the Poisson PLD accountant's machinery
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -65,6 +66,8 @@ __all__ = [
     "MAX_GROUP_SHIFT",
     "GRID_POINTS",
     "MAX_GROUP",
+    "shared_group_pld",
+    "clear_shared",
 ]
 
 SRC_GROUP_PLD = ("; group of {K}: dominating pair sum_k Binom(k | {K}, q) N(k Delta, sigma^2) vs "
@@ -195,11 +198,23 @@ class GroupPLDAnalysis(PLDAnalysis):
             return pair
         return up, Bound(shaped(out, np.asarray(x)), "lower", lo.source + SRC_SUM)
 
+    def _answer(self, which: str, x: np.ndarray) -> BoundPair:
+        """The PLD's two sides with :meth:`_tails`; where the PLD declines (e.g. delta below
+        its numerical allowance), the sum statistic's lower side alone, if it answers."""
+        try:
+            return self._labelled(self._tails(which, x, getattr(super(), which)(x)))
+        except NotApplicable:
+            zero = Bound(shaped(np.zeros(np.size(x)), np.asarray(x)), "lower", "realised group pair")
+            up, lo = self._tails(which, x, (None, zero))
+            if lo is zero:
+                raise
+            return self._labelled((up, lo))
+
     def epsilon(self, delta: np.ndarray) -> BoundPair:
-        return self._labelled(self._tails("epsilon", delta, super().epsilon(delta)))
+        return self._answer("epsilon", delta)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
-        return self._labelled(self._tails("delta", epsilon, super().delta(epsilon)))
+        return self._answer("delta", epsilon)
 
 
 @run_accountant(
@@ -211,5 +226,38 @@ class GroupPLDAnalysis(PLDAnalysis):
     capabilities=("pld", "grid_step", "renyi_floor", "curve"),
 )
 def _build(run) -> GroupPLDAnalysis:
+    return shared_group_pld(run)
+
+
+def shared_group_pld(run) -> GroupPLDAnalysis:
+    """The group PLD analysis of ``run``, shared (memoised on the run's parameters: the
+    "group-witness" accountant answers with its lower side, so "best" composes once).
+
+    Args:
+        run: a Training :func:`group_pld_applies` accepts.
+
+    Returns:
+        The analysis.
+
+    Raises:
+        NotApplicable: the run is not one :func:`group_pld_applies` accepts, or too many
+            steps.
+    """
+    if not group_pld_applies(run):
+        raise NotApplicable("the group PLD accountant handles Poisson + Gaussian groups of "
+                            f"2..{MAX_GROUP} records under add/remove or zero-out")
     check_steps(run.steps)
-    return GroupPLDAnalysis(run.mechanism, run.scheme.rate, run.steps, run.relation.group)
+    m = run.mechanism
+    return _shared(float(m.sigma), float(m.sensitivity), float(run.scheme.rate),
+                   int(run.steps), int(run.relation.group))
+
+
+@functools.lru_cache(maxsize=8)
+def _shared(sigma: float, sensitivity: float, q: float, steps: int, k: int
+            ) -> GroupPLDAnalysis:
+    return GroupPLDAnalysis(Gaussian(sigma, sensitivity), q, steps, k)
+
+
+def clear_shared() -> None:
+    """Forget the memoised analyses of :func:`shared_group_pld` (benchmarks, memory)."""
+    _shared.cache_clear()
