@@ -204,7 +204,8 @@ class GroupPLDAnalysis(PLDAnalysis):
         try:
             return self._labelled(self._tails(which, x, getattr(super(), which)(x)))
         except NotApplicable:
-            zero = Bound(shaped(np.zeros(np.size(x)), np.asarray(x)), "lower", "realised group pair")
+            zero = Bound(shaped(np.zeros(np.size(x)), np.asarray(x)), "lower",
+                         "realised group pair")
             up, lo = self._tails(which, x, (None, zero))
             if lo is zero:
                 raise
