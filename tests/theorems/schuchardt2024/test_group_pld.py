@@ -133,6 +133,7 @@ def _profile_2d(means, w, gamma, remove: bool) -> float:
     return float(f.sum() * (x[1] - x[0]) ** 2)
 
 
+@pytest.mark.slow
 def test_aligned_means_are_worst_for_every_profile():
     """The step of the proof that goes beyond the paper's Rényi statement: for the
     hockey-stick divergence too, means with ||mu_i - mu_j|| <= |i - j| (mu_0 = 0) in any
