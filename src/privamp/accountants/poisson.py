@@ -99,7 +99,7 @@ class PLDAnalysis(RunAnalysis):
         sets the window (tiny rates), the pessimistic side is composed in one level on its
         own grid (:func:`one_level_step`)."""
         if self._singles is None:
-            self._pairs = poisson_pairs(self.mechanism, self.rate)
+            self._pairs = self.step_pairs()
             self._tail = min(1e-16, 1e-13 / self.steps)
             self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
             self._partial = []
@@ -146,6 +146,10 @@ class PLDAnalysis(RunAnalysis):
             self._pld = TwoSidedPLD(dirs)
         return self._pld
 
+    def step_pairs(self) -> list[LossPair]:
+        """One step's dominating pairs [remove, add] (a subclass may supply others)."""
+        return poisson_pairs(self.mechanism, self.rate)
+
     # -- capabilities (privamp.accountants.registry) -----------------------------------------
     def pld(self, h: float | None = None) -> TwoSidedPLD:
         """The run's two-sided PLD ([remove, add]); ``h=None``: the one its queries use (on
@@ -169,7 +173,7 @@ class PLDAnalysis(RunAnalysis):
         h = check_positive("h", h)
         memo = self.__dict__.setdefault("_pld_at", {})
         if h not in memo:
-            memo[h] = _full_pld(self.mechanism, self.rate, self.steps, h)
+            memo[h] = _full_pld(self.step_pairs(), self.steps, h)
         return memo[h]
 
     def grid_step(self) -> float:
@@ -183,7 +187,7 @@ class PLDAnalysis(RunAnalysis):
             raise NotApplicable("rate 0: the run has no privacy loss")
         if self.h is not None:
             return self.h
-        return grid_plan(poisson_pairs(self.mechanism, self.rate)[0], self.steps)[0]
+        return grid_plan(self.step_pairs()[0], self.steps)[0]
 
     def curve(self, steps: np.ndarray, which: str, x: np.ndarray,
               hook: Callable[[int, TwoSidedPLD, object], object] | None = None
@@ -318,7 +322,7 @@ class PLDAnalysis(RunAnalysis):
         asked for is at least this, epsilon is 0 (exact: delta(eps) is nonincreasing) and no
         composition is needed (q = 1e-7, sigma 0.3, T = 10, delta = 1e-5: 0.76 s before)."""
         if "_tv" not in self.__dict__:
-            pairs = poisson_pairs(self.mechanism, self.rate)
+            pairs = self.step_pairs()
             tv = max(float(np.asarray(p.delta(0.0))) for p in pairs)
             self._tv = min(1.0, self.steps * (tv * (1.0 + 1e-9) + 1e-14))
         return self._tv
@@ -338,14 +342,14 @@ class PLDAnalysis(RunAnalysis):
         return self._query(epsilon, "delta")
 
 
-def _full_pld(mechanism: Mechanism, rate: float, steps: int, h: float) -> TwoSidedPLD:
+def _full_pld(pairs: list[LossPair], steps: int, h: float) -> TwoSidedPLD:
     """Both sides of both directions of ``steps`` Poisson-subsampled steps on step ``h``
     (``SECONDARY_COST h`` for the add direction of small-rate Gaussian), composed in two
     levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
     tail = min(1e-16, 1e-13 / steps)
     rho = 1e-9  # a fine split: the phase may be a small part of a long history
     dirs: list[tuple[PLD, PLD]] = []
-    for pair in poisson_pairs(mechanism, rate):
+    for pair in pairs:
         two = lead_direction(pair) or secondary_direction(pair)
         step = h * (SECONDARY_COST if secondary_direction(pair) else 1.0)
         p, o = discretise(pair, step, tail, rho_max=rho)

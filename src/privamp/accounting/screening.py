@@ -41,10 +41,35 @@ from ..errors import NotApplicable
 from ..renyi.conversion import eps_floor, log_delta_floor
 
 __all__ = [
+    "FLOOR_SCREENED",
+    "floor_screened",
     "rdp_cannot_win",
     "rdp_ruled_out",
     "rdp_ruled_out_scaled",
 ]
+
+
+#: accountants without the "rdp_accountant" capability whose answers are nonetheless the
+#: Balle 2020 conversion (:class:`~privamp.accountants.rdp.RdpAccountant`) of a Rényi-DP
+#: upper bound of the run, so the rule of this module screens them the same way:
+#: "black-box-group" (Balle et al. 2018's black-box group profile -> RDP, composed; it does
+#: not declare the capability because composition and epsilon curves take the first RDP
+#: curve offered, and it is registered ahead of the tight "rdp" accountant)
+FLOOR_SCREENED = ("black-box-group",)
+
+
+def floor_screened(accountants: list) -> tuple:
+    """The accountants among ``accountants`` (RunAccountant) named in
+    :data:`FLOOR_SCREENED` and not already screened by their capability.
+
+    Args:
+        accountants: the applicable RunAccountants of a run.
+
+    Returns:
+        Those that "best" asks last, only where :func:`rdp_ruled_out` does not rule them out.
+    """
+    return tuple(a for a in accountants
+                 if a.name in FLOOR_SCREENED and "rdp_accountant" not in a.capabilities)
 
 
 #: orders the RDP accountant may try: a - 1 in [1e-9, 1e6 - 1]

@@ -26,7 +26,7 @@ from ..pld.moments import two_sided_renyi_floor
 from ..results import Bound, Guarantee, Kind, reshaped
 from ..sampling.relations import Relation
 from ..sampling.schemes import Scheme
-from .screening import rdp_ruled_out, rdp_ruled_out_scaled
+from .screening import floor_screened, rdp_ruled_out, rdp_ruled_out_scaled
 from .tradeoff import GdpBound, Tradeoff, gdp_mu, tpr_at_fpr, tradeoff
 
 __all__ = [
@@ -170,7 +170,8 @@ class Training:
         """Ask the accountants; with "best", those whose answers are conversions of a Rényi-DP
         curve (capability "rdp_accountant") only when they can win
         (:mod:`privamp.accounting.screening`)."""
-        later = _screened(self) if accountant == "best" else ()
+        later = (_screened(self) + floor_screened(applicable(self, "best"))
+                 if accountant == "best" else ())
         analyses, declined = self._analyses(accountant, skip=later)
         pairs: list[BoundPair] = []
         errors = self._ask(analyses, accountant, which, x, pairs, declined)

@@ -77,6 +77,7 @@ from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "GroupWitnessAnalysis",
+    "LowerSide",
     "group_witness",
     "HybridPoissonAnalysis",
     "SRC_HYBRID",
@@ -333,12 +334,25 @@ class GroupWitnessAnalysis(RunAnalysis):
         return None, Bound(shaped(lo, e), "lower", src)
 
 
+class LowerSide(RunAnalysis):
+    """The lower side only of another analysis (whose optimistic side is a realised pair)."""
+
+    def __init__(self, inner: RunAnalysis) -> None:
+        self.inner = inner
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return None, self.inner.epsilon(delta)[1]
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return None, self.inner.delta(epsilon)[1]
+
+
 class HybridPoissonAnalysis(RunAnalysis):
     """A Poisson run under hybrid substitution: Balle et al.'s Poisson-substitution PLD at
     twice the sensitivity (both sides, and its PLD for :func:`privamp.compose`), with the
     lower side raised by ``extra`` (a :class:`GroupWitnessAnalysis`) where given."""
 
-    def __init__(self, sub: FixedBatchPLDAnalysis, extra: GroupWitnessAnalysis | None = None
+    def __init__(self, sub: FixedBatchPLDAnalysis, extra: RunAnalysis | None = None
                  ) -> None:
         self.sub, self.extra = sub, extra
 
@@ -421,11 +435,11 @@ def _applies(run) -> bool:
     description="lower bounds of groups (and hybrid substitution) under Poisson sampling "
     "from realised pairs of neighbouring datasets, composed with optimistic PLDs",
 )
-def _build(run) -> GroupWitnessAnalysis:
+def _build(run) -> RunAnalysis:
     return group_witness(run)
 
 
-def group_witness(run) -> GroupWitnessAnalysis:
+def group_witness(run) -> RunAnalysis:
     """The lower-bound analysis of a Poisson ``run`` of a group (or under hybrid
     substitution) from the witnesses of the module docstring.
 
@@ -434,13 +448,21 @@ def group_witness(run) -> GroupWitnessAnalysis:
             response mechanism.
 
     Returns:
-        The analysis (lower bounds only).
+        The analysis (lower bounds only; for Gaussian add/remove or zero-out groups the
+        group PLD accountant's lower side, :func:`~.schuchardt2024.group_pld.shared_group_pld`).
 
     Raises:
         NotApplicable: the mechanism's loss does not fit the PLD grid, or too many steps.
     """
     check_steps(run.steps)
     mech, q, k = run.mechanism, run.scheme.rate, run.relation.group
+    if isinstance(mech, Gaussian) and isinstance(run.relation, (AddRemove, ZeroOut)):
+        # the group PLD accountant's lower side is this witness's pair composed without
+        # truncation (with the same sum-statistic tails): shared, composed once
+        from .schuchardt2024.group_pld import group_pld_applies, shared_group_pld
+
+        if group_pld_applies(run):
+            return LowerSide(shared_group_pld(run))
     if isinstance(mech, Gaussian):
         s = mech.shift(1)
         if not (math.isfinite(s) and 0 < s <= 25.0):

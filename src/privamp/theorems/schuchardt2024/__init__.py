@@ -23,3 +23,8 @@ from .ot_framework import (  # noqa: E402
 
 __all__ += ["ot_framework", "relations", "ChainEvents", "ot_rdp", "ot_pairwise_rdp",
             "ot_coupling_rdp"]
+
+from . import group_pld  # noqa: E402
+from .group_pld import GroupPLDAnalysis, group_mixture_pairs  # noqa: E402
+
+__all__ += ["group_pld", "GroupPLDAnalysis", "group_mixture_pairs"]

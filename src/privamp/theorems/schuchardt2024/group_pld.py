@@ -1,0 +1,264 @@
+"""PLD accountant for a group of K records under Poisson sampling with the Gaussian mechanism
+(add/remove or zero-out of K records): Schuchardt et al. 2024 (arXiv:2403.04867), Thms 4.1/4.2,
+carried from Rényi divergences to the hockey-stick divergence (every privacy profile).
+
+One step, output f(batch) + N(0, sigma^2 I), f of l2 sensitivity Delta per record, s =
+Delta / sigma; B_K = sum_{k=0}^K Binom(k | K, q) N(k s, 1), N = N(0, 1).  The claim: for
+every gamma >= 0, every f and every pair x, x' differing in a group of K records,
+H_gamma(M(x) || M(x')) <= H_gamma(B_K || N) when x' = x minus the group (remove), and
+<= H_gamma(N || B_K) when x = x' minus the group (add).  So (B_K, N) and (N, B_K) are
+dominating pairs (Zhu, Dong, Wang 2022, arXiv:2106.08567, Def. 7), they hold for every query
+f, hence (their Thm 10) the T-fold products dominate the adaptively composed run.  Proof
+(the full argument, with what it takes from the paper: docs/findings.md, "Group PLD"):
+
+1. Coupling (their Thm 3.4 / G.1, which use only joint convexity; H_gamma is jointly convex,
+   pointwise Jensen on (a - gamma b)_+): condition on the number i of group members in the
+   batch and couple the K + 1 conditional batch laws by adding the members one at a time in
+   a uniformly random order to a batch y_0 of the others.  Then H_gamma(M(x) || M(x')) <=
+   E_Gamma H_gamma(sum_i w_i N(mu_i, I) || N(mu_0, I)), mu_i = f(y_i) / sigma,
+   ||mu_i - mu_j|| <= |i - j| s (the same with the arguments swapped for add).
+2. Both directions are integral_x n(x) phi(L(x)) dx with n the density of N(mu_0, I), L the
+   likelihood ratio of the mixture, and phi convex: (t - gamma)_+ (remove) or
+   (1 - gamma t)_+ (add).  Reflecting the means in one half-space through a hyperplane
+   through mu_0 into the other does not decrease it (at a point and its mirror image the two
+   values of L are spread apart with the same sum: convexity; the paper's Lemma H.3 with
+   y^(1-alpha) replaced by any convex phi), keeps the radii ||mu_i - mu_0|| and does not
+   increase any distance ||mu_i - mu_j||.  Reflecting through the bisector of mu_i and
+   ||mu_i|| e puts mu_i on the ray e and leaves the means already on it in place: after at
+   most K such steps all means lie on one ray, at radii r_i <= i s.
+3. On a ray, L is nondecreasing in the coordinate t along it, so the best test sets are
+   half-spaces {t > c} (remove) or {t < c} (add); raising any radius raises B(t > c) and
+   lowers B(t < c), so the value at radii (0, s, ..., K s) is the largest.  That point is
+   realised (all K members contribute the same vector of norm Delta), so the pair is tight
+   and its optimistic PLD is a certified lower side.
+
+The run's PLD is composed by the Poisson PLD accountant's machinery
+(:class:`privamp.accountants.poisson.PLDAnalysis`, with these pairs as its step pairs).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+from scipy import stats
+
+from ...accountants.grid import grid_plan
+from ...accountants.poisson import PLDAnalysis, check_steps
+from ...accountants.registry import BoundPair, run_accountant
+from ...errors import NotApplicable
+from ...mechanisms.gaussian import Gaussian
+from ...numerics.arrays import shaped
+from ...pairs.combinators import SwappedPair
+from ...pairs.loss_pair import LossPair
+from ...pairs.mixtures import GaussianShiftMixturePair
+from ...results import Bound
+from ...sampling.relations import AddRemove, ZeroOut
+from ...sampling.schemes import Poisson
+from ..poisson_groups import SRC_SUM, sum_statistic_delta, sum_statistic_epsilon
+
+__all__ = [
+    "GroupPLDAnalysis",
+    "group_mixture_pairs",
+    "group_pld_applies",
+    "SRC_GROUP_PLD",
+    "MAX_GROUP_SHIFT",
+    "GRID_POINTS",
+    "MAX_GROUP",
+    "shared_group_pld",
+    "clear_shared",
+]
+
+SRC_GROUP_PLD = ("; group of {K}: dominating pair sum_k Binom(k | {K}, q) N(k Delta, sigma^2) vs "
+                 "N(0, sigma^2) and its swap, for every privacy profile (Schuchardt et al. "
+                 "2024, arXiv:2403.04867, Thms 4.1/4.2 carried to the hockey-stick divergence, "
+                 "docs/findings.md); realised by K records with the same contribution")
+
+#: the largest group handled (one mixture component per group size)
+MAX_GROUP = 256
+
+#: the automatic grid has at most this many points over one step's loss range
+GRID_POINTS = 10_000
+
+#: the largest K Delta / sigma handled (the losses must fit the PLD grid's range)
+MAX_GROUP_SHIFT = 60.0
+
+
+def group_mixture_pairs(k: int, q: float, s: float) -> list[LossPair]:
+    """One step's dominating pairs of a group of ``k`` under Poisson sampling at rate ``q``
+    with the Gaussian at shift ``s`` = Delta / sigma: [remove: (B_k, N(0, 1)), add: swap],
+    B_k = sum_j Binom(j | k, q) N(j s, 1) (module docstring).
+
+    Args:
+        k: group size >= 1.
+        q: rate in (0, 1).
+        s: shift > 0.
+
+    Returns:
+        [remove pair, add pair].
+
+    Raises:
+        NotApplicable: a binomial weight underflows (then the pair would not be the exact,
+            realised one).
+        ValueError: k, q or s out of range.
+    """
+    if not (isinstance(k, int | np.integer) and k >= 1):
+        raise ValueError(f"group size k must be an integer >= 1, got {k}")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"rate q must be in (0, 1), got {q}")
+    if not (math.isfinite(s) and s > 0):
+        raise ValueError(f"shift s must be finite and > 0, got {s}")
+    w = stats.binom.pmf(np.arange(k + 1), k, q)
+    if not np.all(w > 1e-300):
+        raise NotApplicable(f"group of {k} at rate {q}: binomial weights below 1e-300 "
+                            "(the exact mixture is not representable)")
+    mix = GaussianShiftMixturePair(w / w.sum(), s)
+    return [mix, SwappedPair(mix)]
+
+
+def group_pld_applies(run) -> bool:
+    """Poisson (0 < q < 1) + Gaussian + add/remove or zero-out of a group of K >= 2, with
+    K <= :data:`MAX_GROUP`, K Delta / sigma <= :data:`MAX_GROUP_SHIFT` and every weight
+    Binom(j | K, q) above 1e-300.
+
+    Args:
+        run: a Training.
+
+    Returns:
+        Whether the accountant applies.
+    """
+    mech, rel = run.mechanism, run.relation
+    if not (isinstance(run.scheme, Poisson) and 0.0 < run.scheme.rate < 1.0
+            and isinstance(mech, Gaussian) and isinstance(rel, (AddRemove, ZeroOut))
+            and rel.group > 1):
+        return False
+    s, k, q = mech.shift(1), rel.group, run.scheme.rate
+    if not (math.isfinite(s) and 0 < s and k * s <= MAX_GROUP_SHIFT and k <= MAX_GROUP):
+        return False
+    # every binomial weight representable (the smallest is at j = 0 or j = K)
+    return bool(k * min(math.log(q), math.log1p(-q)) > math.log(1e-300) + 1.0)
+
+
+class GroupPLDAnalysis(PLDAnalysis):
+    """The Poisson PLD analysis with the group mixture pairs of :func:`group_mixture_pairs`
+    as its step pairs: two-sided (pessimistic: dominating; optimistic: realised), with the
+    ``pld``, ``grid_step``, ``renyi_floor`` and ``curve`` capabilities of its base."""
+
+    def __init__(self, mechanism: Gaussian, rate: float, steps: int, group: int,
+                 h: float | None = None) -> None:
+        pairs = group_mixture_pairs(int(group), float(rate), mechanism.shift(1))
+        if h is None:
+            # the automatic step, but at most GRID_POINTS points over one step's loss range
+            # (short runs: the generic rule's step follows the tiny interquartile range of
+            # a small-rate loss, 150k points per direction at K = 8, q = 1e-3, T = 100, for
+            # an interval 1e-6 wide; this keeps it ~1e-4 wide in a tenth of the time)
+            lo, hi = pairs[0].loss_range(min(1e-16, 1e-13 / steps))
+            h = max(grid_plan(pairs[0], int(steps))[0], (hi - lo) / GRID_POINTS)
+        super().__init__(mechanism, rate, steps, h)
+        self.group = int(group)
+        self._group_pairs = pairs
+        self._sum_test = (self.group, self.rate, mechanism.shift(1))
+
+    def step_pairs(self) -> list[LossPair]:
+        """[remove: (B_K, N(0, 1)), add: its swap] (module docstring)."""
+        return list(self._group_pairs)
+
+    def _labelled(self, pair: BoundPair) -> BoundPair:
+        src = SRC_GROUP_PLD.format(K=self.group)
+        up, lo = pair
+        return (None if up is None else Bound(up.value, up.kind, up.source + src),
+                None if lo is None else Bound(lo.value, lo.kind, lo.source + src))
+
+    def _tails(self, which: str, x: np.ndarray, pair: BoundPair) -> BoundPair:
+        """The lower side raised, where the PLD's is in its cut tails (delta < 1e-10, or a
+        lower delta < 1e-12), by the threshold test on the sum of the outputs of the same
+        realised pair (:func:`privamp.theorems.poisson_groups.sum_statistic_delta`)."""
+        up, lo = pair
+        if lo is None:
+            return pair
+        k, q, s = self._sum_test
+        flat = np.ravel(np.asarray(x, dtype=float))
+        out = np.array(lo.value, dtype=float).ravel()
+        cap = None if up is None else np.broadcast_to(np.asarray(up.value, float), np.shape(
+            x)).ravel()
+        used = False
+        for i, v in enumerate(flat):
+            if which == "epsilon" and v < 1e-10:
+                alt = sum_statistic_epsilon(float(v), k, self.steps, q, s)
+            elif which == "delta" and out[i] < 1e-12:
+                alt = sum_statistic_delta(float(v), k, self.steps, q, s)
+            else:
+                continue
+            if cap is not None:
+                alt = min(alt, float(cap[i]))
+            if alt > out[i]:
+                out[i], used = alt, True
+        if not used:
+            return pair
+        return up, Bound(shaped(out, np.asarray(x)), "lower", lo.source + SRC_SUM)
+
+    def _answer(self, which: str, x: np.ndarray) -> BoundPair:
+        """The PLD's two sides with :meth:`_tails`; where the PLD declines (e.g. delta below
+        its numerical allowance), the sum statistic's lower side alone, if it answers."""
+        try:
+            return self._labelled(self._tails(which, x, getattr(super(), which)(x)))
+        except NotApplicable:
+            zero = Bound(shaped(np.zeros(np.size(x)), np.asarray(x)), "lower",
+                         "realised group pair")
+            up, lo = self._tails(which, x, (None, zero))
+            if lo is zero:
+                raise
+            return self._labelled((up, lo))
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._answer("epsilon", delta)
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._answer("delta", epsilon)
+
+
+@run_accountant(
+    "pld",
+    applies=group_pld_applies,
+    description="Poisson groups (Gaussian, add/remove or zero-out of K records): PLD of the "
+    "tight mixture pair of Schuchardt et al. 2024 (Thm 4.2) for every privacy profile, "
+    "two-sided",
+    capabilities=("pld", "grid_step", "renyi_floor", "curve"),
+)
+def _build(run) -> GroupPLDAnalysis:
+    return shared_group_pld(run)
+
+
+def shared_group_pld(run) -> GroupPLDAnalysis:
+    """The group PLD analysis of ``run``, shared (memoised on the run's parameters: the
+    "group-witness" accountant answers with its lower side, so "best" composes once).
+
+    Args:
+        run: a Training :func:`group_pld_applies` accepts.
+
+    Returns:
+        The analysis.
+
+    Raises:
+        NotApplicable: the run is not one :func:`group_pld_applies` accepts, or too many
+            steps.
+    """
+    if not group_pld_applies(run):
+        raise NotApplicable("the group PLD accountant handles Poisson + Gaussian groups of "
+                            f"2..{MAX_GROUP} records under add/remove or zero-out")
+    check_steps(run.steps)
+    m = run.mechanism
+    return _shared(float(m.sigma), float(m.sensitivity), float(run.scheme.rate),
+                   int(run.steps), int(run.relation.group))
+
+
+@functools.lru_cache(maxsize=8)
+def _shared(sigma: float, sensitivity: float, q: float, steps: int, k: int
+            ) -> GroupPLDAnalysis:
+    return GroupPLDAnalysis(Gaussian(sigma, sensitivity), q, steps, k)
+
+
+def clear_shared() -> None:
+    """Forget the memoised analyses of :func:`shared_group_pld` (benchmarks, memory)."""
+    _shared.cache_clear()
