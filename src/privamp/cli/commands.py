@@ -13,6 +13,7 @@ import numpy as np
 from ..accounting.calibration import KNOBS, calibrate
 from ..accounting.compare import Comparison, compare
 from ..accounting.training import Training
+from ..mechanisms.base import Mechanism
 from ..progress import iterate, progress, working
 from ..results import Bound, Guarantee
 from ..sampling.schemes import BalancedIteration, Deterministic, Poisson, Scheme, Shuffle
@@ -227,6 +228,9 @@ def cmd_curve(args: argparse.Namespace) -> None:
 def cmd_rdp(args: argparse.Namespace) -> None:
     """``privamp rdp``: the one-step Rényi DP curve, or ``--list`` the methods."""
     mech = make_mechanism(args)
+    if not isinstance(mech, Mechanism):
+        raise CliError("--mechanism matrix is a whole-run mechanism with no one-step Rényi DP "
+                       "curve; ask privamp epsilon / delta for the run")
     scheme = make_scheme(args)
     rel = make_relation(args, scheme)
     if args.list:

@@ -116,7 +116,7 @@ def make_matrix(args: argparse.Namespace, sigma: float | None = None) -> MatrixM
         return MatrixMechanism.sqrt_toeplitz(s, bands=bands, steps=steps)
     if coef is not None:
         return MatrixMechanism.banded(_coefficients(coef), s)
-    return MatrixMechanism(_strategy_file(path), s)
+    return MatrixMechanism(_strategy_file(str(path)), s)
 
 
 def make_mechanism(args: argparse.Namespace, sigma: float | None = None
