@@ -14,8 +14,8 @@
 Modules: ``grid`` (grid files, checked before anything runs), ``runs`` (one configuration:
 its key, its run, its row), ``store`` (SQLite in WAL mode), ``tasks`` (tasks and commit
 groups), ``runner`` (serial or Dask), ``cluster`` (the Dask side: imported only by a parallel
-sweep), ``table`` (rows, CSV, DataFrame, Parquet), ``plots`` (heat maps).  Importing this package does
-not import Dask (only a parallel sweep does).
+sweep), ``table`` (rows, CSV, DataFrame, Parquet), ``plots`` (heat maps).  Importing this
+package does not import Dask (only a parallel sweep does).
 """
 
 from __future__ import annotations

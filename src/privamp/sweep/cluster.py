@@ -87,8 +87,11 @@ def local_cluster(workers: int | None = None, warm: bool = True) -> Iterator[Cli
     # threads: Dask already gives its workers OMP/MKL/OPENBLAS_NUM_THREADS=1.
     with dask.config.set({NO_TRIM: None}):
         try:
+            # dashboard_address=None would still bind the scheduler's HTTP routes to port
+            # 8787 and warn when another cluster holds it: a free local port instead
             cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR)
+                                   dashboard_address="127.0.0.1:0",
+                                   silence_logs=logging.ERROR)
         except RuntimeError as exc:
             raise RuntimeError(
                 "the local Dask workers did not start; in a script, call the sweep under "

@@ -99,7 +99,7 @@ def run_serial(todo: list[tuple[str, dict[str, Any]]],
         now = time.perf_counter()
         if now - last >= seconds or len(pending) >= most or i + 1 == handed:
             per = (now - start) / (i + 1)
-            nxt = min(len(todo), i + 1 + max(1, min(most, int(2 * seconds / max(per, 1e-9)))))
+            nxt = min(len(todo), i + 1 + max(1, int(min(most, 2 * seconds / max(per, 1e-9)))))
             more = [k for k, _ in todo[handed:nxt]] if i + 1 == handed else []
             if more:
                 handed = nxt
