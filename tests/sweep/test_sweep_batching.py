@@ -96,11 +96,18 @@ def test_rows_equal_the_hand_written_loop_and_the_store_holds_them_once(tmp_path
     assert r.meta["engine"] == "serial" and r.meta["startup_seconds"] == 0.0
 
 
-def test_task_plan_covers_each_configuration_once():
-    configs = [{"sampler": "poisson", "task": "epsilon"}] * 1000
+@pytest.mark.parametrize("n,accountant,tasks_between,least", [
+    (1000, "rdp", (16, 17), 50),   # 10 s estimated: 16 tasks of ~0.6 s
+    (200, "rdp", (4, 4), 50),      # 2 s: tasks of 0.5 s, not 16 of 0.12 s
+    (40, "rdp", (4, 4), 10),       # 0.4 s: still two tasks a worker
+    (200, "pld", (16, 17), 12),    # 60 s: 16 tasks of ~3.6 s
+])
+def test_task_plan_sizes(n, accountant, tasks_between, least):
+    configs = [{"sampler": "poisson", "task": "epsilon", "accountant": accountant}] * n
     tasks = plan_tasks(configs, workers=2)
-    assert sorted(i for t in tasks for i in t) == list(range(1000))
-    assert 16 <= len(tasks) <= 17 and max(map(len, tasks)) <= 63
+    assert sorted(i for t in tasks for i in t) == list(range(n))  # each once
+    assert tasks_between[0] <= len(tasks) <= tasks_between[1]
+    assert min(map(len, tasks)) >= least or len(tasks[-1]) < least <= len(tasks[0])
 
 
 #: the subprocess: a serial sweep whose computations (counter) and reports (callback) are

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["CHEAP", "TASKS_PER_WORKER", "MAX_PER_TASK", "COMMIT_SECONDS", "MAX_PER_COMMIT",
-           "cost", "plan_tasks", "run_serial"]
+__all__ = ["CHEAP", "TASKS_PER_WORKER", "MIN_TASK_SECONDS", "MAX_PER_TASK", "COMMIT_SECONDS",
+           "MAX_PER_COMMIT", "cost", "plan_tasks", "run_serial"]
 
 #: samplers whose configurations are cheap (Poisson: an FFT-composed PLD or an RDP curve)
 CHEAP = ("poisson", "with-replacement", "without-replacement", "subsampled-model-split",
@@ -20,6 +20,8 @@ CHEAP = ("poisson", "with-replacement", "without-replacement", "subsampled-model
 
 #: tasks per worker (so that the last ones balance the load)
 TASKS_PER_WORKER = 8
+#: the least estimated seconds of work in one task (when there is enough work)
+MIN_TASK_SECONDS = 0.5
 #: the most configurations in one Dask task (one commit each task)
 MAX_PER_TASK = 256
 #: a serial sweep commits its finished rows at least this often (seconds of work)
@@ -29,16 +31,22 @@ MAX_PER_COMMIT = 256
 
 
 def cost(config: Mapping[str, Any]) -> float:
-    """The relative cost of a configuration (by sampler and task)."""
-    base = 1.0 if config["sampler"] in CHEAP else 20.0
+    """A rough estimate of a configuration's seconds (by accountant, sampler and task):
+    Poisson-like samplers 10 ms under the RDP accountant and 0.3 s under the others (a
+    composed PLD), other samplers 20 times more, a calibration 10 times more (measured on
+    one core, to within a few times: it only sizes the tasks)."""
+    base = 0.01 if config.get("accountant") == "rdp" else 0.3
+    base *= 1.0 if config["sampler"] in CHEAP else 20.0
     return base * (10.0 if config["task"] == "calibrate" else 1.0)
 
 
 def plan_tasks(configs: list[dict[str, Any]], workers: int) -> list[list[int]]:
     """Indices of ``configs`` grouped into tasks: most expensive first, each task about
-    1/(:data:`TASKS_PER_WORKER` x workers) of the total estimated cost (at most
-    :data:`MAX_PER_TASK` configurations), so that every worker gets several tasks, the last
-    ones balance the load, and an expensive configuration goes alone.
+    1/(:data:`TASKS_PER_WORKER` x workers) of the total estimated cost but at least
+    :data:`MIN_TASK_SECONDS` (so that scheduling and a worker's per-task costs stay small;
+    still at least two tasks a worker), at most :data:`MAX_PER_TASK` configurations: every
+    worker gets several tasks, the last ones balance the load, and an expensive
+    configuration goes alone.
 
     Args:
         configs: the configurations to hand out.
@@ -49,12 +57,13 @@ def plan_tasks(configs: list[dict[str, Any]], workers: int) -> list[list[int]]:
     """
     costs = [cost(c) for c in configs]
     order = sorted(range(len(configs)), key=lambda i: -costs[i])
-    budget = sum(costs) / max(1, TASKS_PER_WORKER * workers)
+    total, w = sum(costs), max(1, workers)
+    budget = min(max(total / (TASKS_PER_WORKER * w), MIN_TASK_SECONDS), total / (2 * w))
     out: list[list[int]] = []
     cur: list[int] = []
     spent = 0.0
     for i in order:
-        if cur and (spent + costs[i] > budget or len(cur) >= MAX_PER_TASK):
+        if cur and (spent + costs[i] > budget * (1 + 1e-9) or len(cur) >= MAX_PER_TASK):
             out.append(cur)
             cur, spent = [], 0.0
         cur.append(i)
