@@ -1,18 +1,18 @@
 """Sweeps (issue 29): the cost of the sweep machinery and the gain of two local Dask workers,
 against the hand-written serial loop a user would write, on Poisson configurations.
 
-    PYTHONPATH=src python benchmarks/sweep.py            # both cases below, ~5 min on 2 idle cores
+    PYTHONPATH=src python benchmarks/sweep.py        # both cases below, ~12 min on 2 idle cores
     PYTHONPATH=src python benchmarks/sweep.py --only rdp --reps 3
 
 Two cases, each written to its own file: 1,000 configurations under the RDP accountant
 (milliseconds each: the hardest case for the overhead target; ``benchmarks/results/sweep.md``)
 and 200 under the PLD accountant (a quarter of a second each; ``sweep_pld.md``); sigma x rate
-x steps, epsilon at delta = 1e-5.  In one process, side by side, ``--reps`` times in rotated
-order:
+x steps, epsilon at delta = 1e-5.  In one process, ``--reps`` times, each run paired with a
+run of the loop next to it (order alternated):
 
 * the loop: ``pa.Training(...).epsilon(delta, accountant=...)`` for each configuration;
 * ``pa.sweep(..., workers=1, store=FILE)`` (a fresh store each time): the grid checked, the
-  rows committed to SQLite in groups, progress off;
+  rows committed to SQLite in groups, progress off (no cluster running in the process);
 * ``pa.sweep(..., scheduler=client, store=FILE)`` on a local cluster of two single-threaded
   worker processes started (and warmed up) once, before the timed calls.
 
@@ -42,7 +42,8 @@ import numpy as np
 import privamp as pa
 
 HERE = Path(__file__).parent / "results"
-CASES = {"rdp": (1000, HERE / "sweep.md"), "pld": (200, HERE / "sweep_pld.md")}
+#: accountant -> (configurations, repetitions, result file)
+CASES = {"rdp": (1000, 3, HERE / "sweep.md"), "pld": (200, 2, HERE / "sweep_pld.md")}
 
 
 def grid(n: int, accountant: str) -> dict:
@@ -99,95 +100,125 @@ def med(xs: list[float]) -> float:
 def case(accountant: str, n: int, reps: int, out: Path) -> str:
     g = grid(n, accountant)
     loads = [load()]
-    print(f"[{accountant}] load {loads[0]:.1f}; starting a 2-worker cluster", flush=True)
-    L: dict[str, list] = {"wall": [], "cpu": []}
+    L1: dict[str, list] = {"wall": [], "cpu": []}
     S: dict[str, list] = {"wall": [], "cpu": [], "inner": []}
+    L2: dict[str, list] = {"wall": [], "cpu": []}
     D: dict[str, list] = {"wall": [], "workers": [], "client": []}
     same = True
-    t0 = time.perf_counter()
-    with pa.sweep.local_cluster(2) as client, tempfile.TemporaryDirectory() as tmp:
-        warm_start = time.perf_counter() - t0
+
+    def say(rep: int, what: str, wall: float) -> None:
+        print(f"[{accountant}] rep {rep} {what}: {wall:.2f} s wall, load {load():.1f}",
+              flush=True)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        # phase 1, no cluster in this process: the loop and the serial sweep, paired
         for rep in range(reps):
-            steps = ["loop", "serial", "dask"]
-            for what in steps[rep % 3:] + steps[:rep % 3]:  # rotated order
-                db = Path(tmp) / f"{what}{rep}.sqlite"
+            for what in ("loop", "serial")[:: 1 if rep % 2 == 0 else -1]:
                 if what == "loop":
                     w, c, ref = loop(g, accountant)
-                    L["wall"].append(w)
-                    L["cpu"].append(c)
-                elif what == "serial":
-                    w, c, one = serial(g, db)
+                    L1["wall"].append(w)
+                    L1["cpu"].append(c)
+                else:
+                    w, c, one = serial(g, Path(tmp) / f"serial{rep}.sqlite")
                     S["wall"].append(w)
                     S["cpu"].append(c)
                     S["inner"].append(sum(x["seconds"] for x in one.rows))
-                else:
-                    w, ws, c, two = on_cluster(g, client, db)
-                    D["wall"].append(w)
-                    D["workers"].append(ws)
-                    D["client"].append(c)
-                print(f"[{accountant}] rep {rep} {what}: {w:.2f} s wall, load {load():.1f}",
-                      flush=True)
-            same = same and [x["epsilon_upper"] for x in one.rows] == ref == [
-                x["epsilon_upper"] for x in two.rows]
-    loads.append(load())
-    with tempfile.TemporaryDirectory() as tmp:  # the default path: cluster started inside
+                    same = same and [x["epsilon_upper"] for x in one.rows] == ref
+                say(rep, what, w)
+        loads.append(load())
+        # phase 2, a warm 2-worker cluster started once: the loop and the sweep on it, paired
+        t0 = time.perf_counter()
+        with pa.sweep.local_cluster(2) as client:
+            warm_start = time.perf_counter() - t0
+            for rep in range(reps):
+                for what in ("dask", "loop")[:: 1 if rep % 2 == 0 else -1]:
+                    if what == "loop":
+                        w, c, ref = loop(g, accountant)
+                        L2["wall"].append(w)
+                        L2["cpu"].append(c)
+                    else:
+                        w, ws, c, two = on_cluster(g, client, Path(tmp) / f"dask{rep}.sqlite")
+                        D["wall"].append(w)
+                        D["workers"].append(ws)
+                        D["client"].append(c)
+                        same = same and [x["epsilon_upper"] for x in two.rows] == ref
+                    say(rep, what, w)
+        loads.append(load())
+        # phase 3, the default path: the cluster started inside the call
         w = time.perf_counter()
         cold = pa.sweep(g, workers=2, store=Path(tmp) / "cold.sqlite", progress=False)
         cold_wall = time.perf_counter() - w
         same = same and [x["epsilon_upper"] for x in cold.rows] == ref
+        say(0, "default path", cold_wall)
         w = time.perf_counter()
         again = pa.sweep(g, workers=2, store=Path(tmp) / "cold.sqlite", progress=False)
         again_wall = time.perf_counter() - w
     loads.append(load())
     n = len(ref)
-    lw, lc = med(L["wall"]), med(L["cpu"])
+    lw, lc = med(L1["wall"]), med(L1["cpu"])
     sw, sc = med(S["wall"]), med(S["cpu"])
+    s_cpu = [s / c for s, c in zip(S["cpu"], L1["cpu"], strict=True)]
+    s_wall = [s / c for s, c in zip(S["wall"], L1["wall"], strict=True)]
     inner_over = med([(w - i) / i for w, i in zip(S["wall"], S["inner"], strict=True)])
+    l2w, l2c = med(L2["wall"]), med(L2["cpu"])
     dw = med(D["wall"])
-    busiest = med([max(ws) for ws in D["workers"]])
-    total = med([sum(ws) + c for ws, c in zip(D["workers"], D["client"], strict=True)])
-    floor = max(busiest, total / 2)
+    busiest = [max(ws) for ws in D["workers"]]
+    totals = [sum(ws) + c for ws, c in zip(D["workers"], D["client"], strict=True)]
+    floors = [max(b, t / 2) for b, t in zip(busiest, totals, strict=True)]
+    d_wall = [lo / d for lo, d in zip(L2["wall"], D["wall"], strict=True)]
+    # the loop's CPU: the smaller of the two phases' (a cluster idling in this process
+    # costs the loop some CPU too): the conservative reference for the projection
+    ref_cpu = min(L1["cpu"] + L2["cpu"])
+    d_cpu = [ref_cpu / f for f in floors]
     start = cold.meta["startup_seconds"]
     lines = [
         f"# Sweep machinery vs the serial loop ({accountant}, benchmarks/sweep.py)",
         "",
-        "Run it (both cases, about 5 minutes on 2 idle cores; the lead re-runs it on a quiet "
+        "Run it (both cases, about 12 minutes on 2 idle cores; the lead re-runs it on a quiet "
         "machine):",
         "",
         "    PYTHONPATH=src python benchmarks/sweep.py",
         "",
         f"{n} Poisson configurations (sigma x rate x steps), epsilon at delta = 1e-5, "
         f"accountant `{accountant}`; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} cores; {reps} repetitions side by side in rotated order, medians. "
-        f"1-minute load average {loads[0]:.1f} before, {loads[1]:.1f} after the repetitions, "
-        f"{loads[2]:.1f} at the end (the machine's other jobs share its cores).",
+        f"{os.cpu_count()} cores; {reps} repetitions, each run paired with a loop run next "
+        f"to it (order alternated), medians. 1-minute load average {loads[0]:.1f} at the "
+        f"start, {loads[1]:.1f} after the serial pairs, {loads[2]:.1f} after the cluster "
+        f"pairs, {loads[3]:.1f} at the end (other jobs share the cores: wall ratios are "
+        "noisy there, CPU ratios hold).",
         "",
-        "| run | wall s | CPU s | wall / loop | CPU / loop |",
+        "| run | wall s | CPU s | wall / paired loop | CPU / paired loop |",
         "|---|---:|---:|---:|---:|",
-        f"| hand-written serial loop | {lw:.2f} | {lc:.2f} | 1 | 1 |",
-        f"| `pa.sweep(workers=1, store=...)` | {sw:.2f} | {sc:.2f} | {sw / lw:.3f} | "
-        f"{sc / lc:.3f} |",
+        f"| hand-written serial loop (no cluster running) | {lw:.2f} | {lc:.2f} | 1 | 1 |",
+        f"| `pa.sweep(workers=1, store=...)` | {sw:.2f} | {sc:.2f} | {med(s_wall):.3f} | "
+        f"{med(s_cpu):.3f} |",
+        f"| hand-written serial loop (the cluster idling) | {l2w:.2f} | {l2c:.2f} | 1 | 1 |",
         f"| `pa.sweep(scheduler=client, store=...)`, 2 warm workers | {dw:.2f} | "
-        f"{total:.2f} (busiest worker {busiest:.2f}) | {dw / lw:.3f} | {total / lc:.3f} |",
+        f"{med(totals):.2f} (busiest worker {med(busiest):.2f}) | "
+        f"{1 / med(d_wall):.3f} | {med(totals) / l2c:.3f} |",
         f"| `pa.sweep(workers=2, store=...)`, cluster started in the call | {cold_wall:.2f} | "
-        f"| {cold_wall / lw:.3f} | |",
+        f"| {cold_wall / l2w:.3f} | |",
         f"| the same sweep on its full store ({again.computed} computed) | {again_wall:.2f} | "
-        f"| {again_wall / lw:.3f} | |",
+        f"| {again_wall / l2w:.3f} | |",
         "",
-        f"- Overhead of the sweep machinery (grid check, rows, grouped SQLite commits): "
-        f"{100 * (sc / lc - 1):+.1f}% CPU, {100 * (sw / lw - 1):+.1f}% wall against the loop "
-        f"({1e3 * (sc - lc) / n:+.3f} ms CPU per configuration); inside the sweep, time "
-        f"outside the configurations' own computations: {100 * inner_over:+.1f}% of theirs "
-        f"(target <= 10%). Per repetition, CPU ratios "
-        f"{', '.join(f'{s / c:.3f}' for s, c in zip(S['cpu'], L['cpu'], strict=True))}.",
-        f"- 2 warm local workers vs the loop: {lw / dw:.2f}x wall on this machine; by CPU "
-        f"time, {lc / floor:.2f}x on 2 idle cores (loop CPU / max(busiest worker, total "
-        f"CPU / 2); the workers and this process spent {total / lc:.2f}x the loop's CPU in "
-        f"all). Target >= 1.7x.",
-        f"- The default path (`workers=2`: cluster started and warmed inside the call, "
-        f"{start:.2f} s of start-up, measured by the sweep itself; {warm_start:.2f} s for "
-        f"`local_cluster(2)` above): {lw / cold_wall:.2f}x the loop with its start-up, "
-        f"{lw / max(1e-9, cold_wall - start):.2f}x without.",
+        f"- **Overhead of the sweep machinery** (grid check, rows, grouped SQLite commits): "
+        f"{100 * (med(s_cpu) - 1):+.1f}% CPU (per pair: "
+        f"{', '.join(f'{100 * (x - 1):+.1f}%' for x in s_cpu)}), "
+        f"{100 * (med(s_wall) - 1):+.1f}% wall, against the loop; "
+        f"{1e3 * (sc - lc) / n:+.3f} ms CPU per configuration. Inside the sweep, wall time "
+        f"outside the configurations' own computations: {100 * inner_over:+.1f}% of theirs. "
+        f"Target <= 10%.",
+        f"- **2 warm local workers** vs the loop: {med(d_wall):.2f}x wall here (per pair: "
+        f"{', '.join(f'{x:.2f}x' for x in d_wall)}); by CPU time {med(d_cpu):.2f}x on 2 idle "
+        f"cores (loop CPU / max(busiest worker's CPU, all CPU / 2): the wall time 2 idle "
+        f"cores cannot beat; the workers and this process, which hosts the scheduler and "
+        f"writes the store, spent {med(totals) / ref_cpu:.2f}x the loop's CPU in all). "
+        f"Target >= 1.7x.",
+        f"- **Start-up**: `local_cluster(2)` took {warm_start:.2f} s (2 worker processes "
+        f"spawned, each importing privamp and answering a small query); the default path "
+        f"(`workers=2`, cluster started inside the call) measured {start:.2f} s of start-up "
+        f"itself: {l2w / cold_wall:.2f}x the loop with its start-up, "
+        f"{l2w / max(1e-9, cold_wall - start):.2f}x without.",
         f"- Rows identical to the loop's upper bounds (serial, 2 warm workers, default path, "
         f"every repetition): {same}.",
     ]
@@ -202,15 +233,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", choices=sorted(CASES), help="one case (default: both)")
     ap.add_argument("--n", type=int, help="configurations (default: 1000 rdp, 200 pld)")
-    ap.add_argument("--reps", type=int, default=3, help="repetitions side by side (3)")
+    ap.add_argument("--reps", type=int, help="repetitions side by side (3 rdp, 2 pld)")
     ap.add_argument("--out", help="the result file (default: benchmarks/results/sweep*.md)")
     args = ap.parse_args()
     os.environ["PRIVAMP_PROGRESS"] = "0"
     for acc in ("rdp", "pld"):  # warm this process's imports and caches, as the workers'
         pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10).epsilon(1e-5, accountant=acc)
     for acc in [args.only] if args.only else sorted(CASES, reverse=True):
-        n, out = CASES[acc]
-        case(acc, args.n or n, args.reps, Path(args.out) if args.out else out)
+        n, reps, out = CASES[acc]
+        case(acc, args.n or n, args.reps or reps, Path(args.out) if args.out else out)
 
 
 if __name__ == "__main__":
