@@ -209,6 +209,11 @@ def test_one_local_cluster_serves_several_sweeps_warmed_up():
     with local_cluster(2) as client:
         warm = client.run(lambda: "privamp.accounting.training" in sys.modules)
         assert len(warm) == 2 and all(warm.values())  # imported before any task
+        import dask
+
+        settings = client.run(lambda: (dask.config.get("distributed.worker.profile.enabled"),
+                                       os.environ.get("MALLOC_TRIM_THRESHOLD_")))
+        assert set(settings.values()) == {(False, None)}  # no profiler, glibc's own trim
         ra = sweep(a, scheduler=client, progress=False)
         rb = sweep(b, scheduler=client, progress=False)
         assert client.status == "running"  # left open for the next sweep

@@ -29,10 +29,13 @@ from .runs import evaluate_batch
 from .store import Store
 from .tasks import plan_tasks
 
-__all__ = ["NO_TRIM", "WarmUp", "warm_up", "local_cluster", "connect", "run_on_dask"]
+__all__ = ["NO_TRIM", "PROFILE", "WarmUp", "warm_up", "local_cluster", "connect", "run_on_dask"]
 
 #: the Dask setting that would put MALLOC_TRIM_THRESHOLD_ in the local workers' environment
 NO_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
+#: Dask's statistical profiler in every worker (a stack sample every 10 ms, for a dashboard
+#: a local sweep does not show): off in the local workers
+PROFILE = "distributed.worker.profile.enabled"
 
 def warm_up() -> float:
     """Import privamp and answer one small query (RDP and PLD accountants), so that a
@@ -84,8 +87,9 @@ def local_cluster(workers: int | None = None, warm: bool = True) -> Iterator[Cli
     # Dask sets MALLOC_TRIM_THRESHOLD_ in its workers by default, which turns off glibc's
     # adaptive mmap threshold: every large numpy array is then mapped and unmapped, and a
     # PLD accountant ran 2-3x slower in a worker than in this process (measured).  BLAS
-    # threads: Dask already gives its workers OMP/MKL/OPENBLAS_NUM_THREADS=1.
-    with dask.config.set({NO_TRIM: None}):
+    # threads: Dask already gives its workers OMP/MKL/OPENBLAS_NUM_THREADS=1.  The nannies
+    # take these settings to the worker processes they spawn.
+    with dask.config.set({NO_TRIM: None, PROFILE: False}):
         try:
             # dashboard_address=None would still bind the scheduler's HTTP routes to port
             # 8787 and warn when another cluster holds it: a free local port instead
