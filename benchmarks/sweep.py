@@ -182,7 +182,8 @@ def case(accountant: str, n: int, reps: int, out: Path) -> str:
     d_wall = [lo / d for lo, d in zip(L2["wall"], D["wall"], strict=True)]
     # the loop's CPU: the smaller of the two phases' (a cluster idling in this process
     # costs the loop some CPU too): the conservative reference for the projection
-    ref_cpu = min(L1["cpu"] + L2["cpu"])
+    per_rep = [sum(L1["cpu"][r * chunks:(r + 1) * chunks]) for r in range(reps)]
+    ref_cpu = min(per_rep + L2["cpu"])
     d_cpu = [ref_cpu / f for f in floors]
     start = cold.meta["startup_seconds"]
     lines = [
