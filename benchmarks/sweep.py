@@ -137,7 +137,8 @@ def case(accountant: str, n: int, reps: int, out: Path) -> str:
                         S["cpu"].append(c)
                         S["inner"].append(sum(x["seconds"] for x in one.rows))
             same = same and [x["epsilon_upper"] for x in rows] == ref
-            say(rep, "loop and serial, chunk by chunk", sum(L1["wall"][-len(ref):]))
+            say(rep, "loop and serial, chunk by chunk (the loop's part)",
+                sum(L1["wall"][-len(g["grid"]["sigma"]):]))
         loads.append(load())
         # phase 2, a warm 2-worker cluster started once: the loop and the sweep on it, paired
         t0 = time.perf_counter()
