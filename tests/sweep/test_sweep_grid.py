@@ -184,7 +184,7 @@ def test_calibration_knob_other_than_noise():
 
 
 def test_tasks_spread_the_expensive_first_and_alone():
-    from privamp.sweep.runner import batches
+    from privamp.sweep.runner import batches  # = tasks.plan_tasks
 
     g = grid_from_mapping({"sampler": ["shuffle", "poisson"], "sigma": [1.0, 2.0],
                            "batch_size": 10, "dataset_size": [100, 200, 300, 400, 500],

@@ -12,9 +12,10 @@
 ``import privamp.sweep.runner``.
 
 Modules: ``grid`` (grid files, checked before anything runs), ``runs`` (one configuration:
-its key, its run, its row), ``store`` (SQLite in WAL mode), ``runner`` (serial or Dask),
-``table`` (rows, CSV, DataFrame, Parquet), ``plots`` (heat maps).  Importing this package does
-not import Dask (only a parallel sweep does).
+its key, its run, its row), ``store`` (SQLite in WAL mode), ``tasks`` (tasks and commit
+groups), ``runner`` (serial or Dask), ``cluster`` (the Dask side: imported only by a parallel
+sweep), ``table`` (rows, CSV, DataFrame, Parquet), ``plots`` (heat maps).  Importing this
+package does not import Dask (only a parallel sweep does).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import types
 from typing import Any
 
 from .grid import Grid, GridError, Problem, grid_from_mapping, load_grid
-from .runner import calibration_table, run_grid, sweep
+from .runner import calibration_table, local_cluster, run_grid, sweep
 from .store import Store
 from .table import SweepResult
 
@@ -39,6 +40,7 @@ __all__ = [
     "calibration_table",
     "grid_from_mapping",
     "load_grid",
+    "local_cluster",
     "run_grid",
     "sweep",
 ]

@@ -1,41 +1,39 @@
 """Running a sweep: what the store lacks is computed, serially or on Dask, and written at once.
 
 The default engine is Dask (``dask[distributed]``, the ``sweep`` extra): an in-process
-``LocalCluster`` with one worker process per core, started and stopped by the call (no
-service).  ``scheduler="tcp://HOST:8786"`` (or ``DASK_SCHEDULER_ADDRESS`` in the environment)
-runs on a real cluster of ``dask scheduler`` / ``dask worker`` processes, which must have the
-same privamp installed; ``workers=1`` runs serially in this process, with no Dask at all.
+``LocalCluster`` with one single-threaded worker process per core, warmed up (privamp
+imported in each worker) and stopped by the call (no service); its start-up is reported apart
+(``SweepResult.meta["startup_seconds"]``).  To pay it once for several sweeps, pass the
+client of :func:`privamp.sweep.local_cluster` as ``scheduler``.  ``scheduler="tcp://HOST:8786"``
+(or ``DASK_SCHEDULER_ADDRESS`` in the environment) runs on a real cluster of ``dask scheduler``
+/ ``dask worker`` processes, which must have the same privamp installed; ``workers=1`` runs
+serially in this process, with no Dask at all.
+
 Configurations are handed out in tasks of several cheap ones (the expensive first, alone),
 so scheduling costs little; a task whose worker dies is retried by Dask (``retries=2``).
-"""
+Rows are committed to the store a task at a time (Dask) or every ~0.25 s of work (serial):
+a configuration counts as finished, and is reported (progress, callback), once committed."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..progress import progress as progress_bar
 from .grid import Grid, grid_from_mapping, load_grid
-from .runs import evaluate, evaluate_batch, privamp_version
+from .runs import evaluate, privamp_version
 from .store import Store
 from .table import SweepResult, columns_of
+from .tasks import plan_tasks, run_serial
 
-__all__ = ["sweep", "calibration_table", "as_grid", "batches"]
+__all__ = ["sweep", "calibration_table", "as_grid", "batches", "local_cluster"]
 
 #: ``callback(done, total, row)`` after each finished configuration
 Callback = Callable[[int, int, dict[str, Any]], None]
-
-#: the Dask setting that would put MALLOC_TRIM_THRESHOLD_ in the local workers' environment
-NO_TRIM = "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_"
-
-#: relative cost of one configuration by sampler (Poisson: an FFT-composed PLD, fast)
-_CHEAP = ("poisson", "with-replacement", "without-replacement", "subsampled-model-split",
-          "model-split", "dropout")
-
 
 def as_grid(grid: Grid | str | Path | Mapping[str, Any] | None,
             overrides: Mapping[str, Mapping[str, Any]] | None = None) -> Grid:
@@ -56,98 +54,48 @@ def as_grid(grid: Grid | str | Path | Mapping[str, Any] | None,
                              overrides)
 
 
-def _cost(config: Mapping[str, Any]) -> float:
-    base = 1.0 if config["sampler"] in _CHEAP else 20.0
-    return base * (10.0 if config["task"] == "calibrate" else 1.0)
-
-
 def batches(keys: list[str], configs: list[dict[str, Any]], workers: int
             ) -> list[list[int]]:
-    """Indices of ``configs`` grouped into tasks: most expensive first, each task about
-    1/(8 workers) of the total estimated cost (at most 64 configurations), so that every
-    worker gets several tasks and an expensive configuration goes alone.
+    """:func:`privamp.sweep.tasks.plan_tasks` of ``configs`` (``keys`` unused: kept for
+    callers of the first version)."""
+    return plan_tasks(configs, workers)
+
+
+def local_cluster(workers: int | None = None, warm: bool = True) -> Any:
+    """A local Dask cluster for several sweeps: a context manager yielding its client (pass
+    it as ``scheduler=``), started once, its workers warmed up, closed on exit.
+
+    >>> with local_cluster(2) as client:                                  # doctest: +SKIP
+    ...     a = sweep("a.toml", scheduler=client); b = sweep("b.toml", scheduler=client)
 
     Args:
-        keys: the configurations' keys (parallel to ``configs``).
-        configs: the configurations to hand out.
-        workers: how many workers share them.
+        workers: single-threaded worker processes (default: one per core).
+        warm: import privamp and answer a small query in every worker before yielding.
 
     Returns:
-        The tasks, as lists of indices into ``configs``.
+        the context manager (:func:`privamp.sweep.cluster.local_cluster`).
+
+    Raises:
+        ImportError: Dask is not installed.
     """
-    order = sorted(range(len(configs)), key=lambda i: -_cost(configs[i]))
-    total = sum(_cost(configs[i]) for i in order)
-    budget = total / max(1, 8 * workers)
-    out: list[list[int]] = []
-    cur: list[int] = []
-    spent = 0.0
-    for i in order:
-        c = _cost(configs[i])
-        if cur and (spent + c > budget or len(cur) >= 64):
-            out.append(cur)
-            cur, spent = [], 0.0
-        cur.append(i)
-        spent += c
-    if cur:
-        out.append(cur)
-    return out
-
-
-def _serial(todo: list[tuple[str, dict[str, Any]]], store: Store,
-            on_rows: Callable[..., None]) -> None:
-    if todo:
-        store.started([todo[0][0]])
-    for i, (key, cfg) in enumerate(todo):
-        after = [todo[i + 1][0]] if i + 1 < len(todo) else []
-        on_rows([(key, evaluate(cfg))], after)  # row i and the hand-out of i + 1: one commit
+    try:
+        from .cluster import local_cluster as start
+    except ImportError as exc:
+        raise ImportError("a local cluster needs Dask: pip install 'privamp[sweep]'") from exc
+    return start(workers, warm)
 
 
 def _dask(todo: list[tuple[str, dict[str, Any]]], store: Store, workers: int | None,
-          address: str | None, on_rows: Callable[[list[tuple[str, dict[str, Any]]]], None]
-          ) -> None:
+          scheduler: Any, on_rows: Callable[[list[tuple[str, dict[str, Any]]]], None],
+          timings: dict[str, float]) -> None:
     try:
-        import dask
-        from dask.distributed import Client, LocalCluster, as_completed
+        from .cluster import connect, run_on_dask
     except ImportError as exc:
         raise ImportError("a parallel sweep needs Dask: pip install 'privamp[sweep]' "
                           "(or run serially with workers=1)") from exc
-    cluster = None
-    if address:
-        client = Client(address, timeout="30s")
-        n = max(1, len(client.scheduler_info().get("workers", {})))
-    else:
-        n = workers or os.cpu_count() or 1
-        # Dask sets MALLOC_TRIM_THRESHOLD_ in its workers by default, which turns off glibc's
-        # adaptive mmap threshold: every large numpy array is then mapped and unmapped, and a
-        # PLD accountant ran 2-3x slower in a worker than in this process (measured)
-        with dask.config.set({NO_TRIM: None}):
-            try:
-                cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=logging.ERROR)
-            except RuntimeError as exc:
-                raise RuntimeError(
-                    "the local Dask workers did not start; in a script, call the sweep under "
-                    "`if __name__ == '__main__':` (worker processes are spawned and import "
-                    "the script again), or run serially with workers=1") from exc
-        client = Client(cluster)
-    try:
-        keys = [k for k, _ in todo]
-        configs = [c for _, c in todo]
-        groups = batches(keys, configs, n)
-        store.started([keys[i] for g in groups for i in g])
-        futures = {}
-        for g in groups:
-            fut = client.submit(evaluate_batch, [configs[i] for i in g], pure=False,
-                                retries=2)
-            futures[fut] = g
-        for fut in as_completed(list(futures)):
-            rows = fut.result()
-            g = futures.pop(fut)
-            on_rows([(keys[i], r) for i, r in zip(g, rows, strict=True)])
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    with connect(scheduler, workers) as (client, n, startup):
+        timings["startup_seconds"] = startup
+        run_on_dask(todo, store, client, n, on_rows)
 
 
 def sweep(
@@ -157,7 +105,7 @@ def sweep(
     accountant: str | None = None,
     store: str | Path | None = None,
     workers: int | None = None,
-    scheduler: str | None = None,
+    scheduler: Any = None,
     progress: bool = True,
     callback: Callback | None = None,
     retry_failed: bool = False,
@@ -177,8 +125,9 @@ def sweep(
         accountant: the accountant name (default "best").
         store: the SQLite file keeping every finished row (None: kept in memory only).
         workers: local Dask workers (default: one per core); 1: serial, no Dask.
-        scheduler: a Dask scheduler address (default ``$DASK_SCHEDULER_ADDRESS``); then
-            ``workers`` is ignored.
+        scheduler: a Dask scheduler address (default ``$DASK_SCHEDULER_ADDRESS``) or a
+            ``distributed.Client`` (e.g. of :func:`privamp.sweep.local_cluster`, left open);
+            then ``workers`` is ignored.
         progress: a bar over the whole sweep on stderr (a terminal), log lines elsewhere;
             ``PRIVAMP_PROGRESS=0`` silences it.
         callback: ``callback(done, total, row)`` after each finished configuration.
@@ -237,7 +186,7 @@ def calibration_table(
 
 
 def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None = None,
-             scheduler: str | None = None, progress: bool = True,
+             scheduler: Any = None, progress: bool = True,
              callback: Callback | None = None, retry_failed: bool = False) -> SweepResult:
     """Run a checked grid: what ``store`` lacks is computed, each row written as it finishes.
 
@@ -256,7 +205,9 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
                                 or workers < 1):
         raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    began = time.perf_counter()
     address = scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS") or None
+    timings = {"startup_seconds": 0.0}
     version = privamp_version()
     with Store(store, version) as db:
         done = db.finished()
@@ -281,7 +232,7 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
         def on_rows(pairs: list[tuple[str, dict[str, Any]]], started: list[str] | None = None
                     ) -> None:
             """Finished rows: checked, written at once (one transaction, with the hand-out
-            of the keys ``started``), then reported."""
+            of the keys ``started``), then reported (finished = committed)."""
             for _, row in pairs:
                 if row.get("version") != version:
                     raise RuntimeError(f"a worker runs privamp {row.get('version')}, this "
@@ -300,10 +251,11 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
                 pass
             elif address is None and (workers == 1 or len(todo) == 1 or (
                     workers is None and (os.cpu_count() or 1) == 1)):  # nothing to share
-                _serial(todo, db, on_rows)
+                run_serial(todo, evaluate, on_rows)
             else:
-                engine = address or "local dask"
-                _dask(todo, db, workers, address, on_rows)
+                engine = "local dask" if address is None else (
+                    address if isinstance(address, str) else "dask client")
+                _dask(todo, db, workers, address, on_rows, timings)
         finally:
             if bar is not None:
                 bar.close()
@@ -313,6 +265,6 @@ def run_grid(grid: Grid, *, store: str | Path | None = None, workers: int | None
     return SweepResult(rows, columns_of(rows, grid.task, knob), computed=len(todo),
                        reused=total - len(todo), store=None if store is None else str(store),
                        other_versions=other, task=grid.task,
-                       meta={"knob": knob, "source": grid.source,
-                             "engine": engine})
+                       meta={"knob": knob, "source": grid.source, "engine": engine,
+                             "seconds": time.perf_counter() - began, **timings})
 

@@ -1,9 +1,10 @@
 """The sweep's store: an SQLite file in WAL mode holding one row per finished configuration.
 
-Each row is written in its own transaction as soon as it arrives (a Dask task's rows together),
-keyed by (canonical configuration, privamp version): a process killed at any point
-(``kill -9`` included) loses no committed row, and the primary key makes a duplicate
-impossible.  ``synchronous=NORMAL``: a commit survives the death of the process; only a power
+Rows are written in groups, one transaction each (a Dask task's rows; in a serial sweep the
+rows of ~0.25 s of work), keyed by (canonical configuration, privamp version): a process
+killed at any point (``kill -9`` included) loses no committed row (only the group in flight,
+never reported as finished), and the primary key makes a duplicate impossible.
+``synchronous=NORMAL``: a commit survives the death of the process; only a power
 failure may lose the last commits (which are then computed again, never half-written).
 
 The ``attempts`` table logs every configuration handed to a worker (one line per hand-out), so
