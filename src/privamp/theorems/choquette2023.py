@@ -39,7 +39,13 @@ product of Poisson-subsampled Gaussians of shifts ``d n_t / sigma``, t in S_0; a
 (post-processing) lowers each to ``d min_{t in S_0} n_t / sigma``.  So Poisson DP-SGD at that
 shift over R rounds is a certified lower bound, equal to the upper bound when the columns of
 S_0 have the largest norm (a Toeplitz strategy with T a multiple of k: *exact*).  Under a
-random partition x's group is a secret mixture; no lower bound is claimed.
+random partition x's group is a secret mixture; no lower bound is claimed.  Under
+substitution with ``p < 1`` the Poisson-substitution pair at ``2 n_t`` (privamp's
+``(1-p) N(0) + p N(2 n_t)`` vs ``N(0)``) is *not* realised by gradients of norm <= clip (it
+needs one record at 0 and the other at distance 2 clip; e.g. T = 1, p = 0.3, sigma = 1,
+eps = 1: that pair's delta is 0.1043, the worst pair of clipped gradients, ``+clip u`` vs
+``-clip u``, has 0.0192): the lower bound is the zero-out pair (the replacement's gradient
+is 0) at ``n_t``, never exact.
 
 *Noise dominance (k < b).*  ``C x + sigma z`` is a post-processing of DP-SGD
 ``x + (sigma / ||C||_2) z'`` on the same batches (multiply by C, add independent noise of
@@ -174,6 +180,11 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
     if not scheme.group_known:
         return up, None, SRC_AMPLIFIED
     low = float(norms[list(scheme.eligible_steps(T, 0))].min())
+    if isinstance(rel, Substitution) and scheme.rate < 1:
+        # gradients of norm <= clip cannot realise the Poisson-substitution pair at 2 clip
+        # (a mixture vs N(0)); a replacement with gradient 0 realises the zero-out pair at clip
+        return up, PoissonRun(Gaussian(mech.sigma, low), poisson, rounds, ZeroOut()), \
+            SRC_AMPLIFIED
     if low == float(norms.max()):
         return up, up, SRC_AMPLIFIED
     return up, PoissonRun(Gaussian(mech.sigma, d * low), poisson, rounds, rel), SRC_AMPLIFIED

@@ -53,7 +53,10 @@ previous outputs).  This module gives
     ``sigma / v`` (post-processing) leaves the realised pair of ``k_v`` steps of DP-SGD at
     ``sigma / v``, whose lower side privamp's Poisson accountant computes (realised by the
     same record).  v = max |C_tt| and v = min |C_tt| (k = T) are tried; when the diagonal
-    is constant this is the Poisson accountant's own lower side.
+    is constant this is the Poisson accountant's own lower side.  Under substitution with
+    q < 1 the witness is the zero-out pair (replacement gradient 0, shift ``clip``): the
+    Poisson-substitution pair at ``2 clip`` (a mixture vs N(0)) needs a record at 0 and one at
+    distance 2 clip, which clipped gradients cannot realise.
 
   The largest certified lower value is kept.
 
@@ -262,14 +265,20 @@ class MatrixPoissonAnalysis(RunAnalysis):
         except NotApplicable as exc:
             self.refusal = exc
         self.src_up = SRC_DOMINANCE.format(norm=self.norm)
-        #: the diagonal is constant: the run *is* DP-SGD at sigma / |c|, both sides pass
-        self.exact = diag is not None and bool(np.all(diag == diag[0]))
+        #: the diagonal is constant: the run *is* DP-SGD at sigma / |c|, both sides pass --
+        #: except under substitution with q < 1, where the Poisson-substitution lower pair at
+        #: 2 clip (a mixture vs N(0)) is not realised by gradients of norm <= clip (it needs
+        #: one record at 0, the other at distance 2 clip): the witness is then the zero-out
+        #: pair at clip (the replacement's gradient is 0)
+        sub_low = isinstance(relation, Substitution) and self.rate < 1.0
+        lower_rel = ZeroOut() if sub_low else relation
+        self.exact = diag is not None and bool(np.all(diag == diag[0])) and not sub_low
         self.diagonal: list[tuple[str, RunAnalysis]] = []
         if diag is not None and not self.exact:
-            for v in (float(diag.max()), float(diag.min())):
+            for v in dict.fromkeys((float(diag.max()), float(diag.min()))):
                 k = int(np.sum(diag >= v))
                 try:
-                    an = _dpsgd(mech.sigma / v, mech.clip, rate, k, relation)
+                    an = _dpsgd(mech.sigma / v, mech.clip, rate, k, lower_rel)
                 except NotApplicable:
                     continue
                 self.diagonal.append((SRC_DIAGONAL.format(k=k, sigma=mech.sigma / v), an))
