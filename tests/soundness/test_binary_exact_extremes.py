@@ -73,3 +73,25 @@ def test_theta_one_rate_one_disjoint_outputs():
     d = run.delta(np.array([0.0, 5.0]))
     assert np.all(np.asarray(d.upper.value) == 1.0)
     assert np.all(np.asarray(d.lower.value) >= 1.0 - 1e-12)
+
+
+@pytest.mark.parametrize("theta,q", [(0.9, 1e-12), (0.999999, 1e-12), (0.9, 1e-6),
+                                     (0.6, 0.3)])
+def test_renyi_floor_below_mpmath_rdp(theta, q):
+    """The floor is a lower bound on T x the one-step Rényi divergence (both directions, in
+    mpmath).  At tiny rates the divergence (~q^2) is below the float error of the log-sum:
+    before the fix the floor was up to 1e7 times the true value (theta 0.9, q 1e-12)."""
+    T = 10
+    a = np.array([1.0001, 1.01, 1.5, 2.0, 8.0, 64.0, 1000.0])
+    fl = BinaryExactAnalysis(pa.RandomizedResponse(theta), q, T).renyi_floor(a)
+    with mp.workdps(60):
+        t, r = mp.mpf(theta), mp.mpf(q)
+        p = [r * t + (1 - r) * (1 - t), r * (1 - t) + (1 - r) * t]
+        u = [1 - t, t]
+        for al, f in zip(a, fl, strict=True):
+            b = mp.mpf(al)
+            div = max(mp.log(sum(x**b * y ** (1 - b) for x, y in zip(v, w, strict=True)))
+                      / (b - 1) for v, w in ((p, u), (u, p)))
+            assert mp.mpf(f) <= T * div
+            if q >= 0.3:
+                assert mp.mpf(f) >= 0.99 * T * div

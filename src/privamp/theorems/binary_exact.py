@@ -238,7 +238,9 @@ class BinaryExactAnalysis(RunAnalysis):
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
         """T times the exact Rényi divergence of one step (the larger direction), rounded
-        down by a relative 1e-9 (the divergences of the realised pairs are the run's)."""
+        down by a relative 1e-9 and by the float error of the log-sum (absolute, divided by
+        alpha - 1: it dominates for tiny rates, where the divergence is ~q^2) (the
+        divergences of the realised pairs are the run's)."""
         a = np.atleast_1d(np.asarray(alpha, dtype=float))
         out = np.zeros(a.shape)
         t, q = self.mechanism.theta, self.rate
@@ -253,7 +255,10 @@ class BinaryExactAnalysis(RunAnalysis):
                 terms = a[:, None] * lx[None, :] + (1 - a[:, None]) * ly[None, :]
                 top = terms.max(axis=1)
                 one = (top + np.log(np.exp(terms - top[:, None]).sum(axis=1))) / (a - 1)
-                out = np.maximum(out, self.steps * one)
+                size = (a[:, None] * (np.abs(lx) + 1.0)[None, :]
+                        + np.abs(1 - a)[:, None] * (np.abs(ly) + 1.0)[None, :]).max(axis=1)
+                err = 16.0 * _U * (size + np.abs(top) + 1.0) / (a - 1) + 4.0 * _U * np.abs(one)
+                out = np.maximum(out, self.steps * (one - err))
         return np.maximum(out * (1.0 - 1e-9) - 1e-300, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
