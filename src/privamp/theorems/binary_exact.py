@@ -21,8 +21,11 @@ doubled), d_k at most 8 u (|eps| + k (|a| + |log p0| + |log q0| + 2) + (T - k)(|
 the lower at d_k + that and P_k lowered, then the sums are rounded by a relative
 (T + 4) u.  Only the k within a window around the mode are summed; the mass outside
 (log-concave binomial: bounded by a geometric series from the window's ends) is added to the
-upper value.  Epsilon is found on the exact piecewise form and certified by evaluating these
-bounds at it (nudged outwards until they certify).
+upper value.  Below the normal range (values under 2^-1022) a float carries an absolute
+error rather than a relative one: every term and the outside mass are widened by 4 x 2^-1074
+(the smallest subnormal) each, outwards, unless epsilon exceeds every loss of the run (with
+its error), where delta is exactly 0.  Epsilon is found on the exact piecewise form and
+certified by evaluating these bounds at it (nudged outwards until they certify).
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ SRC_EXACT = ("exact composition of Poisson-subsampled randomized response: binom
              "dominating pairs, realised), float error bounded term by term")
 
 _U = 2.0 ** -53
+_TINY = 2.0 ** -1074  # the smallest subnormal: absolute rounding below 2^-1022
+
+
+def _log(x: float) -> float:
+    """log(x), -inf at 0 (an outcome of probability 0)."""
+    return math.log(x) if x > 0 else -math.inf
 
 
 def _times(k: np.ndarray, x: float) -> np.ndarray:
@@ -91,12 +100,20 @@ class _Direction:
                           + Tk * _finite(lp1) + 1.0)
         self.errP = np.where(np.isfinite(lP), err, 0.0)  # (P_k = 0 exactly where -inf)
         a, b = lp0 - lq0, lp1 - lq1  # (+-inf where an outcome has Q or P probability 0)
-        self.L = _times(k, a) + _times(Tk, b)
+        with np.errstate(invalid="ignore"):  # inf - inf only where P_k = 0: no term there
+            L = _times(k, a) + _times(Tk, b)
+        self.L = np.where(np.isnan(L), -np.inf, L)
         def size(*vs: float) -> float:  # (an infinite loss is exact: its terms are 0 or P)
             return sum(abs(v) for v in vs if math.isfinite(v)) + 2.0
 
         self.errL = 8.0 * _U * (k * size(a, lp0, lq0) + Tk * size(b, lp1, lq1))
         self.sum_rel = (len(k) + 4.0) * _U
+        # the largest loss of the run (L is linear in k: at k = 0 or k = T) with its error;
+        # above it every term, inside the window or not, is exactly 0
+        ends = np.array([0.0, float(T)])
+        top_l = _times(ends, a) + _times(T - ends, b)
+        self.top_loss = float(np.max(top_l + 8.0 * _U * (
+            ends * size(a, lp0, lq0) + (T - ends) * size(b, lp1, lq1))))
 
     def _outside(self, k: np.ndarray, lP: np.ndarray, lp0: float, lp1: float) -> float:
         """A bound on the P-mass of the k outside the window: log-concavity makes the ratio
@@ -109,7 +126,8 @@ class _Direction:
         if k[0] > 0:  # below: ratio P_{k-1} / P_k = k / (T - k + 1) p1 / p0
             r = math.exp(math.log(k[0]) - math.log(T - k[0] + 1.0) + lp1 - lp0)
             out += math.inf if r >= 1 else math.exp(float(lP[0])) * r / (1.0 - r) * 1.01
-        return out
+        # (the products above round below 2^-1022 by an absolute subnormal or two each)
+        return out + 8.0 * _TINY if out > 0 or k[0] > 0 or k[-1] < T else out
 
     def delta(self, eps: float) -> tuple[float, float]:
         """(upper, lower) bounds on delta(eps) of the T-fold pair."""
@@ -119,8 +137,13 @@ class _Direction:
             lo_f = np.maximum(-np.expm1(d + (self.errL + 8.0 * _U * abs(eps))), 0.0)
             hi = float(np.sum(np.exp(self.lP + self.errP) * hi_f * (1.0 + 4.0 * _U)))
             lo = float(np.sum(np.exp(self.lP - self.errP) * lo_f * (1.0 - 4.0 * _U)))
-        hi = min(hi * (1.0 + self.sum_rel) + self.out, 1.0)
-        lo = max(lo * (1.0 - self.sum_rel), 0.0)
+            # terms that may be positive: each rounds by up to ~3 subnormals absolutely
+            n_hi = int(np.count_nonzero((hi_f > 0) & np.isfinite(self.lP)))
+            n_lo = int(np.count_nonzero((lo_f > 0) & np.isfinite(self.lP)))
+        if eps - 8.0 * _U * abs(eps) >= self.top_loss:  # above every loss: exactly 0
+            return 0.0, 0.0
+        hi = min(hi * (1.0 + self.sum_rel) + self.out + 4.0 * _TINY * (n_hi + 1), 1.0)
+        lo = max(lo * (1.0 - self.sum_rel) - 4.0 * _TINY * (n_lo + 1), 0.0)
         return hi, lo
 
     def epsilon_guess(self, delta: float) -> float:
@@ -196,7 +219,7 @@ class BinaryExactAnalysis(RunAnalysis):
         t, q = mechanism.theta, self.rate
         lt, lu = math.log(t), math.log1p(-t) if t < 1 else -math.inf
         # P' = q Bern(theta) + (1 - q) Bern(1 - theta) on (outcome 0 = truth, outcome 1)
-        lp = (math.log(q * t + (1 - q) * (1 - t)), math.log(q * (1 - t) + (1 - q) * t))
+        lp = (_log(q * t + (1 - q) * (1 - t)), _log(q * (1 - t) + (1 - q) * t))
         lq = (lu, lt)
         self.dirs = [_Direction(lp, lq, steps), _Direction(lq, lp, steps)]
         self._pld: PLDAnalysis | None = None
@@ -215,7 +238,9 @@ class BinaryExactAnalysis(RunAnalysis):
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
         """T times the exact Rényi divergence of one step (the larger direction), rounded
-        down by a relative 1e-9 (the divergences of the realised pairs are the run's)."""
+        down by a relative 1e-9 and by the float error of the log-sum (absolute, divided by
+        alpha - 1: it dominates for tiny rates, where the divergence is ~q^2) (the
+        divergences of the realised pairs are the run's)."""
         a = np.atleast_1d(np.asarray(alpha, dtype=float))
         out = np.zeros(a.shape)
         t, q = self.mechanism.theta, self.rate
@@ -230,7 +255,10 @@ class BinaryExactAnalysis(RunAnalysis):
                 terms = a[:, None] * lx[None, :] + (1 - a[:, None]) * ly[None, :]
                 top = terms.max(axis=1)
                 one = (top + np.log(np.exp(terms - top[:, None]).sum(axis=1))) / (a - 1)
-                out = np.maximum(out, self.steps * one)
+                size = (a[:, None] * (np.abs(lx) + 1.0)[None, :]
+                        + np.abs(1 - a)[:, None] * (np.abs(ly) + 1.0)[None, :]).max(axis=1)
+                err = 16.0 * _U * (size + np.abs(top) + 1.0) / (a - 1) + 4.0 * _U * np.abs(one)
+                out = np.maximum(out, self.steps * (one - err))
         return np.maximum(out * (1.0 - 1e-9) - 1e-300, 0.0)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
