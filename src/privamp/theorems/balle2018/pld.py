@@ -52,6 +52,7 @@ weights' mass rho is subtracted (T rho of total variation).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import cast
 
 import numpy as np
@@ -204,8 +205,17 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
         mix = mixture_pair(mechanism.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     elif isinstance(mechanism, Gaussian):
-        pair, rho = _gaussian_count_pair(mechanism, scheme, relation, _LOWER_TRUNC)
+        # Poisson under substitution: the pair (count mix of N(j u), N(0)) needs the
+        # replacement to contribute 0 and the record Delta = 2C away, which gradients clipped
+        # to C cannot do; a record at Delta/2 replaced by one at 0 can (and does for any
+        # query of sensitivity Delta), so the lower side uses half the shift (review, issue 32)
+        low_mech = (replace(mechanism, sensitivity=mechanism.sensitivity / 2)
+                    if isinstance(scheme, Poisson) else mechanism)
+        pair, rho = _gaussian_count_pair(low_mech, scheme, relation, _LOWER_TRUNC)
         lower = [pair, SwappedPair(pair)]
+        if isinstance(scheme, Poisson):
+            realised = ("a record contributing Delta/2 replaced by one contributing 0 "
+                        "(reachable by gradients clipped to Delta/2)")
         rho += 1e-15  # float error of the renormalised weights
         if isinstance(scheme, WithReplacement) and type(relation) is AddRemove:
             top = _TopAtomPair(*_gaussian_count_pair(mechanism, scheme, relation, _UPPER_TRUNC))
@@ -216,7 +226,9 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
             triangle = [top, SwappedPair(top)]
     elif isinstance(mechanism, Laplace) and relation.group == 1 and isinstance(
             scheme, (WithoutReplacement, Poisson)):
-        mix = mixture_pair(mechanism.pair(1), eta)
+        half = replace(mechanism, sensitivity=mechanism.sensitivity / 2) if isinstance(
+            scheme, Poisson) else mechanism  # as for the Gaussian: reachable by clipping
+        mix = mixture_pair(half.pair(1), eta)
         lower = [mix, SwappedPair(mix)]
     lo_src = f"{realised} ({PAPER}, Thms 9-11 attained); {OPTIMISTIC_SOURCE}"
     return upper, lower, rho, up_src, lo_src, triangle
