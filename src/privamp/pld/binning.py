@@ -218,28 +218,35 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     L = _CHAIN_BLOCK
     nb = -(-K // L)
     pad = nb * L - K
+    up = 1.0 + 4.0 * _U
+    # per-segment data as (nb, L) (column i: segment i of every block); everything the
+    # chain step needs that does not depend on the chain is computed once, by the same float
+    # operations as the step would (the result is bit-identical to the step-by-step form)
     gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L)
     tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L)
-    mm = np.concatenate((mu_max, np.zeros(pad))).reshape(-1)  # vertices 0..nb L
-    up = 1.0 + 4.0 * _U
-    # vertex values of block b: columns 0..L (columns 0 and L shared with the neighbours)
     if cap is None:
         cap = np.full(K + 1, np.inf)
     cp = np.concatenate((cap, np.full(pad, np.inf)))  # vertices 0..nb L
-    vidx = np.arange(nb) * L
-    chain = np.zeros((nb, L + 1))
-    chain[:, 0] = mm[0 : nb * L : L]
+    cap_left = cp[: nb * L].reshape(nb, L)
+    cap_right = cp[1 : nb * L + 1].reshape(nb, L)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        omt = 1.0 - tp
+        tdiv = np.where(tp > 0, tp, 1.0)
+        need = gp / np.where(tp < 1.0, 1.0 - tp, 1.0) * up
+        gup = gp * up
+        at_left = tp < _CHAIN_LEFT
+        too_big = need > cap_left  # the left vertex cannot take it alone
+        new_left = np.where(too_big, gup, need)
+        # vertex values of block b: columns 0..L (0 and L shared with the neighbours)
+        chain = np.zeros((nb, L + 1))
+        chain[:, 0] = np.concatenate((mu_max, np.zeros(pad)))[0 : nb * L : L]
         for i in range(L):
-            tk, gk = tp[:, i], gp[:, i]
-            fwd = np.maximum((gk - (1.0 - tk) * chain[:, i]) / np.where(tk > 0, tk, 1.0),
-                             0.0) * up
-            left = (tk < _CHAIN_LEFT) | (fwd > cp[vidx + i + 1])
-            need = gk / np.where(tk < 1.0, 1.0 - tk, 1.0) * up
-            both = left & (need > cp[vidx + i])  # left vertex cannot take it alone
-            new_left = np.where(both, gk * up, need)
-            chain[:, i] = np.where(left, np.maximum(chain[:, i], new_left), chain[:, i])
-            chain[:, i + 1] = np.where(both, gk * up, np.where(left, 0.0, fwd))
+            c = chain[:, i]
+            fwd = np.maximum((gp[:, i] - omt[:, i] * c) / tdiv[:, i], 0.0) * up
+            left = at_left[:, i] | (fwd > cap_right[:, i])
+            both = left & too_big[:, i]
+            chain[:, i + 1] = np.where(both, gup[:, i], np.where(left, 0.0, fwd))
+            chain[:, i] = np.where(left, np.maximum(c, new_left[:, i]), c)
     mu = np.zeros(nb * L + 1)
     mu[: nb * L] = chain[:, :L].reshape(-1)
     # a block's last vertex is the next block's first: both values must hold

@@ -61,8 +61,21 @@ def _drop_top_mass(masses: np.ndarray, amount: float) -> np.ndarray:
     E[f(L)] for increasing f >= 0 over all mass vectors within l1 distance ``amount``."""
     if amount <= 0:
         return masses
-    above = np.cumsum(masses[::-1])[::-1] - masses  # mass strictly above each index
-    out = np.clip(masses - np.maximum(amount - above, 0.0), 0.0, None)
+    # Only the top entries change: float cumsums of nonnegative terms are nondecreasing, so
+    # below the first index (from the top) whose mass above reaches ``amount`` nothing is
+    # removed.  The cumsum runs over a top window doubled until it gets there; its values
+    # are the prefix of the whole array's reversed cumsum, so the result is the same as
+    # clipping the whole array.
+    n = len(masses)
+    width = min(n, 1024)
+    while True:
+        top = masses[n - width:]
+        above = np.cumsum(top[::-1])[::-1] - top  # mass strictly above each index
+        if width == n or above[0] >= amount:
+            break
+        width = min(n, 4 * width)
+    out = masses.copy()
+    out[n - width:] = np.clip(top - np.maximum(amount - above, 0.0), 0.0, None)
     return out
 
 
