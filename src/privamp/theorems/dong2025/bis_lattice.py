@@ -33,6 +33,7 @@ __all__ = [
     "lower_profile_pld",
     "prefix_sums",
     "suffix_sums",
+    "trim_common",
 ]
 
 
@@ -196,7 +197,7 @@ _SPLIT = 4  # radix of the split in _rfft_ld
 _SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
 
 
-def _rfft_ld(x: np.ndarray) -> np.ndarray:
+def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     """rfft(x) (length n = len(x), n // 2 + 1 bins) computed in extended precision and rounded
     to complex128, in R = ``_SPLIT`` decimated sub-transforms (memory: scipy's long double
     rfft needs about three times its output in work space, so one full-length call was the
@@ -213,13 +214,21 @@ def _rfft_ld(x: np.ndarray) -> np.ndarray:
     and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
     whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
     <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
-    which :func:`factor` adds."""
-    n = len(x)
+    which :func:`factor` adds.
+
+    ``x`` may be given as a one-element list, which is emptied once the sub-transforms are
+    taken (memory: the input then goes before the output is allocated)."""
+    if isinstance(x, list):
+        x_arr = x.pop()
+    else:
+        x_arr = x
+    n = len(x_arr)
     R = _SPLIT
     if n % (2 * R) or n < 64 * R:
-        return sfft.rfft(x.astype(np.longdouble)).astype(np.complex128)
+        return sfft.rfft(x_arr.astype(np.longdouble)).astype(np.complex128)
     m = n // R  # length of each sub-transform
-    subs = [sfft.rfft(x[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    subs = [sfft.rfft(x_arr[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    del x_arr
     two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
     chunk = min(1 << 15, n // 2)
     ang = np.arange(chunk, dtype=np.longdouble) * two_pi_n
@@ -265,8 +274,9 @@ def factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float =
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n, z)
         l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
-        spec = _rfft_ld(cells)
+        holder = [cells]
         del cells
+        spec = _rfft_ld(holder)  # drops the cells after its sub-transforms (memory)
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
         k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
         a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
@@ -312,7 +322,8 @@ class SumLaw:
         if release:
             cache.clear()
         count += count1 + 1
-        c = sfft.irfft(y, n)
+        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
+        c = sfft.irfft(y, n, overwrite_x=True)  # y is not read again (memory)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see factor); powers:
         # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
         # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
@@ -322,7 +333,6 @@ class SumLaw:
         k = max(math.log2(n), 1.0)
         eta = 2.0 * 6.0 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
-        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
         del y
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
         d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
@@ -339,13 +349,60 @@ class SumLaw:
         self.prefix: np.ndarray | None = prefix_sums(c) if sums else None
         self.rel_err = 2.0 * (n + 2) * _U
         self.index_bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
+        #: the window [lo, lo + len(c)) of the circle that ``c`` (and its sums) keep
+        #: (:meth:`trim`; the whole circle until then)
+        self.lo = 0
+
+    def trim(self, lo: int, hi: int) -> None:
+        """Keep only the cells [lo, hi) of the circle in ``c`` (memory), the others set to
+        0: the dropped cells c_out >= 0 join the signed error e (c' = c - c_out still
+        satisfies c' >= rho - e - c_out and c' <= rho + wrap + e), whose range sums then
+        grow by at most their total mass, added to ``err`` (rounded up: a sum of
+        nonnegative terms).  Cells of [lo, hi) dropped by an earlier trim stay 0.  The
+        prefix and suffix sums of c' are constant outside the window, so they are kept on
+        it only (:meth:`prefix_at`, :meth:`suffix_at` clip).  Recomputes the sums that
+        were set."""
+        c = cast(np.ndarray, self.c)
+        if not 0 <= lo <= hi <= self.n:
+            raise ValueError(f"window [{lo}, {hi}) is not inside the circle [0, {self.n})")
+        i0, i1 = lo - self.lo, hi - self.lo  # the new window in the kept cells' indices
+        k0, k1 = min(max(i0, 0), len(c)), min(max(i1, 0), len(c))  # kept and still kept
+        out = float(np.sum(c[:k0])) + float(np.sum(c[k1:]))
+        self.err += out * (1.0 + self.rel_err) + 1e-300
+        new = np.zeros(hi - lo)
+        if k1 > k0:
+            new[k0 - i0:k1 - i0] = c[k0:k1]
+        del c
+        self.c, self.lo = new, lo
+        if self.suffix is not None:
+            self.suffix = suffix_sums(self.c)
+        if self.prefix is not None:
+            self.prefix = prefix_sums(self.c)
+
+    def window(self, fraction: float) -> tuple[int, int]:
+        """The smallest window [lo, hi) of the circle outside which the kept cells hold at
+        most ``fraction`` times ``err`` of computed mass on each side."""
+        c = cast(np.ndarray, self.c)
+        tau = fraction * self.err
+        cum = np.cumsum(c)  # cum[j] = sum c[:j + 1]
+        l_i = int(np.searchsorted(cum, tau, side="right"))  # sum c[:l_i] <= tau
+        # sum c[h_i:] = total - cum[h_i - 1] <= tau, up to the rounding of the cumulative
+        # sums, which is irrelevant: trim counts the mass it drops afresh
+        h_i = int(np.searchsorted(cum, float(cum[-1]) - tau, side="left")) + 1 if len(c) else 0
+        return self.lo + l_i, self.lo + max(min(h_i, len(c)), l_i)
+
+    def window_sums(self, j: np.ndarray, suffix: bool) -> np.ndarray:
+        """The suffix (``suffix``) or prefix sums of the kept cells at circle indices ``j``
+        (any integers), without rounding allowance."""
+        sums = cast(np.ndarray, self.suffix if suffix else self.prefix)
+        return sums[np.clip(np.asarray(j) - self.lo, 0, len(sums) - 1)]
 
     def suffix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = cast(np.ndarray, self.suffix)[np.clip(j, 0, self.n)]
+        v = self.window_sums(j, True)
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def prefix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = cast(np.ndarray, self.prefix)[np.clip(j, 0, self.n)]
+        v = self.window_sums(j, False)
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
@@ -488,6 +545,24 @@ def choose_lattice(sigma: float, T: int, d: float, doublings: int, shifted: int 
         f"accountant, e.g. 'dong-tight', still gives an upper bound)")
 
 
+#: :func:`trim_common` drops at most this fraction of a law's ``err`` of mass (each side)
+_TRIM_FRACTION = 1e-3
+
+
+def trim_common(laws: list[SumLaw], fraction: float = _TRIM_FRACTION) -> None:
+    """Trim every law (:meth:`SumLaw.trim`) to one common window of the circle: the union of
+    their windows (:meth:`SumLaw.window`), each leaving out at most ``fraction`` times the
+    law's ``err`` of computed mass on each side (memory: the sum concentrates in a part of
+    the circle, which must also hold the certified tails; each call loosens the bounds by
+    at most 2 ``fraction`` of their error term).  One law: trimmed to its own window (so
+    that it is small while the next one is built)."""
+    wins = [law.window(fraction) for law in laws]
+    lo = min(w[0] for w in wins)
+    hi = max(w[1] for w in wins)
+    for law in laws:
+        law.trim(lo, hi)
+
+
 def prefix_sums(x: np.ndarray) -> np.ndarray:
     """[sum(x[:j]) for j in 0..len(x)] (sequential sums), one allocation."""
     out = np.empty(len(x) + 1)
@@ -507,18 +582,18 @@ def suffix_sums(x: np.ndarray) -> np.ndarray:
 _CHORD_GROUPS = 128  # groups of lattice cells across the straddling window of a chord bound
 
 
-def _block_sum(sums: np.ndarray, bounds: np.ndarray, w: np.ndarray, suffix: bool
+def _block_sum(law: SumLaw, bounds: np.ndarray, w: np.ndarray, suffix: bool
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """sum_t w_t (mass of the cells [bounds_t, bounds_{t+1})) per row, from the suffix
-    (``suffix``) or prefix sums ``sums`` of the cells, in the Abel form
+    (``suffix``) or prefix sums of the cells of ``law`` (:meth:`SumLaw.window_sums`), in the
+    Abel form
     +- sum_t (w_t - w_{t-1}) sums[bounds_t] (w_{-1} = w_G = 0, G blocks, bounds clipped to
     the circle).  Returns (value, sum_t |w_t - w_{t-1}| sums[bounds_t], sum_t |w_t - w_{t-1}|):
     the second bounds the effect of relative errors of the sums, the third (the total
     variation of w) that of range-sum errors of the cells (Abel summation)."""
-    n = len(sums) - 1
     zero = np.zeros(w.shape[:-1] + (1,))
     dw = np.diff(np.concatenate([zero, w, zero], axis=-1), axis=-1)
-    f = sums[np.clip(bounds, 0, n)]
+    f = law.window_sums(bounds, suffix)
     val = (dw * f).sum(axis=-1)
     return (val if suffix else -val), (np.abs(dw) * f).sum(axis=-1), np.abs(dw).sum(axis=-1)
 
@@ -558,9 +633,7 @@ def chord_upper(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool) -> np
     wq = (fa * be - fb * al) / wid  # coefficient of Q_j
     out = np.zeros(len(a))
     for law, w in ((law_p, wp), (law_q, wq)):
-        sums = law.suffix if remove else law.prefix
-        assert sums is not None
-        val, mag, tv = _block_sum(sums, bounds, w, remove)
+        val, mag, tv = _block_sum(law, bounds, w, remove)
         gam = law.rel_err + 2.0 * (G + 4) * _U
         wneg = np.max(np.maximum(-w, 0.0), axis=1)  # c <= rho + wrap + e: only -w sees wrap
         out += val + 1.01 * gam * mag + law.err * tv + law.wrap * wneg
