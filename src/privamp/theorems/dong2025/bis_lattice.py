@@ -1,9 +1,9 @@
 """Numerics of the Balanced Iteration PLD (:mod:`privamp.theorems.dong2025.bis_pld`, whose
 docstring gives the construction and its soundness): the certified law of the lattice sum K
 on the circle (:class:`SumLaw`: cell masses, long-double FFT spectra, binary powers,
-Chernoff bounds on the wrapped mass, l1 roundoff bounds), the chord upper bounds on the
-profile, and the dominated grid pair from lower bounds at the grid points
-(:func:`lower_profile_pld`).
+Chernoff bounds on the wrapped mass, l1 roundoff bounds, the window of the circle it keeps)
+and the chord upper bounds on the profile; the dominated grid pair from lower bounds is in
+:mod:`privamp.theorems.dong2025.bis_bounds`.
 
 Split from :mod:`privamp.theorems.dong2025.bis_pld` (issue 26).
 """
@@ -15,22 +15,16 @@ import math
 from typing import cast
 
 import numpy as np
-from scipy import fft as sfft
 from scipy import special
 
 from ...errors import NotApplicable
 from ...numerics.logspace import log_diff_ndtr
-from ...pld.grid import PLD
-from ...pld.profiles import lower_hull
 
 __all__ = [
-    "DegenerateProfile",
     "SumLaw",
-    "add_tail_upper",
     "chord_upper",
     "factor",
     "choose_lattice",
-    "lower_profile_pld",
     "prefix_sums",
     "suffix_sums",
     "trim_common",
@@ -38,6 +32,21 @@ __all__ = [
 
 
 _U = float(np.finfo(float).eps) / 2.0
+
+
+def _pick_fft():
+    """numpy's FFT where it transforms long double in long double (numpy >= 2: pocketfft,
+    as scipy's), else scipy.fft: scipy keeps its plans, ~48 MB for the lattice's two sizes
+    at 2^22 points, for the process's lifetime (memory only; the error bounds assume
+    a long double transform, which the check guarantees)."""
+    if np.fft.rfft(np.zeros(8, dtype=np.longdouble)).dtype == np.clongdouble:
+        return np.fft
+    from scipy import fft as sfft
+
+    return sfft
+
+
+_fft = _pick_fft()
 
 
 #: memory budget of one lattice (bytes): the circle's arrays at their peak -- two complex128
@@ -55,11 +64,6 @@ _MAX_FFT = 1 << int(math.log2(_MEMORY_BUDGET / _BYTES_PER_POINT))
 
 
 _ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
-
-
-class DegenerateProfile(NotApplicable):
-    """The certified lower-bound points admit no dominated grid pair (only the lower bound
-    is lost; raised by :func:`lower_profile_pld`)."""
 
 
 def _index(x: np.ndarray | float, bound: int) -> np.ndarray:
@@ -195,6 +199,7 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
 
 _SPLIT = 4  # radix of the split in _rfft_ld
 _SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
+_SUB_ROUNDING = 2.5  # the sub-transforms' rounding to complex128: <= 2 u sqrt(n) ||x||_2
 
 
 def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
@@ -214,7 +219,10 @@ def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
     whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
     <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
-    which :func:`factor` adds.
+    which :func:`factor` adds.  The sub-transforms are rounded to complex128 (each entry
+    within u |F_r[j]|): X[k] moves by <= u sum_r |F_r[k mod m]|, whose l2 norm over k is
+    <= u sqrt(R n) ||x||_2 = 2u sqrt(n) ||x||_2 by the same Cauchy-Schwarz and Parseval
+    argument (:data:`_SUB_ROUNDING` u, with margin, which :func:`factor` adds too).
 
     ``x`` may be given as a one-element list, which is emptied once the sub-transforms are
     taken (memory: the input then goes before the output is allocated)."""
@@ -225,9 +233,12 @@ def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     n = len(x_arr)
     R = _SPLIT
     if n % (2 * R) or n < 64 * R:
-        return sfft.rfft(x_arr.astype(np.longdouble)).astype(np.complex128)
+        return _fft.rfft(x_arr.astype(np.longdouble)).astype(np.complex128)
     m = n // R  # length of each sub-transform
-    subs = [sfft.rfft(x_arr[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    # m // 2 + 1 bins each, rounded to complex128 as taken (memory: half the long double
+    # size; the rounding's error is in _SUB_ROUNDING)
+    subs = [_fft.rfft(x_arr[r::R].astype(np.longdouble)).astype(np.complex128)
+            for r in range(R)]
     del x_arr
     two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
     chunk = min(1 << 15, n // 2)
@@ -242,19 +253,19 @@ def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
         j = k % m
         hi = j > m // 2  # F_r[j] = conj(F_r[m - j]) (real input)
         jj = np.where(hi, m - j, j)
-        acc = subs[0][jj]
+        acc = subs[0][jj].astype(np.clongdouble)
         w = w1
         for r in range(1, R):
-            f = subs[r][jj] * w
+            f = subs[r][jj].astype(np.clongdouble) * w
             acc += f
             if r + 1 < R:
                 w = w * w1
         # the conjugated bins: conj(sum_r conj(w^{rk}) ... ) -- recompute them directly
         if hi.any():
-            acc_hi = np.conj(subs[0][jj[hi]])
+            acc_hi = np.conj(subs[0][jj[hi]].astype(np.clongdouble))
             w = w1[hi]
             for r in range(1, R):
-                acc_hi += np.conj(subs[r][jj[hi]]) * w
+                acc_hi += np.conj(subs[r][jj[hi]].astype(np.clongdouble)) * w
                 if r + 1 < R:
                     w = w * w1[hi]
             acc[hi] = acc_hi
@@ -279,7 +290,7 @@ def factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float =
         spec = _rfft_ld(holder)  # drops the cells after its sub-transforms (memory)
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
         k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
-        a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
+        a = 1.01 * (12.0 * u_ld * k + (2.0 + _SUB_ROUNDING) * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
 
@@ -323,7 +334,7 @@ class SumLaw:
             cache.clear()
         count += count1 + 1
         y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
-        c = sfft.irfft(y, n, overwrite_x=True)  # y is not read again (memory)
+        c = _fft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see factor); powers:
         # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
         # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
@@ -425,70 +436,6 @@ class SumLaw:
         j = _index(np.floor(y / self.d), self.index_bound) - self.T + 1  # K <= y/d - T => S < y
         v = self.prefix_at(j, False) - self.err - self.wrap
         return np.maximum(v, 0.0)
-
-
-def lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
-                       q_low: np.ndarray, lines: bool = False) -> PLD:
-    """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
-    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}); or, with
-    ``lines``, D(a) >= d_low[i] - q_up[i] (a - a_i) for all a (the value of a test A at a_i,
-    P(A) - a Q(A) with the Q(A) bound q_up[i] = q_low[i]: a line below D), which gives the
-    same two tangents below.
-
-    D is convex with right derivative -Q(L > l) and left derivative -Q(L >= l) at a = e^l,
-    so on [a_i, a_{i+1}] it lies above both tangents d_low_i - q_up_i (a - a_i) and
-    d_low_{i+1} + q_low_{i+1} (a_{i+1} - a).  The chord through the two lower values exceeds
-    their maximum by at most g_i = Delta_i A B / (A + B) (A, B = the chord's slope excess
-    over the two tangents, clipped at 0), so the chord lowered by max(g_{i-1}, g_i) at each
-    vertex lies below D.  Left of a_0 the tangent with slope -q_low_0 gives the value at
-    a = 0 (<= 1: a sub-probability P', i.e. P-mass dropped; also lowered to
-    min_i v_i + a_i so that the total Q'-mass is <= 1); at the first vertex j with a
-    value <= 0, the value at j - 1 is set to 0 (the segment before then lies below the old
-    one) and the profile is 0 afterwards.  The greatest convex minorant of these points is
-    the profile of a grid pair below D, i.e. dominated by the true pair (Blackwell), and this
-    survives composition.  Raises :class:`DegenerateProfile` (a NotApplicable) if that pair
-    would need Q-mass > 1.
-    """
-    # (clipping at 1 keeps the tangents below D, whose slopes are >= -1; the running minimum
-    # only for bounds on the nonincreasing Q(L > l), not for the slopes of given lines)
-    q_up = np.clip(q_up, 0.0, 1.0)
-    if not lines:
-        q_up = np.minimum.accumulate(q_up)
-    q_low = np.clip(q_low, 0.0, 1.0)
-    a = np.exp(l_idx * h)
-    dl = np.minimum(d_low, 1.0)
-    delta_a = np.diff(a)
-    m_c = np.diff(dl) / delta_a
-    A = np.maximum(m_c + q_up[:-1], 0.0)
-    B = np.maximum(-(m_c + q_low[1:]), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(A + B > 0, delta_a * A * B / np.where(A + B > 0, A + B, 1.0), 0.0)
-    mu = np.concatenate([[g[0]], np.maximum(g[:-1], g[1:]), [g[-1]]])
-    v = dl - mu * (1 + 1e-9) - 1e-15
-    nonpos = np.nonzero(v[1:] <= 0.0)[0]
-    if len(nonpos):
-        j = int(nonpos[0]) + 1
-        v = v[:j].copy()
-        v[j - 1] = 0.0
-    else:
-        v = v.copy()
-        v[-1] = 0.0
-    # value at a = 0, lowered so that every slope from (0, y0) is >= -1 (total Q-mass <= 1)
-    y0 = min(float(v[0] + q_low[0] * a[0]), 1.0, float(np.min(v + a[: len(v)]))) - 1e-12
-    xs = np.concatenate([[0.0], a[: len(v)]])
-    ys = np.concatenate([[y0], v])
-    hull = lower_hull(xs, ys)
-    hx, hy = xs[hull], ys[hull]
-    slopes = np.diff(hy) / np.diff(hx)
-    if -slopes[0] > 1.0 + 1e-9:
-        raise DegenerateProfile("the optimistic BIS profile would need Q-mass > 1")
-    after = np.concatenate([slopes[1:], [0.0]])
-    qm = np.maximum(after - slopes, 0.0)
-    masses = np.zeros(len(l_idx))
-    masses[np.array(hull[1:]) - 1] = qm * hx[1:]
-    masses *= 1.0 - 1e-12
-    # slack: float error of the chord / hull arithmetic (values are sums of terms <= 1)
-    return PLD(h, int(l_idx[0]), masses, 0.0, "optimistic", 1e-12)
 
 
 def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None,
@@ -640,14 +587,3 @@ def chord_upper(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool) -> np
     beyond = law_p.wrap + law_p.drop if remove else law_q.wrap + law_q.drop
     out += beyond + 1e-13 * (1.0 + a)  # + the weights' own rounding
     return np.minimum(np.maximum(out, 0.0), 1.0)
-
-
-def add_tail_upper(s: float, T: int, l: np.ndarray) -> np.ndarray:
-    """Upper bounds on the add-order profile E_Q[(1 - e^l r)_+] <= Q(r < e^{-l}) of one
-    epoch (k = 1, r = S / T, S = sum_i exp(s y_i - s^2 / 2), y ~ N(0, I_T) under Q): r <
-    e^{-l} needs every term below T e^{-l}, i.e. every y_i < z = (log T - l + s^2 / 2) / s,
-    so the bound is Phi(z)^T -- the tail the lattice chords cannot resolve (their floor is
-    about the Q-mass of the first lattice cell: 0.05 at T = 2, sigma = 0.56).  log Phi by
-    scipy's log_ndtr (a few ulp), the power and exp rounded up by a relative 1e-9."""
-    z = (math.log(T) - np.asarray(l, dtype=float) + 0.5 * s * s) / s
-    return np.minimum(np.exp(T * special.log_ndtr(z)) * (1.0 + 1e-9), 1.0)

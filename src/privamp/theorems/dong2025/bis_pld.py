@@ -59,14 +59,12 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
 from ..registry import BoundPair, RunAnalysis, run_accountant
+from .bis_bounds import DegenerateProfile, add_tail_upper, lower_profile_pld
 from .bis_lattice import (
-    DegenerateProfile,
     SumLaw,
-    add_tail_upper,
     choose_lattice,
     chord_upper,
     factor,
-    lower_profile_pld,
     prefix_sums,
     suffix_sums,
     trim_common,
