@@ -272,6 +272,14 @@ _LOW_ORDERS: np.ndarray = 1.0 + np.geomspace(1e-4, 0.9, 12)
 _PEER_MAX_ORDER = 64.0
 
 
+#: evenly spaced orders tried between the best order's neighbours below order 2
+_REFINE_POINTS = 15
+
+
+#: a batch of more real orders than this is screened in two rounds (every third first)
+_COARSE_FIRST = 12
+
+
 #: integer orders tried between the best order's neighbours when they are above 11
 _HIGH_BRACKET_POINTS = 24
 
@@ -356,7 +364,12 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
         new = np.append(new, _LOW_ORDERS)
     if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
         new = new[new == np.round(new)]
-    _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    new = np.unique(np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    if new.size > _COARSE_FIRST and not (new == np.round(new)).all():
+        # every third order first: their values tighten the floors of the rest (real
+        # orders cost a certified quadrature each)
+        _add_if_can_win(cache, objective, new[1::3])
+    _add_if_can_win(cache, objective, new)
     _refine_best(cache, objective, max_order, always=lo < 2.0)
 
 
@@ -380,8 +393,9 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
     near = [a[j] for j in (i - 1, i + 1) if 0 <= j < a.size]
     new: Any = [_vertex(cache, objective)] + [a[i] + t * (n - a[i]) for n in near
                                               for t in (0.05, 0.5)]
-    if always and 0 < i < a.size - 1:  # coarse neighbours: a few log-spaced orders too
-        new += np.linspace(a[i - 1], a[i + 1], 17)[1:-1].tolist()
+    if always and 0 < i < a.size - 1:  # coarse neighbours: a few evenly spaced orders and
+        # the chord bound's optimum too
+        new += np.linspace(a[i - 1], a[i + 1], _REFINE_POINTS + 2)[1:-1].tolist()
         new.append(_bracket(cache, objective)[1])
     new = np.array(new)
     _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))

@@ -397,9 +397,13 @@ class SumLaw:
         tau = fraction * self.err
         cum = np.cumsum(c)  # cum[j] = sum c[:j + 1]
         l_i = int(np.searchsorted(cum, tau, side="right"))  # sum c[:l_i] <= tau
-        # sum c[h_i:] = total - cum[h_i - 1] <= tau, up to the rounding of the cumulative
-        # sums, which is irrelevant: trim counts the mass it drops afresh
-        h_i = int(np.searchsorted(cum, float(cum[-1]) - tau, side="left")) + 1 if len(c) else 0
+        del cum
+        # from the top end too (sums of the small masses there, not differences of the
+        # total's: their rounding is relative); either way trim counts the dropped mass
+        # afresh, only the window's size depends on these sums
+        cum = np.cumsum(c[::-1])
+        h_i = len(c) - int(np.searchsorted(cum, tau, side="right"))  # sum c[h_i:] <= tau
+        del cum
         return self.lo + l_i, self.lo + max(min(h_i, len(c)), l_i)
 
     def window_sums(self, j: np.ndarray, suffix: bool) -> np.ndarray:
