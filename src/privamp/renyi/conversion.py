@@ -265,6 +265,21 @@ _INTEGER_ORDERS: np.ndarray = np.unique(np.concatenate([
 _LOW_ORDERS: np.ndarray = 1.0 + np.geomspace(1e-4, 0.9, 12)
 
 
+#: above this order the search tries integer orders only: no peer's grid reaches past 64
+#: but dp-accounting's 128..1024, integers all, and between two integers n, n + 1 that high
+#: the curve's certified value (a quadrature) gains ~1e-6 relative over the chord of the
+#: convex CGF through them, at ~10x the cost of both
+_PEER_MAX_ORDER = 64.0
+
+
+#: evenly spaced orders tried between the best order's neighbours below order 2
+_REFINE_POINTS = 15
+
+
+#: a batch of more real orders than this is screened in two rounds (every third first)
+_COARSE_FIRST = 12
+
+
 #: integer orders tried between the best order's neighbours when they are above 11
 _HIGH_BRACKET_POINTS = 24
 
@@ -277,9 +292,19 @@ def _chord_bound(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
     """Upper bounds on the curve at orders ``x`` inside the cached range: the CGF
     (a - 1) rdp(a) of a Rényi divergence is convex in a (van Erven & Harremoës 2014, Cor. 2),
     so its chord between two cached orders (upper bounds there) bounds it between them."""
-    k = (cache.alpha - 1.0) * cache.rdp
+    # K(1) = 0 (the CGF of a Rényi divergence vanishes at order 1): the chord from there
+    a, k = _anchored(cache)
     with np.errstate(invalid="ignore"):
-        return np.interp(x, cache.alpha, k) / (x - 1.0)
+        return np.interp(x, a, k) / (x - 1.0)
+
+
+def _anchored(cache: _CurveCache) -> tuple[np.ndarray, np.ndarray]:
+    """(orders, CGF (a - 1) rdp(a)) of the cache with the exact point K(1) = 0 in front
+    (log E[L^0] = 0 for any pair with finite KL: the curve's limit at order 1)."""
+    a, k = cache.alpha, (cache.alpha - 1.0) * cache.rdp
+    if a.size and a[0] > 1.0:
+        a, k = np.concatenate([[1.0], a]), np.concatenate([[0.0], k])
+    return a, k
 
 
 def _bracket(cache: _CurveCache, objective: Callable) -> tuple[float, float, float]:
@@ -288,7 +313,7 @@ def _bracket(cache: _CurveCache, objective: Callable) -> tuple[float, float, flo
     vals = objective(cache.alpha, cache.rdp)
     i = int(np.argmin(vals))
     a = cache.alpha
-    lo = a[i - 1] if i > 0 else 1.0 + 0.5 * (a[0] - 1.0)
+    lo = a[i - 1] if i > 0 else 1.0 + 0.01 * (a[0] - 1.0)
     hi = a[min(i + 1, a.size - 1)]
     x = np.linspace(lo, hi, _CHORD_POINTS)
     chord = objective(x, _chord_bound(cache, x))
@@ -333,10 +358,18 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
         grid = np.append(grid, np.unique(np.round(np.linspace(lo, hi, _HIGH_BRACKET_POINTS))))
-    new = np.append(grid, [best, _vertex(cache, objective)])
+    vertex = _vertex(cache, objective)
+    new = np.append(grid, [best, vertex])
     if lo < 2.0:  # below the first integer: one batch with the low orders
         new = np.append(new, _LOW_ORDERS)
-    _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
+        new = new[new == np.round(new)]
+    new = np.unique(np.round(new[(new > 1.0) & (new <= max_order)], 12))
+    if new.size > _COARSE_FIRST and not (new == np.round(new)).all():
+        # every third order first: their values tighten the floors of the rest (real
+        # orders cost a certified quadrature each)
+        _add_if_can_win(cache, objective, new[1::3])
+    _add_if_can_win(cache, objective, new)
     _refine_best(cache, objective, max_order, always=lo < 2.0)
 
 
@@ -351,17 +384,40 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
     vals = objective(cache.alpha, cache.rdp)
     i = int(np.argmin(vals))
     a = cache.alpha
+    if np.isfinite(vals[i]) and a[i] > _PEER_MAX_ORDER:
+        _refine_integers(cache, objective, max_order)
+        return
     if not np.isfinite(vals[i]) or (
             not always and abs(a[i] * 10.0 - round(a[i] * 10.0)) > 1e-9):
         return
     near = [a[j] for j in (i - 1, i + 1) if 0 <= j < a.size]
     new: Any = [_vertex(cache, objective)] + [a[i] + t * (n - a[i]) for n in near
                                               for t in (0.05, 0.5)]
-    if always and 0 < i < a.size - 1:  # coarse neighbours: a few log-spaced orders too
-        new += np.linspace(a[i - 1], a[i + 1], 17)[1:-1].tolist()
+    if always and 0 < i < a.size - 1:  # coarse neighbours: a few evenly spaced orders and
+        # the chord bound's optimum too
+        new += np.linspace(a[i - 1], a[i + 1], _REFINE_POINTS + 2)[1:-1].tolist()
         new.append(_bracket(cache, objective)[1])
     new = np.array(new)
     _add_if_can_win(cache, objective, np.round(new[(new > 1.0) & (new <= max_order)], 12))
+
+
+def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
+    """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
+    neighbours, 9 evenly spaced (rounded) per round, until the neighbours are adjacent
+    integers (at most 12 rounds; integer orders are cheap exact sums)."""
+    for _ in range(12):
+        vals = objective(cache.alpha, cache.rdp)
+        i = int(np.argmin(vals))
+        a = cache.alpha
+        lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
+        new = np.setdiff1d(np.round(np.linspace(lo, hi, 9)), a)
+        new = new[(new > 1.0) & (new <= max_order)]
+        if not new.size:
+            return
+        size = cache.alpha.size
+        _add_if_can_win(cache, objective, new)
+        if cache.alpha.size == size:
+            return
 
 
 def _vertex(cache: _CurveCache, objective: Callable) -> float:
@@ -426,7 +482,8 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
     ~1e-11 relative rounding of the cached values: used only to choose orders to evaluate).
     The CGF K(a) = (a - 1) rdp(a) is convex (van Erven & Harremoës 2014), so it lies above
     the extensions of the chords next to x's cell [a_i, a_i+1]; rdp is nondecreasing."""
-    a, k = cache.alpha, (cache.alpha - 1.0) * cache.rdp
+    a, k = _anchored(cache)
+    rdp = np.concatenate([[0.0], cache.rdp]) if a.size > cache.alpha.size else cache.rdp
     raw = np.searchsorted(a, x, side="right") - 1
     i = np.clip(raw, 0, a.size - 1)
     j = np.where(raw < 0, 0, np.minimum(i + 1, a.size - 1))  # below the range: chord a0, a1
@@ -441,7 +498,7 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
         floor = np.where(right & ((j > i) | (raw < 0)),
                          np.maximum(floor, k[j] - (a[j] - x) * sr), floor)
         out = np.maximum(np.nan_to_num(floor / (x - 1.0), nan=0.0), np.where(
-            x >= a[i], cache.rdp[i], 0.0))
+            x >= a[i], rdp[i], 0.0))
     return np.maximum(out, 0.0)
 
 

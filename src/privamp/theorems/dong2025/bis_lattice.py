@@ -1,9 +1,9 @@
 """Numerics of the Balanced Iteration PLD (:mod:`privamp.theorems.dong2025.bis_pld`, whose
 docstring gives the construction and its soundness): the certified law of the lattice sum K
 on the circle (:class:`SumLaw`: cell masses, long-double FFT spectra, binary powers,
-Chernoff bounds on the wrapped mass, l1 roundoff bounds), the chord upper bounds on the
-profile, and the dominated grid pair from lower bounds at the grid points
-(:func:`lower_profile_pld`).
+Chernoff bounds on the wrapped mass, l1 roundoff bounds, the window of the circle it keeps)
+and the chord upper bounds on the profile; the dominated grid pair from lower bounds is in
+:mod:`privamp.theorems.dong2025.bis_bounds`.
 
 Split from :mod:`privamp.theorems.dong2025.bis_pld` (issue 26).
 """
@@ -15,28 +15,38 @@ import math
 from typing import cast
 
 import numpy as np
-from scipy import fft as sfft
 from scipy import special
 
 from ...errors import NotApplicable
 from ...numerics.logspace import log_diff_ndtr
-from ...pld.grid import PLD
-from ...pld.profiles import lower_hull
 
 __all__ = [
-    "DegenerateProfile",
     "SumLaw",
-    "add_tail_upper",
     "chord_upper",
     "factor",
     "choose_lattice",
-    "lower_profile_pld",
     "prefix_sums",
     "suffix_sums",
+    "trim_common",
 ]
 
 
 _U = float(np.finfo(float).eps) / 2.0
+
+
+def _pick_fft():
+    """numpy's FFT where it transforms long double in long double (numpy >= 2: pocketfft,
+    as scipy's), else scipy.fft: scipy keeps its plans, ~48 MB for the lattice's two sizes
+    at 2^22 points, for the process's lifetime (memory only; the error bounds assume
+    a long double transform, which the check guarantees)."""
+    if np.fft.rfft(np.zeros(8, dtype=np.longdouble)).dtype == np.clongdouble:
+        return np.fft
+    from scipy import fft as sfft
+
+    return sfft
+
+
+_fft = _pick_fft()
 
 
 #: memory budget of one lattice (bytes): the circle's arrays at their peak -- two complex128
@@ -54,11 +64,6 @@ _MAX_FFT = 1 << int(math.log2(_MEMORY_BUDGET / _BYTES_PER_POINT))
 
 
 _ALIAS_BUDGET = 2e-11  # certified bound allowed for wrapped + dropped mass, per pair
-
-
-class DegenerateProfile(NotApplicable):
-    """The certified lower-bound points admit no dominated grid pair (only the lower bound
-    is lost; raised by :func:`lower_profile_pld`)."""
 
 
 def _index(x: np.ndarray | float, bound: int) -> np.ndarray:
@@ -194,9 +199,10 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
 
 _SPLIT = 4  # radix of the split in _rfft_ld
 _SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
+_SUB_ROUNDING = 2.5  # the sub-transforms' rounding to complex128: <= 2 u sqrt(n) ||x||_2
 
 
-def _rfft_ld(x: np.ndarray) -> np.ndarray:
+def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     """rfft(x) (length n = len(x), n // 2 + 1 bins) computed in extended precision and rounded
     to complex128, in R = ``_SPLIT`` decimated sub-transforms (memory: scipy's long double
     rfft needs about three times its output in work space, so one full-length call was the
@@ -213,13 +219,27 @@ def _rfft_ld(x: np.ndarray) -> np.ndarray:
     and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
     whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
     <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
-    which :func:`factor` adds."""
-    n = len(x)
+    which :func:`factor` adds.  The sub-transforms are rounded to complex128 (each entry
+    within u |F_r[j]|): X[k] moves by <= u sum_r |F_r[k mod m]|, whose l2 norm over k is
+    <= u sqrt(R n) ||x||_2 = 2u sqrt(n) ||x||_2 by the same Cauchy-Schwarz and Parseval
+    argument (:data:`_SUB_ROUNDING` u, with margin, which :func:`factor` adds too).
+
+    ``x`` may be given as a one-element list, which is emptied once the sub-transforms are
+    taken (memory: the input then goes before the output is allocated)."""
+    if isinstance(x, list):
+        x_arr = x.pop()
+    else:
+        x_arr = x
+    n = len(x_arr)
     R = _SPLIT
     if n % (2 * R) or n < 64 * R:
-        return sfft.rfft(x.astype(np.longdouble)).astype(np.complex128)
+        return _fft.rfft(x_arr.astype(np.longdouble)).astype(np.complex128)
     m = n // R  # length of each sub-transform
-    subs = [sfft.rfft(x[r::R].astype(np.longdouble)) for r in range(R)]  # m // 2 + 1 bins
+    # m // 2 + 1 bins each, rounded to complex128 as taken (memory: half the long double
+    # size; the rounding's error is in _SUB_ROUNDING)
+    subs = [_fft.rfft(x_arr[r::R].astype(np.longdouble)).astype(np.complex128)
+            for r in range(R)]
+    del x_arr
     two_pi_n = 8.0 * np.arctan(np.longdouble(1.0)) / n
     chunk = min(1 << 15, n // 2)
     ang = np.arange(chunk, dtype=np.longdouble) * two_pi_n
@@ -233,19 +253,19 @@ def _rfft_ld(x: np.ndarray) -> np.ndarray:
         j = k % m
         hi = j > m // 2  # F_r[j] = conj(F_r[m - j]) (real input)
         jj = np.where(hi, m - j, j)
-        acc = subs[0][jj]
+        acc = subs[0][jj].astype(np.clongdouble)
         w = w1
         for r in range(1, R):
-            f = subs[r][jj] * w
+            f = subs[r][jj].astype(np.clongdouble) * w
             acc += f
             if r + 1 < R:
                 w = w * w1
         # the conjugated bins: conj(sum_r conj(w^{rk}) ... ) -- recompute them directly
         if hi.any():
-            acc_hi = np.conj(subs[0][jj[hi]])
+            acc_hi = np.conj(subs[0][jj[hi]].astype(np.clongdouble))
             w = w1[hi]
             for r in range(1, R):
-                acc_hi += np.conj(subs[r][jj[hi]]) * w
+                acc_hi += np.conj(subs[r][jj[hi]].astype(np.clongdouble)) * w
                 if r + 1 < R:
                     w = w * w1[hi]
             acc[hi] = acc_hi
@@ -265,11 +285,12 @@ def factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float =
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n, z)
         l2 = math.sqrt(float(np.dot(cells, cells))) * (1 + 1e-12)
-        spec = _rfft_ld(cells)
+        holder = [cells]
         del cells
+        spec = _rfft_ld(holder)  # drops the cells after its sub-transforms (memory)
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
         k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
-        a = 1.01 * (12.0 * u_ld * k + 2.0 * _U) * math.sqrt(n) * l2
+        a = 1.01 * (12.0 * u_ld * k + (2.0 + _SUB_ROUNDING) * _U) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
 
@@ -312,7 +333,8 @@ class SumLaw:
         if release:
             cache.clear()
         count += count1 + 1
-        c = sfft.irfft(y, n)
+        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
+        c = _fft.irfft(y, n)
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see factor); powers:
         # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
         # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
@@ -322,7 +344,6 @@ class SumLaw:
         k = max(math.log2(n), 1.0)
         eta = 2.0 * 6.0 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
-        y_norm = math.sqrt(float(np.vdot(y, y).real) * 2.0)  # both halves
         del y
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
         d_y = r_pow * ((T - m) * a0 + m * a1) + rel * y_norm * 1.01
@@ -339,13 +360,64 @@ class SumLaw:
         self.prefix: np.ndarray | None = prefix_sums(c) if sums else None
         self.rel_err = 2.0 * (n + 2) * _U
         self.index_bound = n + 2 * T + 4  # index clip: beyond the circle on both sides
+        #: the window [lo, lo + len(c)) of the circle that ``c`` (and its sums) keep
+        #: (:meth:`trim`; the whole circle until then)
+        self.lo = 0
+
+    def trim(self, lo: int, hi: int) -> None:
+        """Keep only the cells [lo, hi) of the circle in ``c`` (memory), the others set to
+        0: the dropped cells c_out >= 0 join the signed error e (c' = c - c_out still
+        satisfies c' >= rho - e - c_out and c' <= rho + wrap + e), whose range sums then
+        grow by at most their total mass, added to ``err`` (rounded up: a sum of
+        nonnegative terms).  Cells of [lo, hi) dropped by an earlier trim stay 0.  The
+        prefix and suffix sums of c' are constant outside the window, so they are kept on
+        it only (:meth:`prefix_at`, :meth:`suffix_at` clip).  Recomputes the sums that
+        were set."""
+        c = cast(np.ndarray, self.c)
+        if not 0 <= lo <= hi <= self.n:
+            raise ValueError(f"window [{lo}, {hi}) is not inside the circle [0, {self.n})")
+        i0, i1 = lo - self.lo, hi - self.lo  # the new window in the kept cells' indices
+        k0, k1 = min(max(i0, 0), len(c)), min(max(i1, 0), len(c))  # kept and still kept
+        out = float(np.sum(c[:k0])) + float(np.sum(c[k1:]))
+        self.err += out * (1.0 + self.rel_err) + 1e-300
+        new = np.zeros(hi - lo)
+        if k1 > k0:
+            new[k0 - i0:k1 - i0] = c[k0:k1]
+        del c
+        self.c, self.lo = new, lo
+        if self.suffix is not None:
+            self.suffix = suffix_sums(self.c)
+        if self.prefix is not None:
+            self.prefix = prefix_sums(self.c)
+
+    def window(self, fraction: float) -> tuple[int, int]:
+        """The smallest window [lo, hi) of the circle outside which the kept cells hold at
+        most ``fraction`` times ``err`` of computed mass on each side."""
+        c = cast(np.ndarray, self.c)
+        tau = fraction * self.err
+        cum = np.cumsum(c)  # cum[j] = sum c[:j + 1]
+        l_i = int(np.searchsorted(cum, tau, side="right"))  # sum c[:l_i] <= tau
+        del cum
+        # from the top end too (sums of the small masses there, not differences of the
+        # total's: their rounding is relative); either way trim counts the dropped mass
+        # afresh, only the window's size depends on these sums
+        cum = np.cumsum(c[::-1])
+        h_i = len(c) - int(np.searchsorted(cum, tau, side="right"))  # sum c[h_i:] <= tau
+        del cum
+        return self.lo + l_i, self.lo + max(min(h_i, len(c)), l_i)
+
+    def window_sums(self, j: np.ndarray, suffix: bool) -> np.ndarray:
+        """The suffix (``suffix``) or prefix sums of the kept cells at circle indices ``j``
+        (any integers), without rounding allowance."""
+        sums = cast(np.ndarray, self.suffix if suffix else self.prefix)
+        return sums[np.clip(np.asarray(j) - self.lo, 0, len(sums) - 1)]
 
     def suffix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = cast(np.ndarray, self.suffix)[np.clip(j, 0, self.n)]
+        v = self.window_sums(j, True)
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def prefix_at(self, j: np.ndarray, up: bool) -> np.ndarray:
-        v = cast(np.ndarray, self.prefix)[np.clip(j, 0, self.n)]
+        v = self.window_sums(j, False)
         return v * (1 + self.rel_err) if up else v * (1 - self.rel_err)
 
     def above(self, y: np.ndarray, upper: bool) -> np.ndarray:
@@ -368,70 +440,6 @@ class SumLaw:
         j = _index(np.floor(y / self.d), self.index_bound) - self.T + 1  # K <= y/d - T => S < y
         v = self.prefix_at(j, False) - self.err - self.wrap
         return np.maximum(v, 0.0)
-
-
-def lower_profile_pld(l_idx: np.ndarray, h: float, d_low: np.ndarray, q_up: np.ndarray,
-                       q_low: np.ndarray, lines: bool = False) -> PLD:
-    """Optimistic grid PLD of one direction from certified bounds at the grid losses l_i:
-    ``d_low[i] <= D(a_i)``, ``q_low[i] <= Q(L > l_i) <= q_up[i]`` (a_i = e^{l_i}); or, with
-    ``lines``, D(a) >= d_low[i] - q_up[i] (a - a_i) for all a (the value of a test A at a_i,
-    P(A) - a Q(A) with the Q(A) bound q_up[i] = q_low[i]: a line below D), which gives the
-    same two tangents below.
-
-    D is convex with right derivative -Q(L > l) and left derivative -Q(L >= l) at a = e^l,
-    so on [a_i, a_{i+1}] it lies above both tangents d_low_i - q_up_i (a - a_i) and
-    d_low_{i+1} + q_low_{i+1} (a_{i+1} - a).  The chord through the two lower values exceeds
-    their maximum by at most g_i = Delta_i A B / (A + B) (A, B = the chord's slope excess
-    over the two tangents, clipped at 0), so the chord lowered by max(g_{i-1}, g_i) at each
-    vertex lies below D.  Left of a_0 the tangent with slope -q_low_0 gives the value at
-    a = 0 (<= 1: a sub-probability P', i.e. P-mass dropped; also lowered to
-    min_i v_i + a_i so that the total Q'-mass is <= 1); at the first vertex j with a
-    value <= 0, the value at j - 1 is set to 0 (the segment before then lies below the old
-    one) and the profile is 0 afterwards.  The greatest convex minorant of these points is
-    the profile of a grid pair below D, i.e. dominated by the true pair (Blackwell), and this
-    survives composition.  Raises :class:`DegenerateProfile` (a NotApplicable) if that pair
-    would need Q-mass > 1.
-    """
-    # (clipping at 1 keeps the tangents below D, whose slopes are >= -1; the running minimum
-    # only for bounds on the nonincreasing Q(L > l), not for the slopes of given lines)
-    q_up = np.clip(q_up, 0.0, 1.0)
-    if not lines:
-        q_up = np.minimum.accumulate(q_up)
-    q_low = np.clip(q_low, 0.0, 1.0)
-    a = np.exp(l_idx * h)
-    dl = np.minimum(d_low, 1.0)
-    delta_a = np.diff(a)
-    m_c = np.diff(dl) / delta_a
-    A = np.maximum(m_c + q_up[:-1], 0.0)
-    B = np.maximum(-(m_c + q_low[1:]), 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        g = np.where(A + B > 0, delta_a * A * B / np.where(A + B > 0, A + B, 1.0), 0.0)
-    mu = np.concatenate([[g[0]], np.maximum(g[:-1], g[1:]), [g[-1]]])
-    v = dl - mu * (1 + 1e-9) - 1e-15
-    nonpos = np.nonzero(v[1:] <= 0.0)[0]
-    if len(nonpos):
-        j = int(nonpos[0]) + 1
-        v = v[:j].copy()
-        v[j - 1] = 0.0
-    else:
-        v = v.copy()
-        v[-1] = 0.0
-    # value at a = 0, lowered so that every slope from (0, y0) is >= -1 (total Q-mass <= 1)
-    y0 = min(float(v[0] + q_low[0] * a[0]), 1.0, float(np.min(v + a[: len(v)]))) - 1e-12
-    xs = np.concatenate([[0.0], a[: len(v)]])
-    ys = np.concatenate([[y0], v])
-    hull = lower_hull(xs, ys)
-    hx, hy = xs[hull], ys[hull]
-    slopes = np.diff(hy) / np.diff(hx)
-    if -slopes[0] > 1.0 + 1e-9:
-        raise DegenerateProfile("the optimistic BIS profile would need Q-mass > 1")
-    after = np.concatenate([slopes[1:], [0.0]])
-    qm = np.maximum(after - slopes, 0.0)
-    masses = np.zeros(len(l_idx))
-    masses[np.array(hull[1:]) - 1] = qm * hx[1:]
-    masses *= 1.0 - 1e-12
-    # slack: float error of the chord / hull arithmetic (values are sums of terms <= 1)
-    return PLD(h, int(l_idx[0]), masses, 0.0, "optimistic", 1e-12)
 
 
 def _fits(s: float, T: int, d: float, n: int, shifted: int = 1, signal: float | None = None,
@@ -488,6 +496,24 @@ def choose_lattice(sigma: float, T: int, d: float, doublings: int, shifted: int 
         f"accountant, e.g. 'dong-tight', still gives an upper bound)")
 
 
+#: :func:`trim_common` drops at most this fraction of a law's ``err`` of mass (each side)
+_TRIM_FRACTION = 1e-3
+
+
+def trim_common(laws: list[SumLaw], fraction: float = _TRIM_FRACTION) -> None:
+    """Trim every law (:meth:`SumLaw.trim`) to one common window of the circle: the union of
+    their windows (:meth:`SumLaw.window`), each leaving out at most ``fraction`` times the
+    law's ``err`` of computed mass on each side (memory: the sum concentrates in a part of
+    the circle, which must also hold the certified tails; each call loosens the bounds by
+    at most 2 ``fraction`` of their error term).  One law: trimmed to its own window (so
+    that it is small while the next one is built)."""
+    wins = [law.window(fraction) for law in laws]
+    lo = min(w[0] for w in wins)
+    hi = max(w[1] for w in wins)
+    for law in laws:
+        law.trim(lo, hi)
+
+
 def prefix_sums(x: np.ndarray) -> np.ndarray:
     """[sum(x[:j]) for j in 0..len(x)] (sequential sums), one allocation."""
     out = np.empty(len(x) + 1)
@@ -507,18 +533,18 @@ def suffix_sums(x: np.ndarray) -> np.ndarray:
 _CHORD_GROUPS = 128  # groups of lattice cells across the straddling window of a chord bound
 
 
-def _block_sum(sums: np.ndarray, bounds: np.ndarray, w: np.ndarray, suffix: bool
+def _block_sum(law: SumLaw, bounds: np.ndarray, w: np.ndarray, suffix: bool
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """sum_t w_t (mass of the cells [bounds_t, bounds_{t+1})) per row, from the suffix
-    (``suffix``) or prefix sums ``sums`` of the cells, in the Abel form
+    (``suffix``) or prefix sums of the cells of ``law`` (:meth:`SumLaw.window_sums`), in the
+    Abel form
     +- sum_t (w_t - w_{t-1}) sums[bounds_t] (w_{-1} = w_G = 0, G blocks, bounds clipped to
     the circle).  Returns (value, sum_t |w_t - w_{t-1}| sums[bounds_t], sum_t |w_t - w_{t-1}|):
     the second bounds the effect of relative errors of the sums, the third (the total
     variation of w) that of range-sum errors of the cells (Abel summation)."""
-    n = len(sums) - 1
     zero = np.zeros(w.shape[:-1] + (1,))
     dw = np.diff(np.concatenate([zero, w, zero], axis=-1), axis=-1)
-    f = sums[np.clip(bounds, 0, n)]
+    f = law.window_sums(bounds, suffix)
     val = (dw * f).sum(axis=-1)
     return (val if suffix else -val), (np.abs(dw) * f).sum(axis=-1), np.abs(dw).sum(axis=-1)
 
@@ -558,23 +584,10 @@ def chord_upper(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool) -> np
     wq = (fa * be - fb * al) / wid  # coefficient of Q_j
     out = np.zeros(len(a))
     for law, w in ((law_p, wp), (law_q, wq)):
-        sums = law.suffix if remove else law.prefix
-        assert sums is not None
-        val, mag, tv = _block_sum(sums, bounds, w, remove)
+        val, mag, tv = _block_sum(law, bounds, w, remove)
         gam = law.rel_err + 2.0 * (G + 4) * _U
         wneg = np.max(np.maximum(-w, 0.0), axis=1)  # c <= rho + wrap + e: only -w sees wrap
         out += val + 1.01 * gam * mag + law.err * tv + law.wrap * wneg
     beyond = law_p.wrap + law_p.drop if remove else law_q.wrap + law_q.drop
     out += beyond + 1e-13 * (1.0 + a)  # + the weights' own rounding
     return np.minimum(np.maximum(out, 0.0), 1.0)
-
-
-def add_tail_upper(s: float, T: int, l: np.ndarray) -> np.ndarray:
-    """Upper bounds on the add-order profile E_Q[(1 - e^l r)_+] <= Q(r < e^{-l}) of one
-    epoch (k = 1, r = S / T, S = sum_i exp(s y_i - s^2 / 2), y ~ N(0, I_T) under Q): r <
-    e^{-l} needs every term below T e^{-l}, i.e. every y_i < z = (log T - l + s^2 / 2) / s,
-    so the bound is Phi(z)^T -- the tail the lattice chords cannot resolve (their floor is
-    about the Q-mass of the first lattice cell: 0.05 at T = 2, sigma = 0.56).  log Phi by
-    scipy's log_ndtr (a few ulp), the power and exp rounded up by a relative 1e-9."""
-    z = (math.log(T) - np.asarray(l, dtype=float) + 0.5 * s * s) / s
-    return np.minimum(np.exp(T * special.log_ndtr(z)) * (1.0 + 1e-9), 1.0)

@@ -59,16 +59,15 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import BalancedIteration
 from ..registry import BoundPair, RunAnalysis, run_accountant
+from .bis_bounds import DegenerateProfile, add_tail_upper, lower_profile_pld
 from .bis_lattice import (
-    DegenerateProfile,
     SumLaw,
-    add_tail_upper,
     choose_lattice,
     chord_upper,
     factor,
-    lower_profile_pld,
     prefix_sums,
     suffix_sums,
+    trim_common,
 )
 from .moments import block_counts, reverse_divergence
 
@@ -142,11 +141,17 @@ def _epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float =
     y_rem = T * np.exp(l_idx * h)  # L > l  <=>  S > T e^l
     y_add = T * np.exp(-l_idx * h)  # -L > l  <=>  S < T e^{-l}
     cache: dict = {}
-    for scale in (0.0, s * s):  # both spectra first: their FFT work space is then the peak
-        factor(s, scale, d, n, cache)
-    law_q = SumLaw(s, T, 0.0, d, n, cache)
-    law_p = SumLaw(s, T, s * s, d, n, cache, release=True)
+    # Q's law first (one spectrum), trimmed to its window of the circle before P's spectrum
+    # is taken; then P's, then both to one common window (memory; the dropped mass joins
+    # the error terms, :func:`trim_common`)
+    law_q = SumLaw(s, T, 0.0, d, n, cache, sums=False)
+    trim_common([law_q])
+    law_p = SumLaw(s, T, s * s, d, n, cache, release=True, sums=False)
     del cache
+    trim_common([law_p])
+    trim_common([law_q, law_p])
+    for law in (law_q, law_p):
+        law.suffix, law.prefix = suffix_sums(law.c), prefix_sums(law.c)
     # upper: chords over the lattice cells (second order in d); lower: threshold tests on K
     # (a statistic of the output, also second order); the tail differences (first order
     # in d) where they are sharper
@@ -183,7 +188,10 @@ def _threshold_lower(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool
     is monotone) and its two neighbours.  Range sums of the computed law c are off from the
     exact law rho of K on E by ``err`` (plus ``wrap`` from above, see :class:`SumLaw`);
     the overflow symbol has mass <= drop + wrap."""
-    n = law_q.n
+    # on the laws' common window [lo, lo + m) of the circle (both trimmed alike)
+    lo, m = law_q.lo, len(cast(np.ndarray, law_q.c))
+    if law_p.lo != lo or len(cast(np.ndarray, law_p.c)) != m:
+        raise ValueError("the two laws must keep the same window of the circle")
     if remove:
         num, den = cast(np.ndarray, law_p.c), cast(np.ndarray, law_q.c)
     else:
@@ -199,17 +207,18 @@ def _threshold_lower(law_p: SumLaw, law_q: SumLaw, a: np.ndarray, remove: bool
     r[mode:][low[mode:]] = np.inf
     del low
     rmax = np.maximum.accumulate(r, out=r)
-    j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (n if none)
+    j0 = np.searchsorted(rmax, a, side="right")  # first index with rmax > a (m if none)
     best = np.zeros(len(a))
     slope = np.zeros(len(a))  # the empty test: D(a) >= 0
     for off in (-1, 0, 1):
-        j = np.clip(j0 + off, 0, n)
-        if remove:  # A_j = {K' >= j} (overflow included)
+        jw = np.clip(j0 + off, 0, m)  # window index
+        if remove:  # A_j = {K' >= j} (overflow included), j = lo + jw on the circle
+            j = lo + jw
             p_low = law_p.suffix_at(j, False) - law_p.err - law_p.wrap
             q_up = law_q.suffix_at(j, True) + law_q.err + law_q.wrap + law_q.drop
             v = p_low - a * q_up
-        else:  # reversed index: A = {K' < n - j} (overflow excluded)
-            jj = n - j
+        else:  # reversed window index: A = {K' < lo + m - jw} (overflow excluded)
+            jj = lo + m - jw
             q_low = law_q.prefix_at(jj, False) - law_q.err - law_q.wrap
             p_up = law_p.prefix_at(jj, True) + law_p.err + law_p.drop
             v = q_low - a * p_up
