@@ -7,13 +7,15 @@
 * :mod:`.rdp`: the Rényi-DP accountant ("rdp") and :class:`RdpAccountant`.
 * :mod:`.phases`: composition of whole runs' PLDs (the phases of :func:`privamp.compose`).
 * :mod:`.pld_run`: shared refusals and the checkpoints of an epsilon curve.
+* :mod:`.never_sampled`: the never-sampled bound ("never-sampled": under Poisson sampling
+  delta(eps) <= the probability that the record is ever drawn).
 * :mod:`.participation`: the participation bound ("participation": each record takes part in
   at most m releases, the unsampled m-fold composition).
 
 docs/architecture.md walks through the layers and the protocol.
 """
 
-from . import grid, participation, phases, pld_run, poisson, rdp, registry
+from . import grid, never_sampled, participation, phases, pld_run, poisson, rdp, registry
 from .grid import auto_grid
 from .phases import ComposedPLDAnalysis, compose_plds
 from .poisson import PLDAnalysis, pld_analysis, poisson_pairs
@@ -36,7 +38,7 @@ from .registry import (
 )
 
 __all__ = [
-    "grid", "participation", "phases", "pld_run", "poisson", "rdp", "registry",
+    "grid", "never_sampled", "participation", "phases", "pld_run", "poisson", "rdp", "registry",
     "auto_grid", "ComposedPLDAnalysis", "compose_plds", "PLDAnalysis", "pld_analysis",
     "poisson_pairs", "RdpAccountant", "RdpRunAnalysis", "compositions", "pure_dp_epsilon",
     "ACCOUNTANTS", "CAPABILITIES", "REGISTRY", "BoundPair", "RdpCurve", "RdpMethod",

@@ -151,6 +151,7 @@ def _epoch_two_sided(sigma: float, steps: int, h: float = 1e-3, lattice: float =
     trim_common([law_p])
     trim_common([law_q, law_p])
     for law in (law_q, law_p):
+        assert law.c is not None  # (kept: sums=False releases nothing)
         law.suffix, law.prefix = suffix_sums(law.c), prefix_sums(law.c)
     # upper: chords over the lattice cells (second order in d); lower: threshold tests on K
     # (a statistic of the output, also second order); the tail differences (first order

@@ -203,6 +203,9 @@ def wor_substitution_rr_rdp(
 #: largest group for the tight Poisson-subsampled Gaussian quadrature (Thm 4.2)
 _TIGHT_MAX_GROUP = 32
 
+#: largest K^2 Delta / sigma for it (its cost grows with the shift as well)
+_TIGHT_MAX_GROUP_COST = 250.0
+
 
 def _tight_applies(m, s, r) -> bool:
     # zero-out: the null records contribute nothing, so the output laws are the add/remove ones
@@ -210,8 +213,12 @@ def _tight_applies(m, s, r) -> bool:
         # the Gaussian mixture's quadrature costs ~K^2 (group 32: 11 s, 100: 2 min and
         # 1.4 GB, found by fuzzing): larger groups go to the other methods (Mironov's
         # recursion, Balle et al.'s profiles), much looser there
+        # and ~K^2 s (K = 8, s = 10: 24 s; K = 3, s = 100: 47 s; K = 2, s = 33: 5.6 s): K^2 s
+        # <= 250 keeps it near 10 s; K s <= 60 is answered by the group PLD
+        # (group_pld.py) and past both the looser methods and the never-sampled bound answer
         return isinstance(m, RandomizedResponse) or (
-            isinstance(m, Gaussian) and r.group <= _TIGHT_MAX_GROUP)
+            isinstance(m, Gaussian) and r.group <= _TIGHT_MAX_GROUP
+            and r.group * r.group * m.shift(1) <= _TIGHT_MAX_GROUP_COST)
     if isinstance(s, WithoutReplacement) and type(r) is Substitution:
         return isinstance(m, RandomizedResponse) and r.group == 1
     return False
