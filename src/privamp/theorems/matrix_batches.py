@@ -42,10 +42,11 @@ Upper bound: the smaller of this Gaussian and, under zero-out, noise dominance (
 ``sigma / ||C||_2`` under the same sampler: :func:`privamp.theorems.matrix_bins.dominating_run`,
 whose shuffled-batch answers are Chua et al. 2024's).  Lower bound: whitening (DP-SGD at
 ``sigma / sigma_min(C)``, realised: :func:`~privamp.theorems.matrix_bins.dominated_run`).
-The answer is *exact* only when the pattern is forced (one batch holding the whole dataset:
-every example takes part in every step) and the Gram matrix is entrywise non-negative on it:
-the aligned gradients then realise the Gaussian.  ``C = c I`` is DP-SGD at ``sigma / |c|``,
-answered by the DP-SGD accountants on both sides.
+When the pattern is forced (one batch holding the whole dataset: every example takes part
+in every step) the aligned gradients realise the Gaussian at ``||C 1||``, the lower side
+(equal to the upper one up to the rounding of the Gram sums when the Gram matrix is
+entrywise non-negative on the pattern; two-sided, not "exact", for that rounding).
+``C = c I`` is DP-SGD at ``sigma / |c|``, answered by the DP-SGD accountants on both sides.
 """
 
 from __future__ import annotations
@@ -210,9 +211,15 @@ def _build(run) -> RunAnalysis:
     if not (math.isfinite(shift) and shift > 0):
         raise NotApplicable(f"the run's Gaussian shift must be finite and > 0, got {shift}")
     if forced is not None:
-        realised = d * mech.aligned_norm(forced, T) / (mech.clip * mech.sigma) * (1 - 8 * _U)
-        exact = mech.aligned_norm(forced, T) >= mech.sensitivity(forced, T)
-        return GaussianShiftAnalysis(shift, shift if exact else realised,
+        # realised by aligned gradients: ||C 1_pi|| = sqrt(sum G); the computed sum is within
+        # gamma * sum |G| of it (the same rounding the upper side's slack covers), so the
+        # lower side is taken below it (not "exact": the two sides straddle the true shift
+        # by ~T * bands ulps; review3: at T = 1000 the "exact" epsilon was 1.4e-10 high)
+        gam = _slack(T * mech.bands) - 1.0
+        sq = (mech.aligned_norm(forced, T) / mech.clip) ** 2 - 2.0 * gam * (
+            mech.sensitivity(forced, T) / mech.clip) ** 2
+        realised = d * math.sqrt(max(sq, 0.0)) / mech.sigma * (1 - 16 * _U)
+        return GaussianShiftAnalysis(shift, realised if realised > 0 else None,
                                      " (the pattern is forced: every step)")
     if type(rel) is not ZeroOut:
         return GaussianShiftAnalysis(shift, None)

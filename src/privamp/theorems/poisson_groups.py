@@ -52,7 +52,7 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import special, stats
 
 from ..accountants.grid import auto_grid
 from ..accountants.poisson import PLDAnalysis, check_steps
@@ -160,6 +160,14 @@ def _sum_weights(n_max: int, q: float, s: float) -> tuple[np.ndarray, np.ndarray
     hi = min(n_max, int(mean + 60.0 * sd) + 10)
     n = np.arange(lo, hi + 1, dtype=float)
     lw = stats.binom.logpmf(n, n_max, q)
+    # logpmf is gammaln(N+1) - gammaln(n+1) - gammaln(N-n+1) + n log q + (N-n) log(1-q): its
+    # absolute error grows with these terms' size (1e-6 at N = 1e9, 1e-2 at N = 1e12), far
+    # beyond _delta_from's allowance; lowering every weight by a bound on it (a few ulps of
+    # the terms' total size: gammaln to 1-2 ulps, 4 additions) keeps P below the mixture
+    mag = (special.gammaln(n_max + 1.0) + special.gammaln(n + 1.0)
+           + special.gammaln(n_max - n + 1.0) + np.abs(special.xlogy(n, q))
+           + np.abs(special.xlog1py(n_max - n, -q)))
+    lw = lw - 2e-15 * mag - 1e-15
     keep = lw >= -740.0
     return lw[keep], n[keep] * s
 
@@ -198,11 +206,15 @@ def _delta_from(eps: float, lw: np.ndarray, mu: np.ndarray) -> float:
     lp, lq = _log_tails(x, lw, mu)
     # the float error of lp - lq (log_ndtr and a sum of lw.size terms, each a few ulps of
     # its magnitude) is added to the gap: at tiny shifts lp - lq cancels to rounding noise
-    err = 1e-12 * max(1.0, abs(lp), abs(lq)) + 1e-15 * lw.size
+    # the arguments mu - x of the normal tails round by ulps of max(|mu|, |x|), which moves
+    # log Phi(mu - x) by up to |mu - x| times that
+    z = abs(x) + float(np.max(np.abs(mu)))
+    err = 1e-12 * max(1.0, abs(lp), abs(lq)) + 1e-15 * lw.size + 4e-16 * z * (z + 1.0)
     gap = lq + eps - lp + err
     if not gap < 0:
         return 0.0
-    return max(math.exp(lp) * -math.expm1(gap) * (1.0 - 1e-9), 0.0)
+    # lp itself may be high by err too
+    return max(math.exp(lp - err) * -math.expm1(gap) * (1.0 - 1e-9), 0.0)
 
 
 def sum_statistic_delta(eps: float, k: int, steps: int, q: float, s: float) -> float:
