@@ -155,8 +155,9 @@ def test_poisson_group_laplace_has_a_lower_bound():
 
 def test_hybrid_substitution_two_sided_against_dp_accounting():
     """Hybrid substitution (sensitivity of one batch element) = substitution at twice the
-    sensitivity: the interval brackets dp_accounting's Poisson PLD at sigma / 2 (the witness
-    (q N(2) + (1 - q) N(0), N(0)) in noise units), and is no looser than the RDP answer."""
+    sensitivity: the upper bound lies above dp_accounting's Poisson PLD at sigma / 2 (the
+    pair (q N(2) + (1 - q) N(0), N(0)) in noise units) and is no looser than the RDP answer;
+    the lower side is the pair a clipped record realises (at Delta, replaced by one at 0)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     q, T = 0.05, 100
@@ -173,15 +174,28 @@ def test_hybrid_substitution_two_sided_against_dp_accounting():
         lo = opt.self_compose(T).get_epsilon_for_delta(1e-5)
     finally:
         logging.disable(logging.NOTSET)
-    assert g.lower.value <= hi + 1e-9
-    assert g.lower.value >= lo - 0.05
     assert g.upper.value >= lo
     assert g.upper.value <= run.epsilon(1e-5, accountant="rdp").upper.value
+    # the certified lower side is the pair a clipped record can realise: the record at
+    # Delta replaced by one at 0, i.e. dp-accounting's Poisson PLD at sigma 1 (not 2 Delta)
+    logging.disable(logging.WARNING)
+    try:
+        hi1 = pld.from_gaussian_mechanism(1.0, sampling_prob=q,
+                                          value_discretization_interval=1e-3
+                                          ).self_compose(T).get_epsilon_for_delta(1e-5)
+        lo1 = pld.from_gaussian_mechanism(1.0, sampling_prob=q, pessimistic_estimate=False,
+                                          value_discretization_interval=1e-3
+                                          ).self_compose(T).get_epsilon_for_delta(1e-5)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert lo1 - 0.05 <= g.lower.value <= hi1 + 1e-9
 
 
 def test_poisson_substitution_lower_against_dp_accounting():
     """Poisson under substitution already had a lower bound (Balle et al. 2018 PLD): its
-    witness is the remove pair of add/remove at the substitution sensitivity, bracketed by
+    witness is the remove pair of add/remove at half the substitution sensitivity (a record
+    at Delta/2 replaced by one at 0: reachable by gradients clipped to Delta/2; the pair at
+    Delta was not, see tests/soundness/test_poisson_substitution_lower.py), bracketed by
     dp_accounting's optimistic and pessimistic PLDs of that pair."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -190,10 +204,10 @@ def test_poisson_substitution_lower_against_dp_accounting():
     g = run.epsilon(1e-5)
     logging.disable(logging.WARNING)
     try:
-        hi = pld.from_gaussian_mechanism(1.0, sampling_prob=q,
+        hi = pld.from_gaussian_mechanism(2.0, sampling_prob=q,
                                          value_discretization_interval=1e-3
                                          ).self_compose(T).get_epsilon_for_delta(1e-5)
-        lo = pld.from_gaussian_mechanism(1.0, sampling_prob=q, pessimistic_estimate=False,
+        lo = pld.from_gaussian_mechanism(2.0, sampling_prob=q, pessimistic_estimate=False,
                                          value_discretization_interval=1e-3
                                          ).self_compose(T).get_epsilon_for_delta(1e-5)
     finally:

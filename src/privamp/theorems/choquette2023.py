@@ -350,14 +350,18 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
     sens = [mech.sensitivity(pi, T) for pi in patterns]
     worst = int(np.argmax(sens))
     scale = d / (mech.sigma * mech.clip)
-    s_up = sens[worst] * scale
+    pi = patterns[worst]
+    # float error of the Gram sums (|pi|^2 dot products of <= bands terms), the square
+    # root and the scaling: a relative slack, up on the upper shift, down on the lower
+    # (review: an unrounded "exact" shift sat ~T bands ulps below the truth)
+    slack = (len(pi) ** 2 + mech.bands + 16) * 2.0 ** -52
+    s_up = sens[worst] * scale * (1 + slack)
     if not known or (isinstance(run.scheme, CyclicPoisson) and run.scheme.rate < 1):
         return s_up, None
-    pi = patterns[worst]
     norms = mech.column_norms(T)[pi] * mech.clip
     aligned = mech.aligned_norm(pi, T)
-    s_lo = max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale
-    return s_up, (s_up if s_lo >= s_up else s_lo)
+    s_lo = max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale * (1 - slack)
+    return s_up, min(s_lo, s_up)
 
 
 def _applies_cyclic(run) -> bool:
