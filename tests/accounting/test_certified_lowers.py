@@ -166,11 +166,8 @@ def test_hybrid_substitution_two_sided_against_dp_accounting():
     g = run.epsilon(1e-5)
     logging.disable(logging.WARNING)
     try:
-        pess = pld.from_gaussian_mechanism(0.5, sampling_prob=q,
-                                           value_discretization_interval=1e-3)
         opt = pld.from_gaussian_mechanism(0.5, sampling_prob=q, pessimistic_estimate=False,
                                           value_discretization_interval=1e-3)
-        hi = pess.self_compose(T).get_epsilon_for_delta(1e-5)
         lo = opt.self_compose(T).get_epsilon_for_delta(1e-5)
     finally:
         logging.disable(logging.NOTSET)
