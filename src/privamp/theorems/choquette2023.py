@@ -72,21 +72,18 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..accountants.grid import auto_grid
 from ..errors import NotApplicable
 from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.matrix import MatrixMechanism
 from ..numerics.arrays import shaped
-from ..pairs.mechanism_pairs import GaussianPair
-from ..pld.discretise import discretise
 from ..pld.grid import zero_pld
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.cyclic import CyclicPoisson
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import Deterministic, Poisson
-from .chua2024.deterministic import gauss_delta, gauss_epsilon
+from .chua2024.deterministic import GaussianRunAnalysis
 from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -282,45 +279,15 @@ class DelegatedAnalysis(RunAnalysis):
         return TwoSidedPLD(dirs)
 
 
-class GaussianShiftAnalysis(RunAnalysis):
+class GaussianShiftAnalysis(GaussianRunAnalysis):
     """The Gaussian mechanism at shift ``s_up`` bounds the run above; the one at ``s_lo``
     (None: no lower bound) is realised; equal: exact."""
 
     def __init__(self, s_up: float, s_lo: float | None, note: str = "") -> None:
-        self.s_up, self.s_lo, self.note = s_up, s_lo, note
-
-    def _pair(self, x: np.ndarray, which: str) -> BoundPair:
-        f = gauss_epsilon if which == "epsilon" else gauss_delta
-        exact = self.s_lo == self.s_up
-        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if exact else "upper",
-                   f"{SRC_UNAMPLIFIED}, Gaussian shift {self.s_up:.6g}{self.note}")
-        if exact:
-            return up, up
-        if self.s_lo is None:
-            return up, None
-        lo = Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower",
-                   f"{SRC_UNAMPLIFIED}, realised shift {self.s_lo:.6g}{self.note}")
-        return up, lo
-
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        return self._pair(delta, "epsilon")
-
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        return self._pair(epsilon, "delta")
-
-    def grid_step(self) -> float:
-        """The Gaussian pair's own grid step."""
-        return auto_grid(GaussianPair(self.s_up), 1)
-
-    def pld(self, h: float | None = None) -> TwoSidedPLD:
-        """Pessimistic and optimistic discretisations of the Gaussian pairs (one symmetric
-        direction)."""
-        h = self.grid_step() if h is None else float(h)
-        p, _ = discretise(GaussianPair(self.s_up), h, optimistic=False)
-        if self.s_lo is None:
-            return TwoSidedPLD([(p, zero_pld(h))])
-        _, o = discretise(GaussianPair(self.s_lo), h, pessimistic=False)
-        return TwoSidedPLD([(p, o)])
+        super().__init__(s_up, s_lo, f"{SRC_UNAMPLIFIED}, Gaussian shift {s_up:.6g}{note}",
+                         "" if s_lo is None else
+                         f"{SRC_UNAMPLIFIED}, realised shift {s_lo:.6g}{note}")
+        self.note = note
 
 
 def _patterns(run) -> tuple[list[list[int]], bool]:

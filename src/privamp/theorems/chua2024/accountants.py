@@ -62,7 +62,13 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, ZeroOut
 from ...sampling.schemes import Deterministic, Shuffle
 from ..registry import BoundPair, RunAnalysis, run_accountant
-from .deterministic import SRC_DET, gauss_delta, gauss_epsilon, group_epoch_square
+from .deterministic import (
+    SRC_DET,
+    GaussianRunAnalysis,
+    gauss_delta,
+    gauss_epsilon,
+    group_epoch_square,
+)
 from .mixture import (
     SRC_MIXTURE,
     mixture_delta,
@@ -184,42 +190,15 @@ def _zero(h: float) -> PLD:
     return PLD(h, 0, np.zeros(1), 0.0, "optimistic")
 
 
-class DeterministicAnalysis(RunAnalysis):
+class DeterministicAnalysis(GaussianRunAnalysis):
     """Deterministic batches: the Gaussian at shift ``s_up`` bounds the run above and the one
     at ``s_lo`` is realised (equal: exact, Prop 3.1)."""
 
     def __init__(self, s_up: float, s_lo: float, note: str = "") -> None:
-        self.s_up, self.s_lo, self.note = s_up, s_lo, note
-
-    def _pair(self, x: np.ndarray, which: str) -> BoundPair:
-        f = gauss_epsilon if which == "epsilon" else gauss_delta
-        tag = " (inverted)" if which == "epsilon" else ""
-        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if self.s_up == self.s_lo
-                   else "upper", SRC_DET + tag + self.note)
-        if self.s_up == self.s_lo:
-            return up, up
-        lo = Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower",
-                   SRC_DET + tag + " (group placed in whole epochs or the first batch)"
-                   + self.note)
-        return up, lo
-
-    def epsilon(self, delta: np.ndarray) -> BoundPair:
-        return self._pair(delta, "epsilon")
-
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        return self._pair(epsilon, "delta")
-
-    def grid_step(self) -> float:
-        """The grid step this run would pick by itself (the Gaussian's)."""
-        return auto_grid(GaussianPair(self.s_up), 1)
-
-    def pld(self, h: float | None = None) -> TwoSidedPLD:
-        """The whole run's PLD (one symmetric direction): pessimistic and optimistic
-        discretisations of the Gaussian pairs at ``s_up`` and ``s_lo``."""
-        h = self.grid_step() if h is None else h
-        p, _ = discretise(GaussianPair(self.s_up), h, optimistic=False)
-        _, o = discretise(GaussianPair(self.s_lo), h, pessimistic=False)
-        return TwoSidedPLD([(p, o)])
+        super().__init__(s_up, s_lo, SRC_DET + note,
+                         SRC_DET + " (group placed in whole epochs or the first batch)" + note,
+                         mark_inverted=True)
+        self.note = note
 
 
 class ShuffleAnalysis(RunAnalysis):

@@ -18,12 +18,19 @@ import numpy as np
 from scipy import special
 
 from ..._validation import check_delta, check_epsilon, check_int, check_positive
+from ...accountants.grid import auto_grid
 from ...numerics.arrays import shaped
 from ...numerics.logspace import log1mexp
 from ...numerics.roots import bisect_monotone
+from ...pairs.mechanism_pairs import GaussianPair
+from ...pld.discretise import discretise
+from ...pld.grid import zero_pld
+from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
+from ..registry import BoundPair, RunAnalysis
 
 __all__ = [
+    "GaussianRunAnalysis",
     "SRC_DET",
     "deterministic_delta",
     "deterministic_epsilon",
@@ -191,3 +198,54 @@ def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
     return Bound(shaped(gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
+
+
+class GaussianRunAnalysis(RunAnalysis):
+    """A run whose profile lies between the Gaussian mechanism's at shift ``s_lo`` (realised
+    by a pair of neighbours; None: no lower side) and at ``s_up`` (equal: exact): the
+    deterministic batches of Prop 3.1, unamplified matrix mechanisms, ...
+
+    Args:
+        s_up: the dominating Gaussian's shift (noise units).
+        s_lo: the realised Gaussian's shift, or None.
+        up_source, lo_source: the sources of the two sides (``lo_source`` unused when exact).
+        mark_inverted: append " (inverted)" to the sources of epsilon answers.
+    """
+
+    def __init__(self, s_up: float, s_lo: float | None, up_source: str,
+                 lo_source: str = "", mark_inverted: bool = False) -> None:
+        self.s_up, self.s_lo = s_up, s_lo
+        self.up_source, self.lo_source, self.mark_inverted = up_source, lo_source, mark_inverted
+
+    def _pair(self, x: np.ndarray, which: str) -> BoundPair:
+        f = gauss_epsilon if which == "epsilon" else gauss_delta
+        tag = " (inverted)" if self.mark_inverted and which == "epsilon" else ""
+        exact = self.s_lo == self.s_up
+        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if exact else "upper",
+                   self.up_source + tag)
+        if exact:
+            return up, up
+        if self.s_lo is None:
+            return up, None
+        return up, Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower", self.lo_source + tag)
+
+    def epsilon(self, delta: np.ndarray) -> BoundPair:
+        return self._pair(delta, "epsilon")
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._pair(epsilon, "delta")
+
+    def grid_step(self) -> float:
+        """The grid step this run would pick by itself (the dominating Gaussian's)."""
+        return auto_grid(GaussianPair(self.s_up), 1)
+
+    def pld(self, h: float | None = None) -> TwoSidedPLD:
+        """The whole run's PLD (one symmetric direction): pessimistic and optimistic
+        discretisations of the Gaussian pairs at ``s_up`` and ``s_lo`` (no lower side: the
+        zero PLD)."""
+        h = self.grid_step() if h is None else float(h)
+        p, _ = discretise(GaussianPair(self.s_up), h, optimistic=False)
+        if self.s_lo is None:
+            return TwoSidedPLD([(p, zero_pld(h))])
+        _, o = discretise(GaussianPair(self.s_lo), h, pessimistic=False)
+        return TwoSidedPLD([(p, o)])
