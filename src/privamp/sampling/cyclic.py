@@ -22,9 +22,11 @@ How the groups are formed (jax_privacy's ``PartitionType``):
   realised pair (a certified lower bound); under a random partition the group is a secret
   mixture and the accountants give upper bounds only.
 
-Truncation (``truncated_batch_size``) is accepted as a description (jax_privacy's field), but
-no accountant handles it under ``cycle_length > 1`` yet: they raise ``NotApplicable`` with
-the reason.
+Truncation (``truncated_batch_size``, jax_privacy's field): a batch of more than that many
+examples is cut to a uniformly random subset of that size.  It is accounted (amplified BandMF,
+jax_privacy's ``truncated_amplified_bandmf_event``) for ``"equal-split"`` groups when
+``dataset_size`` is given (each group then holds ``dataset_size // cycle_length`` examples);
+the other partitions refuse it (an example's group size is secret or unknown).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def _cyclic_from_flags(values: Mapping[str, Any]) -> CyclicPoisson:
     partition = ("independent" if values.get("independent_partition")
                  else "fixed" if values.get("fixed_partition") else "equal-split")
     return CyclicPoisson(rate, 1 if k is None else k, partition,
-                         values.get("truncated_batch_size"))
+                         values.get("truncated_batch_size"), values.get("dataset_size"))
 
 
 @register_scheme("--cycle-length groups in turn, each example of the step's group with "
@@ -71,8 +73,10 @@ def _cyclic_from_flags(values: Mapping[str, Any]) -> CyclicPoisson:
                         Flag("fixed_partition", "switch", "a public fixed partition into "
                              "groups (add/remove)", required=False),
                         Flag("truncated_batch_size", "count", "cut larger batches to this "
-                             "size (no accountant yet when --cycle-length > 1)",
-                             required=False)))
+                             "size (accounted for equal-split groups with --dataset-size)",
+                             required=False),
+                        Flag("dataset_size", "count", "number of examples (needed with "
+                             "--truncated-batch-size)", required=False)))
 @dataclass(frozen=True)
 class CyclicPoisson(Scheme):
     """Cyclic Poisson sampling: ``cycle_length`` groups used in turn (step t: group
@@ -86,15 +90,19 @@ class CyclicPoisson(Scheme):
         partition: ``"equal-split"`` (default, jax_privacy's: zero-out / replace-one only),
             ``"independent"`` or ``"fixed"`` (add/remove); see the module docstring.
         truncated_batch_size: jax_privacy's cap on a batch's size (None: no cap).
+        dataset_size: the number of examples n (public; None: unknown).  Needed to account
+            truncation (the groups of ``"equal-split"`` hold ``n // cycle_length`` examples).
 
     Raises:
-        ValueError: a rate outside (0, 1], cycle_length < 1, an unknown partition, a cap < 1.
+        ValueError: a rate outside (0, 1], cycle_length < 1, an unknown partition, a cap < 1,
+            a dataset_size < 1.
     """
 
     rate: float
     cycle_length: int = 1
     partition: str = "equal-split"
     truncated_batch_size: int | None = None
+    dataset_size: int | None = None
 
     name = "cyclic-poisson"
 
@@ -112,6 +120,18 @@ class CyclicPoisson(Scheme):
             object.__setattr__(self, "truncated_batch_size",
                                check_int("truncated_batch_size", self.truncated_batch_size,
                                          minimum=1))
+        if self.dataset_size is not None:
+            object.__setattr__(self, "dataset_size",
+                               check_int("dataset_size", self.dataset_size, minimum=1))
+
+    @property
+    def group_size(self) -> int | None:
+        """The examples in each group of ``"equal-split"`` (``dataset_size // cycle_length``;
+        the ``dataset_size mod cycle_length`` left over are never used); None for the other
+        partitions (their group sizes are random or not described) or an unknown size."""
+        if self.dataset_size is None or self.partition != "equal-split":
+            return None
+        return self.dataset_size // self.cycle_length
 
     @property
     def steps_per_epoch(self) -> float:

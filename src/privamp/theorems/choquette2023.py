@@ -67,7 +67,8 @@ certified lower bound.  For a random partition (p = 1, not ``"fixed"``): upper b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
 from typing import Any, cast
 
 import numpy as np
@@ -82,8 +83,9 @@ from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.cyclic import CyclicPoisson
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
-from ..sampling.schemes import Deterministic, Poisson
+from ..sampling.schemes import Deterministic, Poisson, Scheme, TruncatedPoisson
 from .chua2024.deterministic import GaussianRunAnalysis
+from .matrix_groups import GroupChainAnalysis
 from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -107,6 +109,14 @@ SRC_UNAMPLIFIED = ("matrix mechanism without amplification: the Gaussian mechani
                    "strategy's sensitivity over the participation pattern (Choquette-Choo "
                    "et al. 2023, arXiv 2306.08153, Sec. 2)")
 
+SRC_TRUNCATED = ("; truncated batches: one group's steps are truncated Poisson over its "
+                 "dataset_size // cycle_length examples (jax_privacy's "
+                 "truncated_amplified_bandmf_event; the truncated Poisson dominating pair per "
+                 "block of rows)")
+SRC_GROUPS = ("; group of several examples: noise dominance (DP-SGD at sigma / ||C||_2), a "
+              "Poisson group step at every step of a group holding a member, "
+              "min(T, min(K, k) ceil(T/k)) rounds")
+
 _NAME = "amplified-bandmf"
 _RELATIONS = (AddRemove, ZeroOut, Substitution)
 
@@ -118,7 +128,7 @@ class PoissonRun:
     :class:`~privamp.Training`)."""
 
     mechanism: Mechanism
-    scheme: Poisson
+    scheme: Scheme
     steps: int
     relation: Relation
     epochs: float | None = None
@@ -133,10 +143,41 @@ def _check_run(run) -> tuple[CyclicPoisson, Relation]:
     why = scheme.refusal(rel)
     if why is not None:
         raise NotApplicable(why)
-    if rel.group != 1:
-        raise NotApplicable(f"the matrix-mechanism accountants cover one example (group 1), "
-                            f"got group={rel.group}")
+    if rel.group != 1 and not isinstance(rel, _RELATIONS):
+        raise NotApplicable(f"the matrix-mechanism accountants cover groups under add/remove, "
+                            f"zero-out and substitution only, got {rel}")
     return scheme, rel
+
+
+def _group(rel: Relation) -> int:
+    return int(rel.group)
+
+
+def _truncated(scheme: CyclicPoisson, rel: Relation) -> TruncatedPoisson | None:
+    """The truncated Poisson sampler of one group's steps (None: no truncation)."""
+    B = scheme.truncated_batch_size
+    if B is None:
+        return None
+    if scheme.partition != "equal-split":
+        raise NotApplicable(f"CyclicPoisson with truncated_batch_size and partition="
+                            f"{scheme.partition!r}: an example's group size is random or not "
+                            f"described (jax_privacy refuses INDEPENDENT with truncation); use "
+                            f"partition='equal-split' with dataset_size")
+    g = scheme.group_size
+    if g is None:
+        raise NotApplicable("CyclicPoisson with truncated_batch_size needs dataset_size (the "
+                            "group size dataset_size // cycle_length sets the truncation "
+                            "probability; jax_privacy's largest_group_size)")
+    if g < 1:
+        raise NotApplicable(f"dataset_size={scheme.dataset_size} < cycle_length="
+                            f"{scheme.cycle_length}: the groups are empty")
+    if isinstance(rel, Substitution):
+        raise NotApplicable("truncated cyclic Poisson under substitution: the truncated "
+                            "Poisson accountant covers add/remove and zero-out")
+    if _group(rel) != 1:
+        raise NotApplicable(f"truncated cyclic Poisson: one example only (group 1), got "
+                            f"group={rel.group}")
+    return TruncatedPoisson(scheme.rate, B, g)
 
 
 def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
@@ -149,42 +190,53 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
 
     Returns:
         ``(upper, lower, source)``; ``lower`` is None when the example's group is secret or
-        the bound is the noise-dominance one; it is ``upper`` itself when exact.
+        the bound is the noise-dominance one; it is ``upper`` itself when exact.  With
+        truncation the runs are :class:`~privamp.TruncatedPoisson` over one group (of
+        ``dataset_size // cycle_length`` examples); with a group of K > 1 examples the upper
+        run is noise dominance over ``min(T, min(K, k) R)`` rounds.
 
     Raises:
-        NotApplicable: truncation with ``cycle_length > 1``, add/remove under
-            ``"equal-split"`` groups, a group of several examples.
+        NotApplicable: truncation without ``"equal-split"`` groups and ``dataset_size``, or
+            under substitution, or with a group; add/remove under ``"equal-split"`` groups.
     """
     scheme, rel = _check_run(run)
-    if scheme.truncated_batch_size is not None and scheme.cycle_length > 1:
-        raise NotApplicable("CyclicPoisson with truncated_batch_size and cycle_length > 1: the "
-                            "truncated reduction needs the group sizes (jax_privacy's "
-                            "largest_group_size); not implemented")
-    if scheme.truncated_batch_size is not None:
-        raise NotApplicable("CyclicPoisson(cycle_length=1) with truncated_batch_size: use "
-                            "TruncatedPoisson(rate, max_batch_size, dataset_size)")
-    rounds, mech, poisson = scheme.rounds(run.steps), run.mechanism, Poisson(scheme.rate)
+    trunc = _truncated(scheme, rel)
+    rounds, mech = scheme.rounds(run.steps), run.mechanism
+    sampler: Scheme = Poisson(scheme.rate) if trunc is None else trunc
+    src = SRC_AMPLIFIED if trunc is None else SRC_AMPLIFIED + SRC_TRUNCATED
+    K = _group(rel)
     if not isinstance(mech, MatrixMechanism):
-        one = PoissonRun(mech, poisson, rounds, rel)
-        return one, (one if scheme.group_known else None), SRC_AMPLIFIED
+        if K > 1 and scheme.cycle_length > 1:
+            # the K examples may sit in different groups: a K-group step every step of a
+            # group holding one of them (see groups in the module docstring)
+            up = PoissonRun(mech, sampler, min(run.steps, min(K, scheme.cycle_length) * rounds),
+                            rel)
+            low = PoissonRun(mech, sampler, rounds, rel) if scheme.group_known else None
+            return up, low, SRC_GROUPS
+        one = PoissonRun(mech, sampler, rounds, rel)
+        return one, (one if scheme.group_known else None), src
     d, T = _distance(rel), run.steps
-    if mech.bands > scheme.cycle_length:
-        norm = mech.operator_norm_bound(T)
-        up = PoissonRun(Gaussian(mech.sigma, d * norm), poisson, rounds, rel)
-        return up, None, SRC_DOMINANCE
     norms = mech.column_norms(T)
-    up = PoissonRun(Gaussian(mech.sigma, d * float(norms.max())), poisson, rounds, rel)
-    if not scheme.group_known:
-        return up, None, SRC_AMPLIFIED
     low = float(norms[list(scheme.eligible_steps(T, 0))].min())
-    if isinstance(rel, Substitution) and scheme.rate < 1:
-        # gradients of norm <= clip cannot realise the Poisson-substitution pair at 2 clip
-        # (a mixture vs N(0)); a replacement with gradient 0 realises the zero-out pair at clip
-        return up, PoissonRun(Gaussian(mech.sigma, low), poisson, rounds, ZeroOut()), \
-            SRC_AMPLIFIED
-    if low == float(norms.max()):
-        return up, up, SRC_AMPLIFIED
-    return up, PoissonRun(Gaussian(mech.sigma, d * low), poisson, rounds, rel), SRC_AMPLIFIED
+    low_run = None
+    if scheme.group_known and (K == 1 or mech.bands <= scheme.cycle_length):
+        # the realised pair: the K examples in group 0 with aligned gradients, others 0
+        lrel = ZeroOut(group=K) if isinstance(rel, Substitution) and scheme.rate < 1 else rel
+        dl = 1.0 if isinstance(lrel, ZeroOut) and isinstance(rel, Substitution) else d
+        low_run = PoissonRun(Gaussian(mech.sigma, dl * low), sampler, rounds, lrel)
+    if mech.bands > scheme.cycle_length or (K > 1 and scheme.cycle_length > 1):
+        norm = mech.operator_norm_bound(T)
+        n_up = rounds if K == 1 else min(T, min(K, scheme.cycle_length) * rounds)
+        up = PoissonRun(Gaussian(mech.sigma, d * norm), sampler, n_up, rel)
+        if mech.bands > scheme.cycle_length:
+            return up, None, SRC_DOMINANCE
+        return up, low_run, SRC_DOMINANCE + SRC_GROUPS
+    up = PoissonRun(Gaussian(mech.sigma, d * float(norms.max())), sampler, rounds, rel)
+    if low_run is None:
+        return up, None, src
+    if low == float(norms.max()) and low_run.relation is rel:
+        return up, up, src
+    return up, low_run, src
 
 
 class _Answers:
@@ -301,9 +353,25 @@ def _patterns(run) -> tuple[list[list[int]], bool]:
         sch.group_known
 
 
+def _capacity(run, position: int) -> int | None:
+    """How many examples can share the participation pattern ``position`` (None: any)."""
+    sch = run.scheme
+    if not isinstance(sch, Deterministic):
+        return None
+    last_short = (not sch.drop_last and sch.remainder > 0
+                  and position == sch.steps_per_epoch - 1)
+    return sch.remainder if last_short else sch.batch_size
+
+
 def unamplified_shifts(run) -> tuple[float, float | None]:
     """Gaussian shifts (upper, realised lower or None) of a matrix-mechanism run whose
     participation patterns are fixed by the example's position (see the module docstring).
+
+    A group of K examples: the output shifts by ``sum_i sum_{t in pi_i} C e_t g_{i,t}``, of
+    norm at most ``sum_i sens(pi_i) <= K max sens`` (triangle inequality): the upper shift is
+    K times one example's.  The realised lower puts ``min(K, capacity)`` members with the same
+    gradients on the worst pattern (the capacity of a batch position: its batch size under
+    :class:`~privamp.Deterministic`; any number in a fixed group), the others' gradients 0.
 
     Args:
         run: a Training with a MatrixMechanism under Deterministic or CyclicPoisson.
@@ -313,6 +381,7 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
     """
     mech, T = run.mechanism, run.steps
     d = _distance(run.relation)
+    K = _group(run.relation)
     patterns, known = _patterns(run)
     sens = [mech.sensitivity(pi, T) for pi in patterns]
     worst = int(np.argmax(sens))
@@ -322,19 +391,21 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
     # root and the scaling: a relative slack, up on the upper shift, down on the lower
     # (review: an unrounded "exact" shift sat ~T bands ulps below the truth)
     slack = (len(pi) ** 2 + mech.bands + 16) * 2.0 ** -52
-    s_up = sens[worst] * scale * (1 + slack)
+    s_up = K * sens[worst] * scale * (1 + slack)
     if not known or (isinstance(run.scheme, CyclicPoisson) and run.scheme.rate < 1):
         return s_up, None
+    cap = _capacity(run, worst)
+    members = K if cap is None else min(K, cap)
     norms = mech.column_norms(T)[pi] * mech.clip
     aligned = mech.aligned_norm(pi, T)
-    s_lo = max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale * (1 - slack)
+    s_lo = members * max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale * (1 - slack)
     return s_up, min(s_lo, s_up)
 
 
 def _applies_cyclic(run) -> bool:
     return (isinstance(run.scheme, CyclicPoisson)
             and isinstance(run.mechanism, (MatrixMechanism, Mechanism))
-            and isinstance(run.relation, _RELATIONS) and run.relation.group == 1
+            and isinstance(run.relation, _RELATIONS)
             and run.scheme.refusal(run.relation) is None)
 
 
@@ -346,8 +417,17 @@ def _applies_cyclic(run) -> bool:
     capabilities=("pld", "grid_step"),
 )
 def _build_amplified(run) -> RunAnalysis:
-    up, lo, source = amplified_runs(run)
-    return DelegatedAnalysis(up, lo, source)
+    K = _group(run.relation)
+    if K == 1:
+        return DelegatedAnalysis(*amplified_runs(run))
+    one = SimpleNamespace(mechanism=run.mechanism, scheme=run.scheme, steps=run.steps,
+                          relation=replace(run.relation, group=1))
+    single = DelegatedAnalysis(*amplified_runs(one))
+    try:
+        direct: RunAnalysis | None = DelegatedAnalysis(*amplified_runs(run))
+    except NotApplicable:
+        direct = None
+    return GroupChainAnalysis(single, K, direct)
 
 
 def _applies_plain(run) -> bool:
@@ -356,7 +436,7 @@ def _applies_plain(run) -> bool:
     if isinstance(run.scheme, Deterministic):
         return isinstance(run.relation, (ZeroOut, Substitution))
     return (isinstance(run.scheme, CyclicPoisson) and isinstance(run.relation, _RELATIONS)
-            and run.relation.group == 1 and run.scheme.refusal(run.relation) is None)
+            and run.scheme.refusal(run.relation) is None)
 
 
 @run_accountant(
@@ -368,9 +448,10 @@ def _applies_plain(run) -> bool:
 def _build_plain(run) -> RunAnalysis:
     if isinstance(run.scheme, CyclicPoisson):
         _check_run(run)
-    elif run.relation.group != 1:
-        raise NotApplicable(f"the matrix-mechanism accountants cover one example (group 1), "
-                            f"got group={run.relation.group}")
+        if run.scheme.truncated_batch_size is not None and isinstance(run.relation, AddRemove):
+            raise NotApplicable("truncated cyclic Poisson under add/remove: the added example "
+                                "can displace another (distance 2); the unamplified matrix "
+                                "Gaussian covers zero-out and substitution with truncation")
     s_up, s_lo = unamplified_shifts(run)
     if not (math.isfinite(s_up) and s_up > 0):
         raise NotApplicable(f"the run's Gaussian shift must be finite and > 0, got {s_up}")
