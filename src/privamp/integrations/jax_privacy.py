@@ -28,7 +28,11 @@ Strategies (``jax_privacy.batch_selection``) and their privamp schemes:
 - ``CyclicPoissonSampling(p < 1, T, cycle_length=k > 1)`` (amplified BandMF's sampler):
   :class:`~privamp.CyclicPoisson` ``(p, k, partition)``.  Its accountant conditions on the
   example's group (Poisson(p) over ceil(T / k) rounds, as jax_privacy does): an upper bound;
-  the group is secret, so no lower bound is claimed.  Truncation: refused by the accountant.
+  the group is secret, so no lower bound is claimed.  With ``truncated_batch_size=m`` and the
+  dataset size n: ``CyclicPoisson(p, k, partition, m, n)``, accounted for ``EQUAL_SPLIT`` as
+  truncated Poisson over one group of ``n // k`` (jax_privacy's
+  ``truncated_amplified_bandmf_event``); ``INDEPENDENT`` with truncation is refused (as
+  jax_privacy does).
 - ``BallsInBinsSampling(T, k)``: ``PersistentBallsInBins(k)``.
 - ``BMinSepSampling(1, T, b, warm_start=True)`` (no truncation): ``PersistentBallsInBins(b)``
   (jax_privacy's docstring: the reduction to balls-in-bins); other b-min-sep samplers:
@@ -128,7 +132,8 @@ def _cyclic_poisson(s: Any, n: int | None) -> Scheme:
             return Poisson(p)
         return TruncatedPoisson(p, m, _size(n, "truncated Poisson sampling"))
     if p < 1 or m is not None:
-        return CyclicPoisson(p, k, _partition(s.partition_type), m)
+        return CyclicPoisson(p, k, _partition(s.partition_type), m,
+                             None if m is None else n)
     partition = _enum_name(s.partition_type)
     if partition == "INDEPENDENT":
         return PersistentBallsInBins(k)
@@ -310,7 +315,7 @@ def _bandmf(config: Any, noise_multiplier: float | None, dataset_size: int | Non
             raise NotApplicable("BandMF with column_normalize=True rescales the strategy's "
                                 "columns for the run's length; give the rescaled strategy")
         part = _partition(getattr(config, "partition_type", "EQUAL_SPLIT"))
-        scheme = CyclicPoisson(p, bands, part, m)
+        scheme = CyclicPoisson(p, bands, part, m, None if m is None else n)
         # jax_privacy's noise: noise_multiplier * sensitivity * ||strategy|| (max column norm)
         mech = MatrixMechanism(strategy, _noise(nm) * sens * float(np.linalg.norm(strategy)))
         return Training(mech, scheme, steps=steps, relation=rel)

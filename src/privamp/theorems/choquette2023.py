@@ -86,14 +86,20 @@ from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import Deterministic, Poisson, Scheme, TruncatedPoisson
 from .chua2024.deterministic import GaussianRunAnalysis
 from .matrix_groups import GroupChainAnalysis
+from .mmcc2024 import sum_statistic_shift
+from .poisson_groups import sum_statistic_delta, sum_statistic_epsilon
 from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
     "SRC_AMPLIFIED",
     "SRC_DOMINANCE",
     "SRC_UNAMPLIFIED",
+    "SRC_TRUNCATED",
+    "SRC_GROUPS",
+    "SRC_SUM_PARTITION",
     "PoissonRun",
     "amplified_runs",
+    "partition_sum_lower",
     "DelegatedAnalysis",
     "GaussianShiftAnalysis",
     "unamplified_shifts",
@@ -116,6 +122,12 @@ SRC_TRUNCATED = ("; truncated batches: one group's steps are truncated Poisson o
 SRC_GROUPS = ("; group of several examples: noise dominance (DP-SGD at sigma / ||C||_2), a "
               "Poisson group step at every step of a group holding a member, "
               "min(T, min(K, k) ceil(T/k)) rounds")
+
+SRC_SUM_PARTITION = ("realised pair under any partition: other gradients 0, the {K} "
+                     "example(s) +clip u (or (-1)^t clip u) in every step; the threshold test "
+                     "on w^T y over the first k floor(T/k) steps, w = C^-T 1: "
+                     "Binom({K} x {R}, q) counts whatever the groups (mmcc2024 sum "
+                     "statistic; poisson_groups.sum_statistic_delta)")
 
 _NAME = "amplified-bandmf"
 _RELATIONS = (AddRemove, ZeroOut, Substitution)
@@ -239,6 +251,49 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
     return up, low_run, src
 
 
+def partition_sum_lower(run) -> tuple[int, int, float, float] | None:
+    """The sum statistic's realised pair, valid under every partition (module docstring,
+    *lower bound under a random partition*): ``(K, R', q, s')`` for
+    :func:`~privamp.theorems.poisson_groups.sum_statistic_delta` (``k=K, steps=R'``), or None.
+
+    Args:
+        run: a Training with a :class:`~privamp.MatrixMechanism` under
+            :class:`~privamp.CyclicPoisson` without truncation.
+
+    Returns:
+        ``(K, R', q, s')`` with ``R' = floor(T / k)`` and ``s'`` the shift per
+        ``sqrt(R')`` of the statistic ``w^T y[:T']``, ``T' = k R'``; None when it does not
+        apply (truncation, T < k, equal-split groups leaving examples out, no certified
+        shift).
+    """
+    scheme, mech = run.scheme, run.mechanism
+    if not isinstance(mech, MatrixMechanism) or scheme.truncated_batch_size is not None:
+        return None
+    k = scheme.cycle_length
+    rounds = run.steps // k
+    if rounds < 1:
+        return None
+    n = scheme.dataset_size
+    if scheme.partition == "equal-split" and n is not None and n % k != 0:
+        return None  # some examples sit out: the count is no longer Bin(K R', q)
+    t_used = k * rounds
+    lead = mech
+    if mech.steps is not None and t_used != mech.steps:
+        c = np.asarray(mech.strategy, dtype=float)[:t_used, :t_used]
+        lead = MatrixMechanism(c, mech.sigma, mech.clip)
+    shifts = [sum_statistic_shift(lead, t_used, alt) for alt in (False, True)]
+    best = max((v for v in shifts if v is not None), default=None)
+    if best is None:
+        return None
+    return _group(run.relation), rounds, scheme.rate, best * math.sqrt(rounds / t_used)
+
+
+def _sum_lower(spec: tuple[int, int, float, float], x: np.ndarray, which: str) -> np.ndarray:
+    K, R, q, s = spec
+    f = sum_statistic_epsilon if which == "epsilon" else sum_statistic_delta
+    return np.array([f(float(v), K, R, q, s) for v in np.ravel(x)])
+
+
 class _Answers:
     """Every registered accountant applying to a :class:`PoissonRun` (built once)."""
 
@@ -284,8 +339,12 @@ class DelegatedAnalysis(RunAnalysis):
     """Bounds of a run from the Poisson runs bounding it (:func:`amplified_runs`): the upper
     side of ``up``'s accountants, the lower side of ``lo``'s (None: no lower bound)."""
 
-    def __init__(self, up: PoissonRun, lo: PoissonRun | None, source: str) -> None:
+    def __init__(self, up: PoissonRun, lo: PoissonRun | None, source: str,
+                 sum_lower: tuple[int, int, float, float] | None = None) -> None:
         self.up_run, self.lo_run, self.source = up, lo, source
+        #: the sum statistic's pair (:func:`partition_sum_lower`), a lower side for any
+        #: partition
+        self.sum_lower = sum_lower
         self._up = _Answers(up)
         self._lo = self._up if lo is up else (None if lo is None else _Answers(lo))
 
@@ -298,8 +357,19 @@ class DelegatedAnalysis(RunAnalysis):
         lo = None
         if lo_pick is not None:
             v = lo_pick[0] if u is None else np.minimum(lo_pick[0], u[0])
-            lo = Bound(shaped(v, x), "lower", f"{SRC_AMPLIFIED}{tag}, realised pair; "
+            lo_tag = "" if self.lo_run is None else f" (rounds={self.lo_run.steps})"
+            lo = Bound(shaped(v, x), "lower", f"{SRC_AMPLIFIED}{lo_tag}, realised pair; "
                        f"{lo_pick[1]}")
+        if self.sum_lower is not None and (u is None or np.all(np.isfinite(u[0]))):
+            sv = _sum_lower(self.sum_lower, x, which)
+            if u is not None:
+                sv = np.minimum(sv, u[0])
+            if lo is None or np.any(sv > np.ravel(np.asarray(lo.value, dtype=float))):
+                prev = None if lo is None else np.ravel(np.asarray(lo.value, dtype=float))
+                v = sv if prev is None else np.maximum(sv, prev)
+                src = SRC_SUM_PARTITION.format(K=self.sum_lower[0], R=self.sum_lower[1])
+                lo = Bound(shaped(v, x), "lower",
+                           src if lo is None else f"{lo.source}; where larger: {src}")
         return up, lo
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
@@ -418,13 +488,14 @@ def _applies_cyclic(run) -> bool:
 )
 def _build_amplified(run) -> RunAnalysis:
     K = _group(run.relation)
+    spec = partition_sum_lower(run)
     if K == 1:
-        return DelegatedAnalysis(*amplified_runs(run))
+        return DelegatedAnalysis(*amplified_runs(run), sum_lower=spec)
     one = SimpleNamespace(mechanism=run.mechanism, scheme=run.scheme, steps=run.steps,
                           relation=replace(run.relation, group=1))
     single = DelegatedAnalysis(*amplified_runs(one))
     try:
-        direct: RunAnalysis | None = DelegatedAnalysis(*amplified_runs(run))
+        direct: RunAnalysis | None = DelegatedAnalysis(*amplified_runs(run), sum_lower=spec)
     except NotApplicable:
         direct = None
     return GroupChainAnalysis(single, K, direct)
