@@ -345,6 +345,7 @@ class DelegatedAnalysis(RunAnalysis):
         #: the sum statistic's pair (:func:`partition_sum_lower`), a lower side for any
         #: partition
         self.sum_lower = sum_lower
+        self._pld_up: Any = None
         self._up = _Answers(up)
         self._lo = self._up if lo is up else (None if lo is None else _Answers(lo))
 
@@ -377,6 +378,28 @@ class DelegatedAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._ask(epsilon, "delta")
+
+    def upper_delta(self, epsilon: np.ndarray) -> np.ndarray:
+        """A certified upper bound on delta(epsilon), fast for repeated queries: the upper
+        Poisson run's PLD (pessimistic sides, the larger direction), else the full query.
+
+        Args:
+            epsilon: the epsilons (array).
+
+        Returns:
+            The upper deltas, flattened (1 where there is none).
+        """
+        x = np.ravel(np.asarray(epsilon, dtype=float))
+        if self._pld_up is None:
+            try:
+                an = self._up.pld_analysis()
+                self._pld_up = an.pld(an.grid_step())
+            except NotApplicable:
+                self._pld_up = False
+        if self._pld_up is False:
+            u = self._up.ask(x, "delta", True)
+            return np.ones_like(x) if u is None else np.minimum(u[0], 1.0)
+        return np.minimum(np.ravel(np.asarray(self._pld_up.delta(x)[0], dtype=float)), 1.0)
 
     def grid_step(self) -> float:
         """The equivalent Poisson run's own grid step."""

@@ -71,7 +71,8 @@ class GroupChainAnalysis(RunAnalysis):
     K-group sides (None: none).
 
     Args:
-        single: the same run's analysis for one example (its upper side is used).
+        single: the same run's analysis for one example (its upper side is used; through
+            its ``upper_delta(epsilon)`` when it has one).
         k: the group size K >= 2.
         direct: an analysis of the K-group run itself (upper and realised lower), or None.
     """
@@ -81,6 +82,9 @@ class GroupChainAnalysis(RunAnalysis):
         self.src = SRC_CHAIN.format(K=self.k)
 
     def _single_delta(self, eps: np.ndarray) -> np.ndarray:
+        fast = getattr(self.single, "upper_delta", None)
+        if fast is not None:
+            return np.asarray(fast(eps), dtype=float)
         up, _ = self.single.delta(eps)
         if up is None:
             return np.ones_like(eps)
@@ -88,10 +92,8 @@ class GroupChainAnalysis(RunAnalysis):
 
     def _chain_delta(self, eps: np.ndarray) -> tuple[np.ndarray, str]:
         e1 = np.asarray(eps, dtype=float) / self.k
-        up, _ = self.single.delta(e1)
-        src = "" if up is None else up.source
         d = self._single_delta(e1) * chain_factor(self.k, e1)
-        return np.minimum(d, 1.0), src
+        return np.minimum(d, 1.0), getattr(self.single, "source", "the one-example run")
 
     def _chain_epsilon(self, delta: np.ndarray) -> tuple[np.ndarray, str]:
         out = np.full(delta.shape, math.inf)
