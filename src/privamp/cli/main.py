@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command(sub, "reproduce", "redraw a figure of one of the four papers",
                 "privamp reproduce chua2024 --figure 1 --out figures --fast", cmd_reproduce)
-    p.add_argument("paper", choices=("balle2018", "schuchardt2024", "dong2025", "chua2024"),
-                   help="which paper")
+    p.add_argument("paper", choices=("balle2018", "schuchardt2024", "dong2025", "chua2024",
+                                      "choquette2023"), help="which paper")
     p.add_argument("--figure", help="figure name (default: all)")
     p.add_argument("--out", default="figures", help="output folder (default: figures)")
     p.add_argument("--fast", action="store_true", help="coarse grids (seconds)")

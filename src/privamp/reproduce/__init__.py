@@ -19,6 +19,8 @@ PAPERS = {
     "schuchardt2024": "Schuchardt et al. 2024 (group privacy amplification, Rényi DP)",
     "dong2025": "Dong, Chen, Ozgur 2025 (model and data partitioning)",
     "chua2024": "Chua et al. 2024 (how private are DP-SGD implementations?)",
+    "choquette2023": "Choquette-Choo et al. 2023 (amplified BandMF; jax_privacy's accountant "
+                     "value reproduced)",
 }
 
 
