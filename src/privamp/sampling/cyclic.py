@@ -20,7 +20,8 @@ How the groups are formed (jax_privacy's ``PartitionType``):
   the paper's analysis): add/remove.  Only under it is the example's group known to the
   adversary, so only under it (or ``cycle_length = 1``) is the worst group's analysis a
   realised pair (a certified lower bound); under a random partition the group is a secret
-  mixture and the accountants give upper bounds only.
+  mixture and the only lower side is the sum statistic's realised pair (valid for every
+  partition; :mod:`privamp.theorems.choquette2023`).
 
 Truncation (``truncated_batch_size``, jax_privacy's field): a batch of more than that many
 examples is cut to a uniformly random subset of that size.  It is accounted (amplified BandMF,
