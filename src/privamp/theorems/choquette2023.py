@@ -263,8 +263,8 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
             # group holding one of them (see groups in the module docstring)
             up = PoissonRun(mech, sampler, min(run.steps, min(K, scheme.cycle_length) * rounds),
                             rel)
-            low = PoissonRun(mech, sampler, rounds, rel) if scheme.group_known else None
-            return up, low, SRC_GROUPS
+            members = PoissonRun(mech, sampler, rounds, rel) if scheme.group_known else None
+            return up, members, SRC_GROUPS
         one = PoissonRun(mech, sampler, rounds, rel)
         return one, (one if scheme.group_known else None), src
     d, T = _distance(rel), run.steps

@@ -116,7 +116,8 @@ class GroupChainAnalysis(RunAnalysis):
             lo, hi = float(grid[j - 1]), float(grid[j])
             for _ in range(_BISECT):
                 mid = 0.5 * (lo + hi)
-                v = self._single_delta(np.array([mid]))[0] * chain_factor(self.k, mid)
+                v = (self._single_delta(np.array([mid]))[0]
+                     * chain_factor(self.k, np.array([mid]))[0])
                 if v <= dlt:
                     hi = mid
                 else:
