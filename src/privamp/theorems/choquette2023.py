@@ -127,7 +127,7 @@ from ..sampling.cyclic import CyclicPoisson
 from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
 from ..sampling.schemes import Deterministic, Poisson, Scheme, TruncatedPoisson
 from .chua2024.deterministic import GaussianRunAnalysis
-from .matrix_groups import GroupChainAnalysis
+from .matrix_groups import GroupChainAnalysis, partition_sum_lower, sum_lower_values
 from .registry import ACCOUNTANTS, BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -291,55 +291,6 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
     return up, low_run, src
 
 
-def partition_sum_lower(run) -> tuple[int, int, float, float] | None:
-    """The sum statistic's realised pair, valid under every partition (module docstring,
-    *lower bound under a random partition*): ``(K, R', q, s')`` for
-    :func:`~privamp.theorems.poisson_groups.sum_statistic_delta` (``k=K, steps=R'``), or None.
-
-    Args:
-        run: a Training with a :class:`~privamp.MatrixMechanism` under
-            :class:`~privamp.CyclicPoisson` without truncation.
-
-    Returns:
-        ``(K, R', q, s')`` with ``R' = floor(T / k)`` and ``s'`` the shift per
-        ``sqrt(R')`` of the statistic ``w^T y[:T']``, ``T' = k R'``; None when it does not
-        apply (truncation, T < k, equal-split groups leaving examples out, no certified
-        shift).
-    """
-    scheme, mech = run.scheme, run.mechanism
-    if not isinstance(mech, MatrixMechanism) or scheme.truncated_batch_size is not None:
-        return None
-    k = scheme.cycle_length
-    rounds = run.steps // k
-    if rounds < 1:
-        return None
-    n = scheme.dataset_size
-    if scheme.partition == "equal-split" and n is not None and n % k != 0:
-        return None  # some examples sit out: the count is no longer Bin(K R', q)
-    # imported here: importing these modules registers their accountants, and the registry's
-    # order (docs/support.md) follows the theorem modules' discovery order
-    from .mmcc2024 import sum_statistic_shift
-
-    t_used = k * rounds
-    lead = mech
-    if mech.steps is not None and t_used != mech.steps:
-        c = np.asarray(mech.strategy, dtype=float)[:t_used, :t_used]
-        lead = MatrixMechanism(c, mech.sigma, mech.clip)
-    shifts = [sum_statistic_shift(lead, t_used, alt) for alt in (False, True)]
-    best = max((v for v in shifts if v is not None), default=None)
-    if best is None:
-        return None
-    return _group(run.relation), rounds, scheme.rate, best * math.sqrt(rounds / t_used)
-
-
-def _sum_lower(spec: tuple[int, int, float, float], x: np.ndarray, which: str) -> np.ndarray:
-    from .poisson_groups import sum_statistic_delta, sum_statistic_epsilon
-
-    K, R, q, s = spec
-    f = sum_statistic_epsilon if which == "epsilon" else sum_statistic_delta
-    return np.array([f(float(v), K, R, q, s) for v in np.ravel(x)])
-
-
 class _Answers:
     """Every registered accountant applying to a :class:`PoissonRun` (built once)."""
 
@@ -408,7 +359,7 @@ class DelegatedAnalysis(RunAnalysis):
             lo = Bound(shaped(v, x), "lower", f"{SRC_AMPLIFIED}{lo_tag}, realised pair; "
                        f"{lo_pick[1]}")
         if self.sum_lower is not None and (u is None or np.all(np.isfinite(u[0]))):
-            sv = _sum_lower(self.sum_lower, x, which)
+            sv = sum_lower_values(self.sum_lower, x, which)
             if u is not None:
                 sv = np.minimum(sv, u[0])
             if lo is None or np.any(sv > np.ravel(np.asarray(lo.value, dtype=float))):

@@ -20,6 +20,10 @@ groups, which is independent of the data) qualifies.
 epsilon query searches eps_1 and reports only values it has checked: sound whatever the shape
 of the search), and keeps the better of it and a direct K-group analysis (upper: the smaller;
 lower: the larger of the direct analysis's realised lower sides).
+
+:func:`partition_sum_lower` gives the sum statistic's realised pair for a matrix mechanism
+under cyclic Poisson groups, valid for every partition of the examples into groups (the proof
+is in :mod:`privamp.theorems.choquette2023`).
 """
 
 from __future__ import annotations
@@ -28,11 +32,13 @@ import math
 
 import numpy as np
 
+from ..mechanisms.matrix import MatrixMechanism
 from ..numerics.arrays import shaped
 from ..results import Bound
 from .registry import BoundPair, RunAnalysis
 
-__all__ = ["GroupChainAnalysis", "chain_factor", "SRC_CHAIN"]
+__all__ = ["GroupChainAnalysis", "chain_factor", "SRC_CHAIN", "partition_sum_lower",
+           "sum_lower_values"]
 
 SRC_CHAIN = ("group privacy by the chain of {K} neighbours (delta_K(K eps) <= delta_1(eps) "
              "sum_{{i<K}} e^(i eps); Dwork and Roth 2014, Thm 2.2) on: ")
@@ -148,3 +154,64 @@ class GroupChainAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._ask(epsilon, "delta")
+
+
+def partition_sum_lower(run) -> tuple[int, int, float, float] | None:
+    """The sum statistic's realised pair, valid under every partition
+    (:mod:`privamp.theorems.choquette2023`, *lower bound under a random partition*):
+    ``(K, R', q, s')`` for
+    :func:`~privamp.theorems.poisson_groups.sum_statistic_delta` (``k=K, steps=R'``), or None.
+
+    Args:
+        run: a Training with a :class:`~privamp.MatrixMechanism` under
+            :class:`~privamp.CyclicPoisson` without truncation.
+
+    Returns:
+        ``(K, R', q, s')`` with ``R' = floor(T / k)`` and ``s'`` the shift per
+        ``sqrt(R')`` of the statistic ``w^T y[:T']``, ``T' = k R'``; None when it does not
+        apply (truncation, T < k, equal-split groups leaving examples out, no certified
+        shift).
+    """
+    scheme, mech = run.scheme, run.mechanism
+    if not isinstance(mech, MatrixMechanism) or scheme.truncated_batch_size is not None:
+        return None
+    k = scheme.cycle_length
+    rounds = run.steps // k
+    if rounds < 1:
+        return None
+    n = scheme.dataset_size
+    if scheme.partition == "equal-split" and n is not None and n % k != 0:
+        return None  # some examples sit out: the count is no longer Bin(K R', q)
+    # imported here: importing these modules registers their accountants, and the registry's
+    # order (docs/support.md) follows the theorem modules' discovery order
+    from .mmcc2024 import sum_statistic_shift
+
+    t_used = k * rounds
+    lead = mech
+    if mech.steps is not None and t_used != mech.steps:
+        c = np.asarray(mech.strategy, dtype=float)[:t_used, :t_used]
+        lead = MatrixMechanism(c, mech.sigma, mech.clip)
+    shifts = [sum_statistic_shift(lead, t_used, alt) for alt in (False, True)]
+    best = max((v for v in shifts if v is not None), default=None)
+    if best is None:
+        return None
+    return int(run.relation.group), rounds, scheme.rate, best * math.sqrt(rounds / t_used)
+
+
+def sum_lower_values(spec: tuple[int, int, float, float], x: np.ndarray,
+                     which: str) -> np.ndarray:
+    """The sum statistic's lower bounds at ``x``.
+
+    Args:
+        spec: ``(K, R', q, s')`` from :func:`partition_sum_lower`.
+        x: deltas (``which="epsilon"``) or epsilons (``which="delta"``).
+        which: ``"epsilon"`` or ``"delta"``.
+
+    Returns:
+        The lower bounds, flattened.
+    """
+    from .poisson_groups import sum_statistic_delta, sum_statistic_epsilon
+
+    K, R, q, s = spec
+    f = sum_statistic_epsilon if which == "epsilon" else sum_statistic_delta
+    return np.array([f(float(v), K, R, q, s) for v in np.ravel(x)])
