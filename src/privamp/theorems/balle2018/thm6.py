@@ -59,6 +59,7 @@ __all__ = [
     "log_moment_integral",
     "rdp_from_profile",
     "profile_rdp",
+    "clear_profile_cache",
 ]
 
 
@@ -309,6 +310,11 @@ def _build_setting(mechanism: Mechanism, scheme: Scheme, relation: Relation,
 @functools.lru_cache(maxsize=64)
 def _cached_setting(mechanism, scheme, relation, group) -> _Setting:
     return _build_setting(mechanism, scheme, relation, group)
+
+
+def clear_profile_cache() -> None:
+    """Forget the profiles kept by :func:`profile_rdp` (for cold-start benchmarks)."""
+    _cached_setting.cache_clear()
 
 
 def _setting(mechanism, scheme, relation, group) -> _Setting:
