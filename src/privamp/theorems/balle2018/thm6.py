@@ -22,7 +22,8 @@ setting (:func:`profile_rdp` keeps the last settings' grids), not once per order
 Rounding: d is replaced by its non-increasing envelope (only raises it); the sums of
 non-negative terms carry a relative float error below (N + 2) 2^-53 < 1e-11, covered by
 the 1e-10 added to log I; products flushed to zero (each below 1e-307) are covered by an
-absolute 1e-290 added to I.  Where s E > 600 the first sum is taken in log space.  So the
+absolute 1e-290 added to I.  Where s E > 600 the first sum is taken in log space, its
+exponents' float error (<= 2u (|log v| + s E)) added to log I.  So the
 value is the upper Riemann sum of the grid, rounded up by at most 1e-10 relative (the same
 sum and rounding as before this summation by parts; issue 28).
 """
@@ -96,7 +97,7 @@ class ProfileGrid:
 def profile_grid(delta: Callable[[np.ndarray], np.ndarray], eps_max: float,
                  grid_size: int = 20000) -> ProfileGrid:
     """The profile on Thm 6's grid over [0, eps_max]: ``grid_size`` evenly spaced points and
-    ``grid_size // 4`` geometric ones in [1e-8, 1] (the grid of privamp since session 3).
+    ``grid_size // 4`` geometric ones in [1e-8, 1] (the grid used before issue 28).
 
     Args:
         delta: non-increasing upper bounds on the profile, vectorised over eps >= 0.
@@ -167,6 +168,8 @@ def log_moment_integral(pg: ProfileGrid, s: np.ndarray) -> np.ndarray:
                 np.subtract(sx[r], top, out=sx[r])
                 np.exp(sx[r], out=sx[r])
                 log_first[r] = top + math.log(-_dot(sx[r], w[r])) - math.log(ss[r])
+                # the exponents log v + s x carry an absolute float error <= 2u (|log v| + s x)
+                log_first[r] += 2.0 ** -51 * (ss[r] * pg.end - float(logv.min()))
         out[lo:lo + n] = np.logaddexp(log_first, np.log(second)) + _LOG_FLOAT
     return out
 
