@@ -22,9 +22,8 @@ from privamp.theorems.balle2018.profiles import (
     group_delta,
     profile,
     profile_bound,
-    profile_rdp,
-    rdp_from_profile,
 )
+from privamp.theorems.balle2018.thm6 import profile_rdp, rdp_from_profile
 
 X_GAUSS = np.linspace(-20.0, 20.0, 400_001)
 X_LAPLACE = np.linspace(-40.0, 40.0, 800_001)

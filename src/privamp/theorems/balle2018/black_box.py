@@ -25,7 +25,8 @@ from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
 from ...sampling.schemes import Poisson, WithoutReplacement, WithReplacement
 from ..registry import REGISTRY, BoundPair, RunAnalysis, rdp_method, run_accountant
-from .profiles import PAPER, covers_fixed_batch, profile_rdp
+from .profiles import PAPER, covers_fixed_batch
+from .thm6 import profile_rdp
 
 __all__ = ["SRC_BLACK_BOX"]
 

@@ -49,29 +49,24 @@ with s = alpha - 1,
     exp((alpha-1) D_alpha) = 1 + s (s+1) int_0^inf (e^{s eps} delta(eps)
                                                     + e^{-(s+1) eps} delta~(eps)) d eps,
 
-delta~ being the profile of the reversed pair; see :func:`rdp_from_profile`.  It is registered
-as the RDP method ``"balle-profile"``.
+delta~ being the profile of the reversed pair; see :mod:`.thm6` (``rdp_from_profile``,
+``profile_rdp``), registered as the RDP method ``"balle-profile"``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
-from ..._validation import check_epsilon, check_int, check_orders
+from ..._validation import check_epsilon, check_int
 from ...mechanisms.base import Mechanism
-from ...mechanisms.gaussian import Gaussian
-from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
 from ...numerics.special import HypergeomLaw
 from ...results import Bound
 from ...sampling.relations import AddRemove, Relation, Substitution
 from ...sampling.schemes import Poisson, Scheme, WithoutReplacement, WithReplacement
-from ..registry import rdp_method
 
 __all__ = [
     "profile",
@@ -79,8 +74,9 @@ __all__ = [
     "profile_terms",
     "ProfileTerms",
     "group_delta",
-    "rdp_from_profile",
-    "profile_rdp",
+    "mixture_profile",
+    "validate_setting",
+    "covers_fixed_batch",
     "GROUP_MODES",
 ]
 
@@ -273,8 +269,19 @@ def _inner_eps(eps_prime: np.ndarray, eta: float) -> np.ndarray:
     return np.maximum(e - 1e-13 * (1.0 + e), 0.0)
 
 
-def _mixture_profile(mech: Mechanism, terms: ProfileTerms, eps_prime: np.ndarray,
-                     group: str) -> np.ndarray:
+def mixture_profile(mech: Mechanism, terms: ProfileTerms, eps_prime: np.ndarray,
+                    group: str) -> np.ndarray:
+    """The bound sum_j w_j delta_{M, k_j}(eps) of ``terms`` at eps' (module docstring).
+
+    Args:
+        mech: the mechanism.
+        terms: the weights (:func:`profile_terms`).
+        eps_prime: epsilons >= 0, an array.
+        group: "white-box" or "black-box" group profiles.
+
+    Returns:
+        Upper bounds on the subsampled profile, rounded up by 1e-12 relative, at most 1.
+    """
     if terms.eta == 0.0:
         return np.zeros_like(eps_prime)
     eps = _inner_eps(eps_prime, terms.eta)
@@ -321,7 +328,12 @@ def _poisson_substitution(mech: Mechanism, gamma: float, n: int, eps_prime: np.n
 # ------------------------------------------------------------------------------------------
 # public API
 # ------------------------------------------------------------------------------------------
-def _validate(mechanism, scheme, relation, group):
+def validate_setting(mechanism, scheme, relation, group) -> None:
+    """Check the types of a setting and the group mode.
+
+    Raises:
+        ValueError: not a privamp mechanism, scheme or relation, or an unknown group mode.
+    """
     if not isinstance(mechanism, Mechanism):
         raise ValueError(f"mechanism must be a privamp mechanism, got {mechanism!r}")
     if not isinstance(scheme, Scheme):
@@ -338,13 +350,13 @@ def _profile(mechanism, scheme, eps, relation, group, dataset_size) -> tuple[np.
         n = check_int("dataset_size", dataset_size, minimum=2)
         vals = _poisson_substitution(mechanism, scheme.rate, n, eps)
         terms = profile_terms(mechanism, scheme, relation)
-        free = _mixture_profile(mechanism, terms, eps, group)
+        free = mixture_profile(mechanism, terms, eps, group)
         src = f"{PAPER}, Thm 14 (Poisson, substitution)"
         if (free < vals).any():
             src += f"; {terms.source} where smaller"
         return np.minimum(vals, free), src, False
     terms = profile_terms(mechanism, scheme, relation)
-    vals = _mixture_profile(mechanism, terms, eps, group)
+    vals = mixture_profile(mechanism, terms, eps, group)
     tight = terms.tight and (group == "white-box" or terms.distances.max() == 1)
     src = terms.source + ("" if group == "white-box" else "; black-box group privacy")
     return vals, src, tight
@@ -385,165 +397,12 @@ def profile_bound(
     is attained by a pair of neighbouring datasets: Thms 8 and 9 with one record, and
     randomized response under with-replacement sampling; "upper" otherwise)."""
     relation = Substitution() if relation is None else relation
-    _validate(mechanism, scheme, relation, group)
+    validate_setting(mechanism, scheme, relation, group)
     eps = check_epsilon(epsilon)
     vals, src, tight = _profile(mechanism, scheme, np.atleast_1d(eps).ravel(), relation, group,
                                 dataset_size)
     vals = vals.reshape(eps.shape)
     return Bound(vals if vals.ndim else float(vals), "exact" if tight else "upper", src)
-
-
-# ------------------------------------------------------------------------------------------
-# Theorem 6: profile -> Rényi DP
-# ------------------------------------------------------------------------------------------
-def _log_cell_weights(grid: np.ndarray, s: float) -> np.ndarray:
-    """log int_a^b (e^{s x} + e^{-(s+1) x}) dx for consecutive grid points a < b."""
-    a, b = grid[:-1], grid[1:]
-    w = b - a
-    with np.errstate(divide="ignore"):
-        first = s * b + np.log(-np.expm1(-s * w)) - math.log(s)
-        second = -(s + 1) * a + np.log(-np.expm1(-(s + 1) * w)) - math.log(s + 1)
-    return np.logaddexp(first, second)
-
-
-def rdp_from_profile(
-    delta: Callable[[np.ndarray], np.ndarray],
-    alpha: float | np.ndarray,
-    eps_max: float,
-    tail: Callable[[float, float], float] | None = None,
-    grid_size: int = 20000,
-    log_tail: Callable[[float, float], float] | None = None,
-) -> np.ndarray:
-    """Rényi DP from a privacy profile (Balle, Barthe, Gaboardi 2018, Thm 6).
-
-    ``delta(eps)``: non-increasing upper bounds on the profile of *both* orders of the
-    neighbours (a symmetric relation), for eps >= 0.  Returns upper bounds on
-    D_alpha = log(1 + s(s+1) I)/s, s = alpha - 1,
-    I = int_0^inf (e^{s eps} + e^{-(s+1) eps}) delta(eps) d eps, by an upper Riemann sum on
-    [0, eps_max] (delta non-increasing) plus ``tail(s, eps_max)``, an upper bound on the
-    integral beyond eps_max (or ``log_tail``, its logarithm).  Without either, delta must
-    vanish at eps_max (checked).
-    """
-    a = np.atleast_1d(check_orders(alpha)).astype(float)
-    if not (eps_max > 0 and math.isfinite(eps_max)):
-        raise ValueError(f"eps_max must be in (0, inf), got {eps_max}")
-    n0 = max(grid_size // 4, 10)
-    grid = np.unique(np.concatenate([
-        [0.0], np.geomspace(1e-8, min(1.0, eps_max), n0), np.linspace(0.0, eps_max, grid_size)
-    ]))
-    d = np.clip(np.asarray(delta(grid), dtype=float), 0.0, 1.0)
-    if np.isnan(d).any():
-        raise RuntimeError("internal error: profile returned NaN; please report")
-    if tail is None and log_tail is None and d[-1] > 0:
-        raise ValueError("delta(eps_max) > 0: give a tail bound or a larger eps_max")
-    with np.errstate(divide="ignore"):
-        logd = np.log(d[:-1])
-    out = np.empty_like(a)
-    for i, al in enumerate(a.ravel()):
-        s = al - 1.0
-        logI = special.logsumexp(logd + _log_cell_weights(grid, s))
-        if tail is not None:
-            t = float(tail(s, float(grid[-1])))
-            if t > 0:
-                logI = np.logaddexp(logI, math.log(t))
-        if log_tail is not None:
-            logI = np.logaddexp(logI, float(log_tail(s, float(grid[-1]))))
-        logI += 1e-10  # float error of the sums, rounded up
-        out.ravel()[i] = np.logaddexp(0.0, math.log(s * (s + 1)) + logI) / s
-    return out.reshape(np.shape(alpha)) if np.ndim(alpha) else out.reshape(())
-
-
-def _zero_point(mech: Mechanism, kmax: int) -> float:
-    """eps beyond which delta_{M,k} = 0 for all k <= kmax (inf for the Gaussian)."""
-    if isinstance(mech, Laplace):
-        return mech.epsilon0(kmax)
-    if isinstance(mech, RandomizedResponse):
-        e0 = mech.epsilon0()
-        return e0 * kmax  # black-box needs k e0; white-box e0 <= this
-    return math.inf
-
-
-def _markov_log_tail(mech: Mechanism, terms: ProfileTerms, group: str, s: float, E: float
-                     ) -> float:
-    """Log of an upper bound on int_E^inf (e^{s x} + e^{-(s+1)x}) delta'(x) dx for the mixture
-    profile, from delta_k(eps) <= exp(lam D_{lam+1} - lam eps) (Markov's inequality on the
-    privacy loss; D the Rényi divergence of the pair at distance k) and eps >= eps' + c_E for
-    eps' >= E."""
-    eta = terms.eta
-    if eta < 1:
-        c_E = math.log(eta - (1 - eta) * math.expm1(-E)) - math.log(eta)
-    else:
-        c_E = 0.0
-    lams = s + np.geomspace(1e-3, 1e4, 400) * max(1.0, s)
-    total = -np.inf
-    for k, w in zip(terms.distances, terms.weights, strict=True):
-        if w <= 0:
-            continue
-        k = int(k)
-        if group == "white-box" or k == 1:
-            logA = lams * np.asarray(mech.rdp_kernel(lams + 1.0, k), dtype=float)
-            r = lams
-        else:
-            logA = math.log(k) + lams * np.asarray(mech.rdp_kernel(lams + 1.0, 1), dtype=float)
-            r = (lams - k + 1.0) / k
-        ok = r > s
-        if not ok.any():
-            return math.inf  # pragma: no cover - the lambda grid always reaches r > s
-        with np.errstate(invalid="ignore", divide="ignore"):
-            val = math.log(2.0) + logA - r * c_E + (s - r) * E - np.log(r - s)
-        best = float(np.min(np.where(ok, val, np.inf)))
-        total = np.logaddexp(total, math.log(w) + best)
-    return float(total)
-
-
-def profile_rdp(
-    mechanism: Mechanism,
-    scheme: Scheme,
-    alpha: float | np.ndarray,
-    relation: Relation | None = None,
-    group: str = "white-box",
-) -> np.ndarray:
-    """Rényi DP of one subsampled step from its privacy profile (Thm 6 applied to Thms 8-11).
-
-    Upper bounds, real orders alpha > 1.  (Thm 14's profile does not vanish at large eps, so
-    its Thm 6 integral diverges; Poisson under Substitution uses the size-free mixture
-    bound of :func:`profile_terms`.)"""
-    relation = Substitution() if relation is None else relation
-    _validate(mechanism, scheme, relation, group)
-    terms = profile_terms(mechanism, scheme, relation)
-    a = check_orders(alpha)
-    if terms.eta == 0.0:
-        return np.zeros_like(a)
-    kmax = int(terms.distances.max())
-    z = _zero_point(mechanism, kmax)
-
-    def delta(e):
-        return _mixture_profile(mechanism, terms, np.asarray(e, dtype=float), group)
-
-    if isinstance(mechanism, RandomizedResponse) and not math.isfinite(z):
-        return np.full_like(a, np.inf)  # theta = 1: no privacy at all
-    if math.isfinite(z):
-        eta = terms.eta
-        zp = z if eta >= 1 else float(np.logaddexp(math.log1p(-eta), math.log(eta) + z))
-        return rdp_from_profile(delta, a, zp * (1 + 1e-9) + 1e-12)
-    # Gaussian: integrate while delta' is representable, then the Markov tail
-    probe = np.linspace(0.0, 2000.0, 20001)
-    dp = delta(probe)
-    idx = np.nonzero(dp > 1e-250)[0]
-    E = float(probe[idx[-1]]) if idx.size else 1e-3
-    E = max(E, 1e-3)
-    return rdp_from_profile(
-        delta, a, E, log_tail=lambda s, e: _markov_log_tail(mechanism, terms, group, s, e))
-
-
-def _rdp_applies(mech, scheme, relation) -> bool:
-    # Poisson under add/remove is left out of the registry: the exact Poisson-subsampled RDP
-    # of the same dominating pair (privamp.theorems.mironov2019) is never larger than Thm 6
-    # of Thm 8, which bounds both orders of the neighbours by the same profile.  profile_rdp
-    # still computes it.  Poisson under substitution had no RDP result: registered.
-    if isinstance(scheme, Poisson):
-        return type(relation) is Substitution
-    return covers_fixed_batch(scheme, relation)
 
 
 def covers_fixed_batch(scheme, relation) -> bool:
@@ -555,19 +414,3 @@ def covers_fixed_batch(scheme, relation) -> bool:
     if isinstance(scheme, WithReplacement):
         return type(relation) in (Substitution, AddRemove) and relation.group <= scheme.batch_size
     return False
-
-
-@rdp_method(
-    "balle-profile",
-    f"{PAPER}, Thm 6 (profile -> RDP) of Thms 9-11 and of Poisson under substitution "
-    "(white-box group profiles)",
-    mechanisms=(Gaussian, Laplace, RandomizedResponse),
-    schemes=(WithoutReplacement, WithReplacement, Poisson),
-    relations=(AddRemove, Substitution),
-    when=_rdp_applies,
-    tight=False,
-    in_best=True,
-)
-def _balle_profile_rdp(mech, scheme, relation, alpha):
-    return profile_rdp(mech, scheme, alpha, relation, "white-box")
-
