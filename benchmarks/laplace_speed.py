@@ -95,10 +95,13 @@ def table(rows: list[dict], repeat: int) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        rel = (r["upper"] - r["dp"]) / r["dp"] if r["dp"] > 0 else float("nan")
+        if r["dp"] > 0:
+            rel = f"{(r['upper'] - r['dp']) / r['dp']:+.1e}"
+        else:  # (epsilon 0: both exact)
+            rel = "0" if r["upper"] == 0 else f"+{r['upper']:.1e} abs"
         lines.append(
             f"| {r['q']:g} | {r['b']:g} | {r['T']:g} | {r['lower']:.7g} | {r['upper']:.7g} "
-            f"| {r['dp']:.7g} | {rel:+.1e} | {r['t_pa']:.4f} | {r['t_dp']:.4f} "
+            f"| {r['dp']:.7g} | {rel} | {r['t_pa']:.4f} | {r['t_dp']:.4f} "
             f"| {r['t_pa'] / r['t_dp']:.2f} |")
     return "\n".join(lines) + "\n"
 

@@ -236,12 +236,14 @@ def laplace_step(sd: float) -> float:
     ``T h^2 / 12`` times the density of the composed loss at epsilon, and epsilon by about
     ``z sqrt(T) h^2 / (12 sd)`` (z ~ 4 at delta 1e-5, composed spread sqrt(T) sd): with
     ``h = sd / 8`` that is below 0.006 sd sqrt(T), a small fraction of epsilon's own
-    z sd sqrt(T) (measured: <= 4e-4 relative on benchmarks/laplace_speed.py's settings).
-    ``LAPLACE_MAX_STEP`` keeps the step at dp-accounting's resolution where the loss is
-    wide (rates >= 0.01 at small scales), where dp-accounting's own error is ~1e-7
-    relative.  The optimistic side's error is larger (up to ~1e-2 relative at tiny rates
-    and long runs).  A heuristic: soundness never depends on it (issue 28: iqr / 120 made
-    windows of 1e5 points where dp-accounting's 1e-4 grid has 1e4).
+    z sd sqrt(T) (measured on benchmarks/laplace_speed.py's settings: the upper bound
+    within 5e-4 relative of the old iqr / 120 grid's, which is near exact there).
+    ``LAPLACE_MAX_STEP`` keeps the step near dp-accounting's resolution where the loss is
+    wide (rates >= 0.01 at small scales), where both are within ~5e-7 relative of each
+    other.  The optimistic side errs about first order in its step (atoms off the grid):
+    the Poisson accountant puts it on h / 2 (interval <= 2% wide on the benchmark, q 1e-5,
+    b 0.3, T 1e5; mostly <= 0.3%).  A heuristic: soundness never depends on it (issue 28:
+    iqr / 120 made windows of 1e5 points where dp-accounting's 1e-4 grid has 1e2-1e4).
 
     Args:
         sd: standard deviation of one step's loss under P (> 0).
