@@ -24,13 +24,7 @@ from ..pairs.loss_pair import LossPair
 from ..pld.budget import TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
 from ..pld.compose import compose_two_level, optimistic_factor
 from ..pld.discretise import discretise
-from ..pld.grid import (
-    OPTIMISTIC_SOURCE,
-    PESSIMISTIC_SOURCE,
-    PLD,
-    PowerMethodUnavailable,
-    zero_pld,
-)
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, zero_pld
 from ..pld.moments import two_sided_renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
@@ -48,6 +42,7 @@ from .grid import (
     one_level_optimistic_step,
     secondary_direction,
 )
+from .laplace_poisson import laplace_compose, laplace_single_step
 from .pld_run import (
     CURVE_OPTIMISTIC,
     check_finite_upper,
@@ -63,10 +58,6 @@ __all__ = [
     "poisson_pairs",
     "PLDAnalysis",
     "pld_analysis",
-    "laplace_compose",
-    "LAPLACE_POWER_MIN_T",
-    "LAPLACE_DIRECT_BUDGET",
-    "LAPLACE_OPTIMISTIC_SPLIT",
 ]
 
 
@@ -138,13 +129,7 @@ class PLDAnalysis(RunAnalysis):
                 elif self.h is None and lead_direction(pair):
                     singles.append(self._lead_recipe(pair, h, width, one))
                 elif self.h is None and laplace_direction(pair):
-                    # the optimistic side on a finer step (its error is first order in it),
-                    # for the remove direction only: its lower bound is valid for the run,
-                    # and it is the larger one (the add direction's profile lies below)
-                    p, _ = discretise(pair, h, self._tail, optimistic=False, rho_max=self._rho)
-                    o = None if isinstance(pair, SwappedPair) else discretise(
-                        pair, h / LAPLACE_OPTIMISTIC_SPLIT, self._tail, rho_max=self._rho,
-                        pessimistic=False)[1]
+                    p, o = laplace_single_step(pair, h, self._tail, self._rho)
                     check_slack(p, self.steps)
                     singles.append((p, o, (False, False)))
                 else:
@@ -381,52 +366,6 @@ def _full_pld(pairs: list[LossPair], steps: int, h: float) -> TwoSidedPLD:
         dirs.append(cast("tuple[PLD, PLD]", tuple(
             compose_two_level(x, steps) if two else x.self_compose(steps) for x in (p, o))))
     return TwoSidedPLD(dirs)
-
-
-#: Poisson-subsampled Laplace runs of at least this many steps are composed by the power
-#: method (one transform pair) whatever their single step's number of atoms: its coarse
-#: grid (:func:`~privamp.accountants.grid.laplace_step`) has few atoms, where
-#: :meth:`PLD.self_compose`'s automatic choice falls back to squaring with large exact
-#: direct sums (q 1e-3, b 2, T 1e4: 0.12 s against 0.018 s)
-LAPLACE_POWER_MIN_T = 500
-
-
-#: ... whose optimistic side lies on the step this many times finer than the pessimistic
-#: one (the lower bound's error is about first order in its step at tiny rates: q 1e-5,
-#: b 1, T 1e3: interval 1.9% wide on one step, 0.5% on the half step, for 1.3x the time)
-LAPLACE_OPTIMISTIC_SPLIT = 2
-
-
-#: ... and shorter ones by squaring with exact direct sums of at most this many
-#: multiply-adds per convolution (the default 3e7 costs q 0.1, b 2, T 100 19 ms against
-#: 9 ms; the FFT rest adds a certified l1 allowance, 3.6e-11 in delta there)
-LAPLACE_DIRECT_BUDGET = 1e6
-
-
-def laplace_compose(pld: PLD, steps: int, pairs: list[LossPair],
-                    truncation: float | None = None) -> PLD:
-    """``pld.self_compose(steps, truncation)``, by the power method first for the runs of
-    Poisson-subsampled Laplace (``pairs``: the run's step pairs) of at least
-    ``LAPLACE_POWER_MIN_T`` steps (falling back to squaring where it does not apply),
-    shorter ones by squaring with direct sums of at most ``LAPLACE_DIRECT_BUDGET``
-    multiply-adds.  All are certified the same way (:meth:`PLD.self_compose`).
-
-    Args:
-        pld: one step's PLD.
-        steps: the number of steps T >= 1.
-        pairs: the run's single-step pairs (decides whether the run is Laplace's).
-        truncation: as in :meth:`PLD.self_compose`.
-
-    Returns:
-        The T-fold composition."""
-    if not all(laplace_direction(x) for x in pairs):
-        return pld.self_compose(steps, truncation)
-    if steps >= LAPLACE_POWER_MIN_T:
-        try:
-            return pld.self_compose(steps, truncation, method="power")
-        except PowerMethodUnavailable:
-            pass
-    return pld.self_compose(steps, truncation, direct_budget=LAPLACE_DIRECT_BUDGET)
 
 
 def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
