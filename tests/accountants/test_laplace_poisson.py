@@ -129,3 +129,22 @@ def test_upper_at_or_below_dp_accounting(q, b, T, rel):
     assert up <= dp * (1.0 + rel)
     assert 0 < lo <= up
     assert up - lo <= 1e-2 * up  # a two-sided interval, not a token lower bound
+
+
+@pytest.mark.parametrize("q, b", [(1e-5, 0.3), (1e-2, 1.0), (0.5, 5.0)])
+def test_loss_range_is_the_closed_form_support(q, b):
+    """Poisson-subsampled Laplace's loss lies in [log(1 - q (1 - e^-e0)),
+    log(1 + q (e^e0 - 1))] (its atoms at the ends, e0 = 1 / b): the range used for the grid
+    contains both atoms and leaves no mass outside, in both directions."""
+    from privamp.accountants.poisson import poisson_pairs
+
+    e0 = 1.0 / b
+    top, bottom = math.log1p(q * math.expm1(e0)), math.log1p(-q * -math.expm1(-e0))
+    remove, add = poisson_pairs(pa.Laplace(b), q)
+    for pair, (lo_atom, hi_atom) in ((remove, (bottom, top)), (add, (-top, -bottom))):
+        lo, hi = pair.loss_range(1e-16)
+        assert lo <= lo_atom and hi >= hi_atom
+        assert hi - lo <= (hi_atom - lo_atom) * (1 + 1e-6)
+        for dist in ("P", "Q"):
+            assert float(pair.tail(hi, dist, True, True)) == 0.0
+            assert float(pair.tail(lo, dist, False, True)) == 0.0
