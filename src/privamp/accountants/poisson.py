@@ -37,10 +37,12 @@ from .grid import (
     SPARSE_TAIL,
     aligned_step,
     grid_plan,
+    laplace_direction,
     lead_direction,
     one_level_optimistic_step,
     secondary_direction,
 )
+from .laplace_poisson import laplace_compose, laplace_single_step
 from .pld_run import (
     CURVE_OPTIMISTIC,
     check_finite_upper,
@@ -111,7 +113,9 @@ class PLDAnalysis(RunAnalysis):
                 h, width, one = ((self.h, 0.0, None) if self.h is not None
                                  else grid_plan(pair, self.steps))
                 if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
-                    h = aligned_step(pair, h, width / MAX_COMPOSED_POINTS)
+                    # (Laplace: at most halved, see laplace_step)
+                    h = aligned_step(pair, h, max(width / MAX_COMPOSED_POINTS,
+                                                  h / 2 if laplace_direction(pair) else 0.0))
                 self.grid.append(h)
                 self._plans.append((h, width, one))
                 if self.h is None and secondary_direction(pair):
@@ -124,6 +128,10 @@ class PLDAnalysis(RunAnalysis):
                     singles.append((p, None, (one is None, True)))
                 elif self.h is None and lead_direction(pair):
                     singles.append(self._lead_recipe(pair, h, width, one))
+                elif self.h is None and laplace_direction(pair):
+                    p, o = laplace_single_step(pair, h, self._tail, self._rho)
+                    check_slack(p, self.steps)
+                    singles.append((p, o, (False, False)))
                 else:
                     p, o = discretise(pair, h, self._tail, rho_max=self._rho)
                     check_slack(p, self.steps)
@@ -138,8 +146,8 @@ class PLDAnalysis(RunAnalysis):
         if self._pld is None:
             dirs = []
             for p, o, two_level in self._single_steps():
-                sides = [compose_two_level(x, self.steps) if two else x.self_compose(
-                    self.steps, truncation=None if x is p or two_level[0]
+                sides = [compose_two_level(x, self.steps) if two else laplace_compose(
+                    x, self.steps, self._pairs, truncation=None if x is p or two_level[0]
                     else ONE_LEVEL_LOST / self.steps)
                          for x, two in zip((p, o), two_level, strict=True) if x is not None]
                 dirs.append((sides[0], zero_pld(p.h) if o is None else sides[1]))

@@ -28,6 +28,10 @@ class SwappedPair(LossPair):
         other = "Q" if dist == "P" else "P"
         return self.base.tail(-as_array(l), other, not upper, strict)
 
+    def support(self) -> tuple[float, float] | None:
+        base = self.base.support()
+        return None if base is None else (-base[1], -base[0])
+
 
 class MixturePair(LossPair):
     """(w P + (1 - w) Q, Q) for a base pair (P, Q) and 0 < w < 1.
@@ -55,6 +59,15 @@ class MixturePair(LossPair):
         l = as_array(l)
         return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
                                strict, {})
+
+    def support(self) -> tuple[float, float] | None:
+        """The base's support mapped by l -> log(1 - w + w e^l), widened by a relative 1e-9
+        (its rounding), or None."""
+        base = self.base.support()
+        if base is None:
+            return None
+        lo, hi = (math.log1p(self.w * math.expm1(x)) for x in base)
+        return lo - 1e-9 * abs(lo) - 1e-300, hi + 1e-9 * abs(hi) + 1e-300
 
     def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`LossPair.bin_masses`, with the preimages and the base tails computed

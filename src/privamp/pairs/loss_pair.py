@@ -73,6 +73,10 @@ class LossPair(ABC):
         key = float(tail)
         if key in cache:
             return cache[key]
+        known = self.support()
+        if known is not None:  # every finite loss lies in it: no mass outside
+            cache[key] = known
+            return known
 
         def upper_p(x: np.ndarray) -> np.ndarray:
             return self.tail(x, "P", True, True) - self.p_inf
@@ -86,6 +90,12 @@ class LossPair(ABC):
         lo = min(lo, hi)
         cache[key] = (lo, hi)
         return lo, hi
+
+
+    def support(self) -> tuple[float, float] | None:
+        """(lo, hi) with P(lo <= L <= hi or L = +-inf) = Q(...) = 1, known in closed form
+        (e.g. bounded losses), or None; :meth:`loss_range` then skips its search."""
+        return None
 
 
 def bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: str,

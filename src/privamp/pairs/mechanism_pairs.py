@@ -125,6 +125,10 @@ class LaplacePair(LossPair):
         below, above = (l <= -e0, l > e0) if strict else (l < -e0, l >= e0)
         return np.where(below, 0.0, np.where(above, 1.0, mid_lo))
 
+    def support(self) -> tuple[float, float]:
+        """[-e0, e0]: the loss is bounded, its atoms at the ends."""
+        return -self.e0, self.e0
+
     def delta(self, epsilon):
         eps = np.asarray(epsilon, dtype=float)
         e0 = self.e0
