@@ -191,10 +191,14 @@ def log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
     (inflated by the float-error bound of :func:`chernoff_k`)."""
     top = float(idx[-1])
     lam = lambdas[:, None]
-    a = logp[None, :] + lam * (idx[None, :] - top)
+    a = lam * (idx[None, :] - top)
+    a += logp[None, :]
     mx = a.max(axis=1)
-    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + lambdas * top
-    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
+    amax = np.maximum(mx, -a.min(axis=1))  # max |a| per row (the same value, one pass less)
+    a -= mx[:, None]
+    np.exp(a, out=a)  # (in place: the same values as exp(a - mx), issue 28)
+    k = mx + np.log(a.sum(axis=1)) + lambdas * top
+    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + amax
                                                + lambdas * top + np.abs(k))
     return k + err
 
