@@ -292,10 +292,18 @@ class PLDAnalysis(RunAnalysis):
             # first-order error is paid T times -- and quadruples the squarings' transforms)
             step = (h if one is None or self.steps < SHORT_RUN
                     else one_level_optimistic_step(pair, h))
-            p, o = discretise(pair, step, tail, rho_max=self._rho, pessimistic=one is None,
-                              sparse_tail=sparse)
-            assert o is not None  # discretise returns the optimistic side when asked for it
-            o = o.coarsen(optimistic_factor(w))
+            k = optimistic_factor(w)
+            if k > 1 and one is None:
+                # the optimistic side discretised on its coarse grid directly (issue 28: was
+                # discretised on h, then coarsened; q 256/60000, sigma 1.1, T 14063: lower
+                # 2.381397 -> 2.381401, q 0.01, sigma 0.8, T 1e6: 5-17% less CPU)
+                p, _ = discretise(pair, step, tail, optimistic=False, rho_max=self._rho)
+                _, o = discretise(pair, k * step, tail, rho_max=self._rho, pessimistic=False)
+            else:
+                p, o = discretise(pair, step, tail, rho_max=self._rho,
+                                  pessimistic=one is None, sparse_tail=sparse)
+                assert o is not None  # discretise returns the optimistic side when asked
+                o = o.coarsen(k)
         if one is not None or not optimistic:
             p, _ = discretise(pair, h if one is None else one, self._tail, optimistic=False,
                               rho_max=self._rho, sparse_tail=sparse)
