@@ -85,11 +85,11 @@ def main() -> None:
         q, sigma, T = s
         up, lo = vals[s]["privamp"]
         tp = best[s]["privamp"]
-        cells = [f"q {q:g}, sigma {sigma:g}, T {T}", f"[{lo:.6g}, {up:.6g}] ({tp:.4f})"]
+        cells = [f"q {q:g}, sigma {sigma:g}, T {T}", f"[{lo:.7g}, {up:.8g}] ({tp:.4f})"]
         for name in ("dp-accounting PLD", "Opacus PRV"):
             v, t = vals[s][name], best[s][name]
             flag = " LOOSER" if up > v else ""
-            cells.append(f"{v:.6g} ({t:.4f}, {t / tp:.2f}x){flag}")
+            cells.append(f"{v:.8g} ({t:.4f}, {t / tp:.2f}x){flag}")
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines)
     print(text)
