@@ -78,15 +78,15 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
         return (int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))
                 if np.isfinite(xs).any() else None)
 
-    near = lam * np.geomspace(1.0 / 8.0, 8.0, 9)
+    near = lam * _NEAR
     i = scan(near)  # the moment guess is good unless the tail is heavy (tiny rates)
     if i is None or i in (0, len(near) - 1):
-        wide = np.geomspace(1e-12, 50.0, 48)
+        wide = _WIDE
         i = scan(wide)
         lam = lam if i is None else float(wide[i])
     else:
         lam = float(near[i])
-    fine = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+    fine = lam * _FINE
     i = scan(fine)
     lam = lam if i is None else float(fine[i])
     best, best_lam = math.inf, lam
@@ -111,6 +111,12 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
 CHERNOFF_POINTS = 4096
 
 
+#: the scans of :func:`chernoff_lambda` (relative to its guess; wide: absolute), made once
+_NEAR = np.geomspace(1.0 / 8.0, 8.0, 9)
+_WIDE = np.geomspace(1e-12, 50.0, 48)
+_FINE = np.geomspace(1.0 / 1.7, 1.7, 17)
+
+
 #: the wide lambda scan of :func:`chernoff_k` runs on at most this many merged masses
 _SCAN_POINTS = 1024
 
@@ -131,9 +137,10 @@ def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     buf[:n] = logp
     buf = buf.reshape(nb, g)
     mx = buf.max(axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lse = mx + np.log(np.exp(buf - mx[:, None]).sum(axis=1))
     at = np.minimum(np.arange(nb) * g + np.argmax(buf, axis=1), n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        buf -= mx[:, None]  # (in place: the same values as exp(buf - mx))
+        lse = mx + np.log(np.exp(buf, out=buf).sum(axis=1))
     return lse, idx[at]
 
 
@@ -191,10 +198,14 @@ def log_mgf_bounds(logp: np.ndarray, idx: np.ndarray,
     (inflated by the float-error bound of :func:`chernoff_k`)."""
     top = float(idx[-1])
     lam = lambdas[:, None]
-    a = logp[None, :] + lam * (idx[None, :] - top)
+    a = lam * (idx[None, :] - top)
+    a += logp[None, :]
     mx = a.max(axis=1)
-    k = mx + np.log(np.exp(a - mx[:, None]).sum(axis=1)) + lambdas * top
-    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + np.abs(a).max(axis=1)
+    amax = np.maximum(mx, -a.min(axis=1))  # max |a| per row (the same value, one pass less)
+    a -= mx[:, None]
+    np.exp(a, out=a)  # (in place: the same values as exp(a - mx), issue 28)
+    k = mx + np.log(a.sum(axis=1)) + lambdas * top
+    err = 4.0 * _U_LD + 8.0 * UNIT_ROUNDOFF * (len(logp) + 8.0 + amax
                                                + lambdas * top + np.abs(k))
     return k + err
 

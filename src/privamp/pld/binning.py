@@ -222,13 +222,17 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     # per-segment data as (nb, L) (column i: segment i of every block); everything the
     # chain step needs that does not depend on the chain is computed once, by the same float
     # operations as the step would (the result is bit-identical to the step-by-step form)
-    gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L)
-    tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L)
+    # per-segment data as (L, nb) (row i: segment i of every block, contiguous); everything
+    # the chain step needs that does not depend on the chain is computed once, by the same
+    # float operations as the step would (the result is bit-identical to the step-by-step
+    # form; the step itself works in place on rows, issue 28)
+    gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L).T.copy()
+    tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L).T.copy()
     if cap is None:
         cap = np.full(K + 1, np.inf)
     cp = np.concatenate((cap, np.full(pad, np.inf)))  # vertices 0..nb L
-    cap_left = cp[: nb * L].reshape(nb, L)
-    cap_right = cp[1 : nb * L + 1].reshape(nb, L)
+    cap_left = cp[: nb * L].reshape(nb, L).T
+    cap_right = cp[1 : nb * L + 1].reshape(nb, L).T.copy()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         omt = 1.0 - tp
         tdiv = np.where(tp > 0, tp, 1.0)
@@ -237,20 +241,31 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
         at_left = tp < _CHAIN_LEFT
         too_big = need > cap_left  # the left vertex cannot take it alone
         new_left = np.where(too_big, gup, need)
-        # vertex values of block b: columns 0..L (0 and L shared with the neighbours)
-        chain = np.zeros((nb, L + 1))
-        chain[:, 0] = np.concatenate((mu_max, np.zeros(pad)))[0 : nb * L : L]
+        # vertex values of block b: rows 0..L (0 and L shared with the neighbours)
+        chain = np.zeros((L + 1, nb))
+        chain[0] = np.concatenate((mu_max, np.zeros(pad)))[0 : nb * L : L]
+        fwd = np.empty(nb)
+        left = np.empty(nb, dtype=bool)
+        both = np.empty(nb, dtype=bool)
         for i in range(L):
-            c = chain[:, i]
-            fwd = np.maximum((gp[:, i] - omt[:, i] * c) / tdiv[:, i], 0.0) * up
-            left = at_left[:, i] | (fwd > cap_right[:, i])
-            both = left & too_big[:, i]
-            chain[:, i + 1] = np.where(both, gup[:, i], np.where(left, 0.0, fwd))
-            chain[:, i] = np.where(left, np.maximum(c, new_left[:, i]), c)
+            c, nxt = chain[i], chain[i + 1]
+            # fwd = max((g - (1 - t) c) / t, 0) up
+            np.multiply(omt[i], c, out=fwd)
+            np.subtract(gp[i], fwd, out=fwd)
+            np.divide(fwd, tdiv[i], out=fwd)
+            np.maximum(fwd, 0.0, out=fwd)
+            fwd *= up
+            np.greater(fwd, cap_right[i], out=left)
+            left |= at_left[i]
+            np.logical_and(left, too_big[i], out=both)
+            np.copyto(nxt, fwd)
+            np.copyto(nxt, 0.0, where=left)
+            np.copyto(nxt, gup[i], where=both)
+            np.maximum(c, new_left[i], out=c, where=left)
     mu = np.zeros(nb * L + 1)
-    mu[: nb * L] = chain[:, :L].reshape(-1)
+    mu[: nb * L] = chain[:L].T.reshape(-1)
     # a block's last vertex is the next block's first: both values must hold
-    mu[L : nb * L + 1 : L] = np.maximum(mu[L : nb * L + 1 : L], chain[:, L])
+    mu[L : nb * L + 1 : L] = np.maximum(mu[L : nb * L + 1 : L], chain[L])
     mu = mu[: K + 1]
     lhs = (1.0 - t) * mu[:-1] + t * mu[1:]
     bad = np.nonzero(lhs < gi)[0]
