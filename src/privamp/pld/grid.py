@@ -350,14 +350,19 @@ class PLD:
             qb = np.bincount(J - j0, weights=self.masses * np.exp(-idx * h), minlength=nbins)
         H = k * h
         l = (j0 + np.arange(nbins + 1)) * H
-        a = np.exp(l)
-        dlt, e = bin_split(pb, qb, a, H)
         qgt = np.zeros(nbins + 1)
         # suffix sums in long double: relative error <= nbins u_ld, a few double ulp
         qgt[:-1] = np.cumsum(qb[::-1].astype(np.longdouble))[::-1]
-        # Q(L >= l_i) is only used as a lower bound on the slope's size (the tangent lines
-        # of the construction must stay below D), so Q(L > l_i) <= Q(L >= l_i) serves
-        o = optimistic_masses(l, a, dlt, qb, e, qgt, lambda i: qgt[i])
+        # losses past ~709 overflow e^l: the construction then yields non-finite masses,
+        # replaced by the zero PLD (every pair dominates it, so it is a valid optimistic side)
+        with np.errstate(over="ignore", invalid="ignore"):
+            a = np.exp(l)
+            dlt, e = bin_split(pb, qb, a, H)
+            # Q(L >= l_i) is only used as a lower bound on the slope's size (the tangent
+            # lines of the construction must stay below D), so Q(L > l_i) <= Q(L >= l_i)
+            o = optimistic_masses(l, a, dlt, qb, e, qgt, lambda i: qgt[i])
+        if not np.all(np.isfinite(o)):
+            return strip(PLD(H, j0, np.zeros_like(o), self.inf_mass, "optimistic", 0.0))
         pm = np.concatenate(([0.0], pb, [0.0]))
         qm = np.concatenate(([0.0], qb, [0.0]))
         ulps = 4.0 + k + 2.0 * nbins * _U_LD / _U  # bincount sums, long-double suffix sums
