@@ -165,13 +165,13 @@ def test_tiny_delta_lower_below_upper(mech, rel):
 
 
 def test_refusals():
-    """Above MAX_STEPS it declines; one record of the Gaussian / randomized response under
-    add/remove (covered by the sum test and the exact accountant) it does not apply."""
+    """Above MAX_STEPS it declines; one record of randomized response under add/remove
+    (exact in binary_exact) it does not apply."""
     big = pa.Training(pa.Laplace(1.0), pa.Poisson(0.01), steps=MAX_STEPS + 1)
     (acc,) = [a for a in applicable(big) if a.name == "threshold-test"]
     with pytest.raises(pa.NotApplicable):
         acc.build(big)
-    one = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10)
+    one = pa.Training(pa.RandomizedResponse(0.8), pa.Poisson(0.01), steps=10)
     assert "threshold-test" not in [a.name for a in applicable(one)]
     with pytest.raises(pa.NotApplicable):
         step_laws(pa.RandomizedResponse(0.9), pa.AddRemove(), 0.1)
@@ -189,3 +189,44 @@ def test_delta_direction_and_shapes():
     assert np.all(np.diff(lo.value.ravel()) <= 0)
     assert an.epsilon(1e-5) == (None, None)
     assert math.isfinite(float(an.epsilon(1e-200)[1].value))
+
+
+def _gauss_delta1(e, q, s):
+    """Exact remove profile of one step: P = (1-q) N(0,1) + q N(s,1) vs Q = N(0,1)."""
+    if mp.e ** e <= 1 - q:
+        return 1 - mp.e ** e
+    y = (mp.log((mp.e ** e - (1 - q)) / q) + s * s / 2) / s
+    return (1 - q) * mp.ncdf(-y) + q * mp.ncdf(s - y) - mp.e ** e * mp.ncdf(-y)
+
+
+def _gauss_delta2(e, q, s):
+    """Two steps: E_{y ~ P}[delta_1(e - L(y))]."""
+    def f(y):
+        p = (1 - q) * mp.npdf(y) + q * mp.npdf(y, s)
+        return p * _gauss_delta1(e - mp.log(1 - q + q * mp.e ** (s * y - s * s / 2)), q, s)
+
+    pts = [-mp.inf, *[mp.mpf(v) for v in np.linspace(-12, 12 + float(s), 49)], mp.inf]
+    return mp.quad(f, pts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("q,sigma,delta", [(0.01, 0.2, 1e-5), (1e-3, 0.1, 1e-12),
+                                           (0.3, 0.25, 1e-300)])
+def test_gaussian_large_shift_below_the_exact_profile(q, sigma, delta):
+    """One record at a large shift (the test answers at every delta there): lower <= the
+    exact epsilon of two steps (mpmath quadrature at 30 digits)."""
+    an = ThresholdTestAnalysis(step_laws(pa.Gaussian(sigma), pa.AddRemove(), q), 2)
+    lo = an.epsilon_lower(delta)
+    assert lo > 0
+    with mp.workdps(30):
+        assert _gauss_delta2(mp.mpf(lo), mp.mpf(q), 1 / mp.mpf(sigma)) >= delta
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # pld/grid.py's coarsening (reported)
+def test_issue_row_tiny_rate_huge_shift():
+    """Issue 27's first row (sigma 0.05, rate 1e-6, 1e6 steps, delta 1e-10): before, no lower
+    bound ([None, 2573.3]); after, a certified lower bound below the upper."""
+    g = pa.Training(pa.Gaussian(0.05), pa.Poisson(1e-6), steps=10**6).epsilon(1e-10)
+    assert g.lower is not None and "threshold" in g.lower.source
+    assert 0 < float(g.lower.value) <= float(g.upper.value)
