@@ -230,3 +230,14 @@ def test_issue_row_tiny_rate_huge_shift():
     g = pa.Training(pa.Gaussian(0.05), pa.Poisson(1e-6), steps=10**6).epsilon(1e-10)
     assert g.lower is not None and "threshold" in g.lower.source
     assert 0 < float(g.lower.value) <= float(g.upper.value)
+
+
+def test_event_probability_rounding_to_one():
+    """K = 10, q = 0.05, sigma 0.1: an event's log-probability rounded above 0 crashed the
+    binomial window ("math domain error"); now clamped, and the lower bound stays below the
+    unsampled group bound (one Gaussian of shift K s sqrt(T), closed form)."""
+    run = pa.Training(pa.Gaussian(0.1), pa.Poisson(0.05), steps=1000,
+                      relation=pa.AddRemove(group=10))
+    lo = float(run.epsilon(1e-5, accountant="threshold-test").lower.value)
+    mu = 100 * math.sqrt(1000)
+    assert 0 < lo < mu * mu / 2 + mu * math.sqrt(2 * math.log(1e5))

@@ -121,7 +121,8 @@ def _event(laws: StepLaws, t: float) -> tuple[tuple[float, float], tuple[float, 
         dn = lw + log_tails(laws.kind, loc - t)
         size = max(size, float(np.max(np.abs(lw[np.isfinite(lw)]), initial=0.0)),
                    float(np.max(np.abs(t - loc))))
-        out.append((float(logsumexp(dn)), float(logsumexp(up))))
+        # (a log-probability can round above 0: clamped, within the allowance eta)
+        out.append((min(float(logsumexp(dn)), 0.0), min(float(logsumexp(up)), 0.0)))
     return out[0], out[1], _ETA_ABS + _ETA_REL * (size + 40.0)
 
 
@@ -232,10 +233,11 @@ def step_laws(mechanism, relation, q: float) -> StepLaws:
     else:
         raise NotApplicable("the threshold test covers Laplace, Gaussian, randomized response")
     j = np.arange(K + 1, dtype=float)
-    with np.errstate(divide="ignore"):
+    if q < 1.0:
         lw = (gammaln(K + 1.0) - gammaln(j + 1.0) - gammaln(K - j + 1.0)
-              + j * math.log(q) + (K - j) * (math.log1p(-q) if q < 1 else -math.inf))
-    lw = np.where(np.isnan(lw), -np.inf, lw)
+              + j * math.log(q) + (K - j) * math.log1p(-q))
+    else:  # every record sampled: all the weight on j = K
+        lw = np.where(j == K, 0.0, -np.inf)
     if isinstance(relation, (AddRemove, ZeroOut)):
         loc, loc2, lw2 = j * unit, np.zeros(1), np.zeros(1)
         label = f"{K} record(s) contributing Delta vs absent"
@@ -247,8 +249,9 @@ def step_laws(mechanism, relation, q: float) -> StepLaws:
     else:
         raise NotApplicable(f"the threshold test does not cover {relation}")
     top = float(K * unit)
-    if not (math.isfinite(top) and 0 < top <= 1e4):
-        raise NotApplicable(f"the threshold test needs K Delta / noise in (0, 1e4], got {top}")
+    if not (math.isfinite(top) and 1e-12 <= top <= 1e4):
+        raise NotApplicable(f"the threshold test needs K Delta / noise in [1e-12, 1e4], got "
+                            f"{top}")
     keep, keep2 = np.isfinite(lw), np.isfinite(lw2)
     return StepLaws(kind, lw[keep], loc[keep], lw2[keep2], loc2[keep2], label)
 
