@@ -148,9 +148,28 @@ def test_poisson_group_laplace_has_a_lower_bound():
             ref = mp.quad(lambda x: max(p(x) - mp.e ** eps * qd(x), 0), [-40, 0, e0, 40])
             ref2 = mp.quad(lambda x: max(qd(x) - mp.e ** eps * p(x), 0), [-40, 0, e0, 40])
         ref = float(max(ref, ref2))
-        assert g.lower is not None
-        assert g.lower.value <= ref + 1e-9
-        assert g.lower.value >= ref - 2e-3
+        wit = run.delta(eps, accountant="group-witness")
+        assert wit.lower is not None
+        assert wit.lower.value <= ref + 1e-9
+        assert wit.lower.value >= ref - 2e-3
+        # "best" may be higher (the threshold test's pair: K records each at e0, or at
+        # +-e0/2 under substitution, issue 27), never above the larger exact profile
+        b = [mp.binomial(k, j) * mp.mpf(q) ** j * (1 - mp.mpf(q)) ** (k - j)
+             for j in range(k + 1)]
+        u = e0 if isinstance(rel, pa.AddRemove) else e0 / 2
+        with mp.workdps(30):
+            def pk(x, u=u, b=b):
+                return sum(bj * mp.exp(-abs(x - j * u)) / 2 for j, bj in enumerate(b))
+
+            def qk(x, u=u, b=b, rel=rel):
+                if isinstance(rel, pa.AddRemove):
+                    return mp.exp(-abs(x)) / 2
+                return sum(bj * mp.exp(-abs(x + j * u)) / 2 for j, bj in enumerate(b))
+
+            pts = [-40, -k * e0, -e0 / 2, 0, e0 / 2, e0, k * e0, 40]
+            top = max(mp.quad(lambda x: max(pk(x) - mp.e ** eps * qk(x), 0), pts),
+                      mp.quad(lambda x: max(qk(x) - mp.e ** eps * pk(x), 0), pts))
+        assert wit.lower.value - 1e-9 <= g.lower.value <= max(float(top), ref) + 1e-9
 
 
 def test_hybrid_substitution_two_sided_against_dp_accounting():
@@ -209,7 +228,11 @@ def test_poisson_substitution_lower_against_dp_accounting():
                                          ).self_compose(T).get_epsilon_for_delta(1e-5)
     finally:
         logging.disable(logging.NOTSET)
-    assert lo - 0.01 <= g.lower.value <= hi + 1e-9
+    # (the threshold test's +-Delta/2 pair, also reachable, may be higher: issue 27; its
+    # soundness against the worst clipped pair: tests/soundness/test_poisson_substitution_lower)
+    w = run.epsilon(1e-5, accountant="pld")
+    assert lo - 0.01 <= w.lower.value <= hi + 1e-9
+    assert w.lower.value <= g.lower.value <= g.upper.value
 
 
 @pytest.mark.parametrize("scheme,T", [(pa.Dropout(), 10), (pa.ModelSplit(3), 5)])
@@ -290,5 +313,6 @@ def test_extreme_delta_group_lower_bound():
     run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=100,
                       relation=pa.AddRemove(group=2))
     g = run.epsilon(1e-300)
-    assert g.lower is not None and "sum of the outputs" in g.lower.source
-    assert 150 < g.lower.value < g.upper.value
+    w = run.epsilon(1e-300, accountant="group-witness")
+    assert w.lower is not None and "sum of the outputs" in w.lower.source
+    assert 150 < w.lower.value <= g.lower.value < g.upper.value

@@ -471,9 +471,13 @@ def group_witness(run) -> RunAnalysis:
     if isinstance(mech, Gaussian) and isinstance(run.relation, (AddRemove, ZeroOut)):
         # the group PLD accountant's lower side is this witness's pair composed without
         # truncation (with the same sum-statistic tails): shared, composed once
-        from .schuchardt2024.group_pld import group_pld_applies, shared_group_pld
+        from .schuchardt2024.group_pld import (
+            WITNESS_GROUP_SHIFT,
+            group_pld_applies,
+            shared_group_pld,
+        )
 
-        if group_pld_applies(run):
+        if group_pld_applies(run) and k * mech.shift(1) <= WITNESS_GROUP_SHIFT:
             return LowerSide(shared_group_pld(run))
     if isinstance(mech, Gaussian):
         s = mech.shift(1)
