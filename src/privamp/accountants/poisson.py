@@ -293,6 +293,7 @@ class PLDAnalysis(RunAnalysis):
         side on :func:`one_level_optimistic_step`."""
         sparse = 1 if one is None else SPARSE_TAIL
         w = cast(MixturePair, pair.base if isinstance(pair, SwappedPair) else pair).w
+        p: PLD | None = None
         o = None
         if optimistic:
             tail = self._tail if one is None else max(self._tail, ONE_LEVEL_LOST / self.steps)
