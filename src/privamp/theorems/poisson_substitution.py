@@ -1,31 +1,39 @@
-"""Poisson-subsampled Gaussian sums under substitution: the antipodal dominating pair.
+"""Poisson-subsampled Gaussian under (hybrid) substitution: the antipodal dominating pair.
 
-One step of DP-SGD with Poisson sampling at rate q releases ``sum_{i in batch} g(z_i) + Z``,
-``Z ~ N(0, sigma^2 I)``, every gradient clipped to ``||g|| <= C``.  In privamp's convention a
-substitution run is ``Gaussian(sigma, sensitivity=Delta)`` with ``Delta = 2C``.  In noise units
-(``c = C / sigma = Delta / (2 sigma)``) this module uses the 1-D pair
+Setting: datasets of the same size differ in one record (substitution); each step samples
+every record independently with probability q and releases ``f(batch) + N(0, sigma^2 I)``,
+where ``f`` moves by at most ``C`` in l2 norm when one element is inserted into or removed
+from a batch -- e.g. a sum of per-example gradients clipped to norm C.  In privamp this is
+``relation=HybridSubstitution()`` with ``Gaussian(sigma, sensitivity=C)`` (Schuchardt et al.
+2024, App. F.2).  In noise units ``c = C / sigma`` this module uses the 1-D pair
 
     P = (1-q) N(0, 1) + q N(c, 1),      Q = (1-q) N(0, 1) + q N(-c, 1)
 
 (the pair dp-accounting builds for ``NeighboringRelation.REPLACE_ONE`` with
 ``sensitivity = C``).  **Theorem** (docs/findings.md, "Poisson under substitution: the
-antipodal pair"): for all substitution neighbours D, D', every query clipped to C and every
-gamma >= 0, ``H_gamma(M(D) || M(D')) <= H_gamma(P || Q)``; i.e. (P, Q) is a dominating pair
-in the sense of Zhu, Dong, Wang 2022 (arXiv:2106.08567, Def. 7), so its T-fold product
-dominates T adaptive steps (their Thm 10).  Proof in three lines: (i) the other records'
-sum is common to both sides, so joint convexity of H_gamma leaves the pair
-``P_a = (1-q)N(0,I) + qN(a,I)`` vs ``P_b`` with ``||a||, ||b|| <= c``; (ii) ``P_a`` is a
-marginal of ``P_{a'}`` in two more dimensions with ``a' = (a, sqrt(c^2-|a|^2), 0)``,
-``b' = (b, 0, sqrt(c^2-|b|^2))`` (both of norm c), so by data processing we may take
-``||a|| = ||b|| = c``; (iii) ``H_gamma(P_a||P_b) = E[(s(U) + t(W))_+]`` with
-``U = a.X``, ``W = -b.X`` (X ~ N(0, I), both N(0, c^2)), s, t nondecreasing, and a
-rearrangement argument bounds it by its value at ``W = U``, i.e. ``b = -a``.
+antipodal pair"): for all such neighbours D, D', every such query and every gamma >= 0,
+``H_gamma(M(D) || M(D')) <= H_gamma(P || Q)``: (P, Q) is a dominating pair in the sense of
+Zhu, Dong, Wang 2022 (arXiv:2106.08567, Def. 7), so its T-fold product dominates T adaptive
+steps (their Thm 10).  Proof: (i) the other records' batch B is drawn alike on both sides, so
+joint convexity of H_gamma leaves ``P_a = (1-q)N(0,I) + qN(a,I)`` vs ``P_b`` with
+``a = f(B+x) - f(B)``, ``b = f(B+x') - f(B)``, ``||a||, ||b|| <= c``; (ii) ``P_a`` is a
+marginal of ``P_{a'}`` in two more dimensions, ``a' = (a, sqrt(c^2-|a|^2), 0)``,
+``b' = (b, 0, sqrt(c^2-|b|^2))``, both of norm c, so by data processing we may take
+``||a|| = ||b|| = c``; (iii) ``H_gamma(P_a||P_b) = E[(s(U) + t(W))_+]`` with ``U = a.X``,
+``W = -b.X`` (X ~ N(0, I), both ~ N(0, c^2)) and s, t nondecreasing, and a rearrangement
+argument bounds it by its value at ``W = U``, i.e. ``b = -a``.
 
 The pair is its own swap (reflection x -> -x), so one direction serves both orders.  It is
-also *realised*: a record with gradient ``C u`` replaced by one with gradient ``-C u``, all
-other gradients 0, gives exactly (P, Q) at every step -- so the lower side (optimistic
-discretisation of the same pair) is a certified lower bound and the interval is tight up to
-discretisation.
+*realised*: a record with gradient ``C u`` replaced by one with ``-C u``, other gradients 0,
+gives exactly (P, Q) at every step, so the optimistic discretisation of the same pair is a
+certified lower bound and the interval is tight up to discretisation.
+
+Not registered for plain :class:`~privamp.Substitution`: there ``sensitivity = Delta`` only
+bounds ``||f(B+x) - f(B+x')||``, and privamp's Poisson-substitution upper bound (Balle et al.
+2018's coupling) assumes the weaker ``||a||, ||b||, ||a - b|| <= Delta``, under which the
+pair at ``C = Delta/2`` is NOT dominating (a = Delta e_1, b = Delta e_60deg, or a histogram's
+``e_i`` vs ``e_j`` with Delta = sqrt 2: docs/findings.md, the same section).  For DP-SGD with
+gradients clipped to C, state the run as ``HybridSubstitution`` with ``sensitivity=C``.
 
 Public names: :class:`AntipodalGaussianPair`, :func:`antipodal_pair`,
 :class:`PoissonSubstitutionAnalysis`.
@@ -50,7 +58,7 @@ from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
 from ..pld.moments import two_sided_renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
-from ..sampling.relations import Substitution
+from ..sampling.relations import HybridSubstitution
 from ..sampling.schemes import Poisson
 
 __all__ = [
@@ -59,8 +67,9 @@ __all__ = [
     "PoissonSubstitutionAnalysis",
 ]
 
-SOURCE = ("Poisson-subsampled Gaussian under substitution: antipodal dominating pair "
-          "(1-q)N(0)+qN(C) vs (1-q)N(0)+qN(-C), C = sensitivity/2 (privamp docs/findings.md, "
+SOURCE = ("Poisson-subsampled Gaussian under hybrid substitution: antipodal dominating pair "
+          "(1-q)N(0)+qN(C) vs (1-q)N(0)+qN(-C), C = insertion/removal sensitivity (privamp "
+          "docs/findings.md, "
           "'Poisson under substitution: the antipodal pair'; composition: Zhu, Dong, Wang "
           "2022, arXiv:2106.08567, Thm 10)")
 LOWER_SOURCE = ("realised by a record with clipped gradient C u replaced by one with -C u, "
@@ -144,29 +153,30 @@ class AntipodalGaussianPair(LossPair):
 
 
 def antipodal_pair(mechanism: Gaussian, rate: float) -> AntipodalGaussianPair:
-    """The antipodal pair of one Poisson-subsampled step of ``mechanism`` under substitution.
+    """The antipodal pair of one Poisson-subsampled step of ``mechanism`` under hybrid
+    substitution (module docstring).
 
     Args:
-        mechanism: ``Gaussian(sigma, sensitivity=Delta)``, Delta the substitution
-            sensitivity (2C for gradients clipped to C).
+        mechanism: ``Gaussian(sigma, sensitivity=C)``, C the sensitivity to inserting or
+            removing one batch element (C for gradients clipped to C).
         rate: the Poisson sampling rate q, in (0, 1].
 
     Returns:
-        :class:`AntipodalGaussianPair` with ``c = Delta / (2 sigma)``.
+        :class:`AntipodalGaussianPair` with ``c = C / sigma``.
 
     Raises:
         ValueError: rate outside (0, 1].
     """
-    return AntipodalGaussianPair(rate, mechanism.sensitivity / (2.0 * mechanism.sigma))
+    return AntipodalGaussianPair(rate, mechanism.sensitivity / mechanism.sigma)
 
 
 class PoissonSubstitutionAnalysis(RunAnalysis):
-    """T steps of the Poisson-subsampled Gaussian under substitution (module docstring):
+    """T steps of the Poisson-subsampled Gaussian under hybrid substitution (module docstring):
     upper bound from the pessimistic PLD of the antipodal pair composed T times, lower bound
     from its optimistic PLD (the pair is realised by neighbouring datasets).
 
     Args:
-        mechanism: the Gaussian mechanism (substitution sensitivity).
+        mechanism: the Gaussian mechanism (insertion/removal sensitivity C).
         rate: Poisson rate q in (0, 1].
         steps: number of steps T.
         h: the PLD grid step (None: :func:`auto_grid`).
@@ -234,18 +244,19 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
 
 def _applies(run) -> bool:
     return (isinstance(run.mechanism, Gaussian) and isinstance(run.scheme, Poisson)
-            and type(run.relation) is Substitution and run.relation.group == 1
+            and type(run.relation) is HybridSubstitution and run.relation.group == 1
             and run.scheme.rate > 0.0)
 
 
 @run_accountant(
     "pld",
     applies=_applies,
-    description="Poisson-subsampled Gaussian under substitution: the antipodal dominating "
-    "pair (1-q)N(0)+qN(+-C), composed with PLDs (tight: the pair is realised)",
+    description="Poisson-subsampled Gaussian under hybrid substitution: the antipodal "
+    "dominating pair (1-q)N(0)+qN(+-C), composed with PLDs (tight: the pair is realised)",
     capabilities=("pld", "grid_step", "renyi_floor"),
 )
 def _build(run) -> PoissonSubstitutionAnalysis:
     if not _applies(run):
-        raise NotApplicable("antipodal pair: Gaussian, Poisson, substitution of one record")
+        raise NotApplicable("antipodal pair: Gaussian, Poisson, hybrid substitution of one "
+                            "record")
     return PoissonSubstitutionAnalysis(run.mechanism, run.scheme.rate, run.steps)
