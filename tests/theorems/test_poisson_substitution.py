@@ -20,6 +20,7 @@ from privamp.errors import NotApplicable
 from privamp.theorems.poisson_substitution import (
     AntipodalGaussianPair,
     PoissonSubstitutionAnalysis,
+    SubstitutionLowerAnalysis,
 )
 
 
@@ -170,18 +171,39 @@ def test_pld_capability_composes_like_one_run():
 
 
 def test_applies_only_where_proven():
-    def sources(mech, rel):
-        run = pa.Training(mech, pa.Poisson(0.05), steps=5, relation=rel)
-        return run.epsilon(1e-5).upper.source
+    def bounds(mech, rel):
+        return pa.Training(mech, pa.Poisson(0.05), steps=5, relation=rel).epsilon(1e-5)
 
-    # plain substitution: sensitivity bounds only ||f(B+x) - f(B+x')|| (not dominated:
-    # tests/soundness/test_substitution_antipodal.py)
-    assert "antipodal" not in sources(pa.Gaussian(1.0, 2.0), pa.Substitution())
-    assert "antipodal" not in sources(pa.Gaussian(1.0, 1.0), pa.HybridSubstitution(group=2))
-    assert "antipodal" not in sources(pa.Laplace(1.0, 1.0), pa.HybridSubstitution())
-    assert "antipodal" in sources(pa.Gaussian(1.0, 1.0), pa.HybridSubstitution())
+    # plain substitution: sensitivity bounds only ||f(B+x) - f(B+x')||, the pair at Delta/2 is
+    # not dominating (tests/soundness/test_substitution_antipodal.py), only realised
+    plain = bounds(pa.Gaussian(1.0, 2.0), pa.Substitution())
+    hybrid = bounds(pa.Gaussian(1.0, 1.0), pa.HybridSubstitution())
+    assert "antipodal" not in plain.upper.source and "antipodal" in plain.lower.source
+    assert "antipodal" in hybrid.upper.source
+    assert plain.lower.value == pytest.approx(hybrid.lower.value, rel=1e-9)
+    assert plain.upper.value > 1.5 * hybrid.upper.value
+    assert "antipodal" not in bounds(pa.Gaussian(1.0, 1.0),
+                                     pa.HybridSubstitution(group=2)).upper.source
+    assert "antipodal" not in bounds(pa.Laplace(1.0, 1.0), pa.HybridSubstitution()).upper.source
     with pytest.raises(NotApplicable):
         PoissonSubstitutionAnalysis(pa.Gaussian(1.0, 1.0), 0.05, 10**9 + 1)
+    lower_only = SubstitutionLowerAnalysis(pa.Gaussian(1.0, 2.0), 0.05, 5)
+    with pytest.raises(NotApplicable):
+        lower_only.pld()
+    assert lower_only.delta(np.array([1.0]))[0] is None
+
+
+def test_renyi_floor_below_the_exact_renyi_divergence():
+    """D_alpha of one step of the antipodal pair by mpmath; the floor (lower-only analysis
+    under plain substitution, the pair at Delta/2 = 1) must not exceed it."""
+    mp.mp.dps = 30
+    q, c, alpha = 0.2, 1.0, 4.0
+    p, r = _mp_pair(c, q)
+    e = mp.quad(lambda x: p(x) ** alpha * r(x) ** (1 - alpha), [-mp.inf, -c, 0, c, mp.inf])
+    exact = float(mp.log(e) / (alpha - 1))
+    floor = SubstitutionLowerAnalysis(pa.Gaussian(1.0, 2.0 * c), q, 1).renyi_floor(
+        np.array([alpha]))
+    assert 0.5 * exact < float(floor[0]) <= exact
 
 
 def test_bad_input():

@@ -28,20 +28,25 @@ The pair is its own swap (reflection x -> -x), so one direction serves both orde
 gives exactly (P, Q) at every step, so the optimistic discretisation of the same pair is a
 certified lower bound and the interval is tight up to discretisation.
 
-Not registered for plain :class:`~privamp.Substitution`: there ``sensitivity = Delta`` only
-bounds ``||f(B+x) - f(B+x')||``, and privamp's Poisson-substitution upper bound (Balle et al.
-2018's coupling) assumes the weaker ``||a||, ||b||, ||a - b|| <= Delta``, under which the
-pair at ``C = Delta/2`` is NOT dominating (a = Delta e_1, b = Delta e_60deg, or a histogram's
-``e_i`` vs ``e_j`` with Delta = sqrt 2: docs/findings.md, the same section).  For DP-SGD with
-gradients clipped to C, state the run as ``HybridSubstitution`` with ``sensitivity=C``.
+Plain :class:`~privamp.Substitution` gets only the LOWER side (accountant
+"antipodal-lower", :class:`SubstitutionLowerAnalysis`, the pair at ``C = Delta/2``: gradients
+clipped to Delta/2, a record at ``+C u`` replaced by one at ``-C u``, is a query of
+substitution sensitivity Delta).  It is not an upper bound there: ``sensitivity = Delta``
+only bounds ``||f(B+x) - f(B+x')||``, and privamp's Poisson-substitution upper bound (Balle et
+al. 2018's coupling) allows ``||a||, ||b||, ||a - b|| <= Delta``, under which the pair at
+``Delta/2`` is NOT dominating (a = Delta e_1, b = Delta e_60deg, or a histogram's ``e_i`` vs
+``e_j`` with Delta = sqrt 2: docs/findings.md, the same section).  For DP-SGD with gradients
+clipped to C, state the run as ``HybridSubstitution`` with ``sensitivity=C`` for the tight
+interval.
 
 Public names: :class:`AntipodalGaussianPair`, :func:`antipodal_pair`,
-:class:`PoissonSubstitutionAnalysis`.
+:class:`PoissonSubstitutionAnalysis`, :class:`SubstitutionLowerAnalysis`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy import special
@@ -54,17 +59,18 @@ from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
 from ..pairs.loss_pair import LossPair, as_array
 from ..pld.discretise import discretise
-from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE
-from ..pld.moments import two_sided_renyi_floor
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
+from ..pld.moments import renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
-from ..sampling.relations import HybridSubstitution
+from ..sampling.relations import HybridSubstitution, Substitution
 from ..sampling.schemes import Poisson
 
 __all__ = [
     "AntipodalGaussianPair",
     "antipodal_pair",
     "PoissonSubstitutionAnalysis",
+    "SubstitutionLowerAnalysis",
 ]
 
 SOURCE = ("Poisson-subsampled Gaussian under hybrid substitution: antipodal dominating pair "
@@ -74,6 +80,10 @@ SOURCE = ("Poisson-subsampled Gaussian under hybrid substitution: antipodal domi
           "2022, arXiv:2106.08567, Thm 10)")
 LOWER_SOURCE = ("realised by a record with clipped gradient C u replaced by one with -C u, "
                 "other gradients 0 (the same antipodal pair)")
+LOWER_SOURCE_PLAIN = ("antipodal pair at C = Delta/2, realised under substitution by gradients "
+                      "clipped to Delta/2: a record at +C u replaced by one at -C u, other "
+                      "gradients 0 (privamp docs/findings.md, 'Poisson under substitution: "
+                      "the antipodal pair')")
 
 
 class AntipodalGaussianPair(LossPair):
@@ -197,6 +207,27 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
         self.up_src = f"{SOURCE}; {PESSIMISTIC_SOURCE}"
         self.lo_src = f"{LOWER_SOURCE}; {OPTIMISTIC_SOURCE}"
 
+    #: whether the pair dominates the run (False: only its lower side is certified)
+    dominating = True
+
+    def sides(self, h: float | None = None) -> tuple[PLD | None, PLD]:
+        """(pessimistic or None, optimistic) T-fold compositions of the pair on step ``h``
+        (None: :meth:`grid_step`); the pessimistic side only where :attr:`dominating`.
+
+        Raises:
+            ValueError: ``h`` not positive.
+        """
+        h = self.grid_step() if h is None else float(h)
+        if not h > 0:
+            raise ValueError(f"h must be > 0, got {h}")
+        memo = self.__dict__.setdefault("_sides_at", {})
+        if h not in memo:
+            T = self.steps
+            tail = min(1e-16, 1e-13 / T)
+            up, lo = discretise(self.pair, h, tail, pessimistic=self.dominating)
+            memo[h] = (None if up is None else up.self_compose(T), lo.self_compose(T))
+        return memo[h]
+
     # -- capabilities (privamp.accountants.registry) -----------------------------------------
     def grid_step(self) -> float:
         """The automatic grid step for this run (:func:`auto_grid` of the pair)."""
@@ -207,39 +238,70 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
         (pessimistic, optimistic) T-fold compositions of the antipodal pair.
 
         Raises:
+            NotApplicable: the pair is not known to dominate (lower-only analysis).
             ValueError: ``h`` not positive.
         """
-        h = self.grid_step() if h is None else float(h)
-        if not h > 0:
-            raise ValueError(f"h must be > 0, got {h}")
-        memo = self.__dict__.setdefault("_pld_at", {})
-        if h not in memo:
-            T = self.steps
-            tail = min(1e-16, 1e-13 / T)
-            up, lo = discretise(self.pair, h, tail)
-            memo[h] = TwoSidedPLD([(up.self_compose(T), lo.self_compose(T))])
-        return memo[h]
+        up, lo = self.sides(h)
+        if up is None:
+            raise NotApplicable("the antipodal pair at Delta/2 is only a lower side under "
+                                "plain substitution (no dominating PLD to compose)")
+        return TwoSidedPLD([(up, lo)])
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        """Certified lower bounds on the run's Rényi DP at orders ``alpha`` (from the
-        optimistic side, realised by neighbouring datasets)."""
-        return two_sided_renyi_floor(self.pld(), alpha)
+        """Certified lower bounds on the run's Rényi DP at orders ``alpha``: the optimistic
+        side belongs to a realised pair of neighbours (:func:`renyi_floor`), and
+        ``2 TV^2 <= KL <= D_alpha`` (Pinsker) with TV >= its delta(0)."""
+        lo = self.sides()[1]
+        tv = float(lo.delta(np.zeros(1))[0])
+        return np.maximum(renyi_floor(lo, np.asarray(alpha, dtype=float)),
+                          2.0 * max(tv, 0.0) ** 2)
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
-        (up, lo), = self.pld().directions
+        up, lo = self.sides()
+        low = lo.delta(e)
+        if up is None:
+            return None, Bound(shaped(low, e), "lower", self.lo_src)
         u = up.delta(e)
-        low = np.minimum(lo.delta(e), u)
         return (Bound(shaped(u, e), "upper", self.up_src),
-                Bound(shaped(low, e), "lower", self.lo_src))
+                Bound(shaped(np.minimum(low, u), e), "lower", self.lo_src))
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
-        (up, lo), = self.pld().directions
+        up, lo = self.sides()
+        low = lo.epsilon(d)
+        if up is None:
+            return None, Bound(shaped(low, d), "lower", self.lo_src)
         u = up.epsilon(d)
-        low = np.minimum(lo.epsilon(d), u)
         return (Bound(shaped(u, d), "upper", self.up_src),
-                Bound(shaped(low, d), "lower", self.lo_src))
+                Bound(shaped(np.minimum(low, u), d), "lower", self.lo_src))
+
+
+class SubstitutionLowerAnalysis(PoissonSubstitutionAnalysis):
+    """Plain :class:`~privamp.Substitution`, sensitivity Delta: only the certified *lower*
+    side of the antipodal pair at ``C = Delta/2`` (gradients clipped to Delta/2, a record at
+    ``+C u`` replaced by one at ``-C u``: substitution sensitivity Delta, realised).  Not an
+    upper bound there (module docstring).
+
+    Args:
+        mechanism: ``Gaussian(sigma, sensitivity=Delta)``.
+        rate: Poisson rate q in (0, 1].
+        steps: number of steps T.
+        h: the PLD grid step (None: :func:`auto_grid`).
+
+    Raises:
+        NotApplicable: more steps than the FFT composition supports.
+        ValueError: bad rate or h.
+    """
+
+    dominating = False
+
+    def __init__(self, mechanism: Gaussian, rate: float, steps: int,
+                 h: float | None = None) -> None:
+        super().__init__(replace(mechanism, sensitivity=mechanism.sensitivity / 2.0), rate,
+                         steps, h)
+        self.mechanism = mechanism
+        self.lo_src = f"{LOWER_SOURCE_PLAIN}; {OPTIMISTIC_SOURCE}"
 
 
 def _applies(run) -> bool:
@@ -260,3 +322,23 @@ def _build(run) -> PoissonSubstitutionAnalysis:
         raise NotApplicable("antipodal pair: Gaussian, Poisson, hybrid substitution of one "
                             "record")
     return PoissonSubstitutionAnalysis(run.mechanism, run.scheme.rate, run.steps)
+
+
+def _plain_applies(run) -> bool:
+    return (isinstance(run.mechanism, Gaussian) and isinstance(run.scheme, Poisson)
+            and type(run.relation) is Substitution and run.relation.group == 1
+            and run.scheme.rate > 0.0)
+
+
+@run_accountant(
+    "antipodal-lower",
+    applies=_plain_applies,
+    description="lower bounds for Poisson-subsampled Gaussian under plain substitution: the "
+    "antipodal pair at Delta/2, realised by gradients clipped to Delta/2 (no upper bound)",
+    capabilities=("renyi_floor",),
+)
+def _build_plain(run) -> SubstitutionLowerAnalysis:
+    if not _plain_applies(run):
+        raise NotApplicable("antipodal lower side: Gaussian, Poisson, substitution of one "
+                            "record")
+    return SubstitutionLowerAnalysis(run.mechanism, run.scheme.rate, run.steps)
