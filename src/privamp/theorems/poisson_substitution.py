@@ -127,18 +127,14 @@ class AntipodalGaussianPair(LossPair):
         a = np.abs(l)
         if self.q == 1.0:
             return l / (2.0 * self.c)
-        # asinh(z) for z = (1-q) sinh(|l|/2) / k >= 0, in log space where z is large
+        # asinh(z), z = (1-q) sinh(|l|/2) / k >= 0, from log z (k may underflow):
+        # log z = log(1-q) + |l|/2 + log(1 - e^{-|l|}) - log 2 - log k
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            small = a < 60.0
-            z = np.where(small, (1.0 - self.q) * np.sinh(np.where(small, a, 0.0) / 2.0)
-                         / math.exp(self.log_k), 0.0)
-            ash_small = np.arcsinh(z)
-            # z >= e^{28}: asinh(z) = log(2z) + O(z^-2); log z = log(1-q) + |l|/2
-            #   + log((1 - e^{-|l|})/2) - log k
-            logz = (math.log1p(-self.q) + a / 2.0 + np.log1p(-np.exp(-a)) - math.log(2.0)
+            logz = (math.log1p(-self.q) + a / 2.0 + np.log(-np.expm1(-a)) - math.log(2.0)
                     - self.log_k)
-            ash_big = logz + math.log(2.0) + np.log1p(np.exp(-2.0 * logz) / 4.0)
-            ash = np.where(small, ash_small, ash_big)
+            big = logz > 20.0  # asinh(z) = log(2z) + log1p(1/(4 z^2)) + O(z^-4)
+            ash = np.where(big, logz + math.log(2.0) + np.log1p(np.exp(-2.0 * logz) / 4.0),
+                           np.arcsinh(np.exp(np.minimum(logz, 20.0))))
             x = (a / 2.0 + ash) / self.c
         x = np.where(np.isinf(a), np.inf, x)
         return np.where(l < 0, -x, x)
