@@ -213,7 +213,7 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
         Raises:
             ValueError: ``h`` not positive.
         """
-        h = self.grid_step() if h is None else float(h)
+        h = self.auto_step() if h is None else float(h)
         if not h > 0:
             raise ValueError(f"h must be > 0, got {h}")
         memo = self.__dict__.setdefault("_sides_at", {})
@@ -224,10 +224,14 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
             memo[h] = (None if up is None else up.self_compose(T), lo.self_compose(T))
         return memo[h]
 
+    def auto_step(self) -> float:
+        """The grid step for this run (``h``, else :func:`auto_grid` of the pair)."""
+        return self.h if self.h is not None else auto_grid(self.pair, self.steps)
+
     # -- capabilities (privamp.accountants.registry) -----------------------------------------
     def grid_step(self) -> float:
-        """The automatic grid step for this run (:func:`auto_grid` of the pair)."""
-        return self.h if self.h is not None else auto_grid(self.pair, self.steps)
+        """The automatic grid step for this run (:meth:`auto_step`)."""
+        return self.auto_step()
 
     def pld(self, h: float | None = None) -> TwoSidedPLD:
         """The run's PLD on step ``h`` (None: :meth:`grid_step`): one symmetric direction,
@@ -291,6 +295,9 @@ class SubstitutionLowerAnalysis(PoissonSubstitutionAnalysis):
     """
 
     dominating = False
+    # no dominating PLD: neither offered to compositions (privamp.accountants.registry.offers)
+    pld = RunAnalysis.pld
+    grid_step = RunAnalysis.grid_step
 
     def __init__(self, mechanism: Gaussian, rate: float, steps: int,
                  h: float | None = None) -> None:
