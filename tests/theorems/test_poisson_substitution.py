@@ -136,7 +136,7 @@ def test_matches_dp_accounting_replace_one():
         neighboring_relation=NeighboringRelation.REPLACE_ONE).self_compose(30)
     ref_opt = pld_mod.from_gaussian_mechanism(
         1.0, sensitivity=1.0, sampling_prob=0.05, value_discretization_interval=1e-4,
-        pessimistic_estimate=False,
+        pessimistic_estimate=False, use_connect_dots=False,
         neighboring_relation=NeighboringRelation.REPLACE_ONE).self_compose(30)
     run = pa.Training(pa.Gaussian(1.0, sensitivity=1.0), pa.Poisson(0.05), steps=30,
                       relation=pa.HybridSubstitution())
