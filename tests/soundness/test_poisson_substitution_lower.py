@@ -60,7 +60,7 @@ def test_lower_side_is_reachable_by_clipped_gradients(q, sigma, eps):
     assert g.lower is not None
     lo = float(g.lower.value)
     assert lo <= worst * (1 + 1e-9)
-    # at least the half-shift pair (the threshold test's +u vs -u pair, the worst one,
-    # may lift it towards `worst`: issue 27)
-    assert lo >= reachable * (1 - 1e-2) - 1e-9
+    assert lo >= reachable * (1 - 1e-2) - 1e-9  # at least the half-shift pair
+    # the antipodal pair (+u vs -u, theorems/poisson_substitution.py) is realised: tight
+    assert lo >= worst * (1 - 1e-2) - 1e-9
     assert float(g.upper.value) >= worst * (1 - 1e-9)
