@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_orders
+from .floors import eps_floor, log_delta_floor
+from .guide import guided, parabola_vertex
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -52,6 +54,8 @@ __all__ = [
     "delta_from_rdp",
     "optimal_epsilon",
     "optimal_delta",
+    "eps_floor",
+    "log_delta_floor",
 ]
 
 
@@ -321,7 +325,8 @@ def _bracket(cache: _CurveCache, objective: Callable) -> tuple[float, float, flo
     return float(lo), best, float(hi)
 
 
-def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: float) -> None:
+def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: float,
+                           guide: CurveFn | None = None) -> None:
     """Order search for curves whose integer orders are cheap (privamp's one-step curves:
     exact binomial sums) and real orders dear (certified quadrature): one batch of real orders.
 
@@ -337,6 +342,10 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     orders is one call of the curve (the certified quadrature's cost is mostly per call);
     about 100 integer and <= 50 real orders per delta, in <= 2 calls, against ~100-500 real
     ones for :func:`_search`.
+
+    With a ``guide`` (an estimate of the curve, cheap at real orders; see
+    :func:`~privamp.renyi.guide.guided`) the real orders of the best bracket are one
+    evaluation of the curve at the guide's optimum.
     """
     ints = _INTEGER_ORDERS[_INTEGER_ORDERS <= max_order]
     # 2..64 and the next order up, then the higher ones only where they can win: the best
@@ -354,6 +363,8 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     lo, best, hi = _bracket(cache, objective)
     if lo < 2.0:  # the best integer is 2: dp-accounting's orders from 1.1 up
         lo = 1.0
+    if guide is not None and hi <= _PEER_MAX_ORDER and guided(cache, objective, guide, lo, hi):
+        return
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
@@ -426,16 +437,9 @@ def _vertex(cache: _CurveCache, objective: Callable) -> float:
     nan when the best order is at an end or the parabola has no interior minimum)."""
     vals = objective(cache.alpha, cache.rdp)
     i = int(np.argmin(vals))
-    if i == 0 or i == vals.size - 1 or not np.isfinite(vals[i - 1 : i + 2]).all():
+    if i == 0 or i == vals.size - 1:
         return math.nan
-    x0, x1, x2 = cache.alpha[i - 1 : i + 2]
-    f0, f1, f2 = vals[i - 1 : i + 2]
-    num = (x1 - x0) ** 2 * (f1 - f2) - (x1 - x2) ** 2 * (f1 - f0)
-    den = (x1 - x0) * (f1 - f2) - (x1 - x2) * (f1 - f0)
-    if not den or not np.isfinite(num / den):
-        return math.nan
-    v = x1 - 0.5 * num / den
-    return float(v) if x0 < v < x2 else math.nan
+    return parabola_vertex(cache.alpha[i - 1 : i + 2], vals[i - 1 : i + 2])
 
 
 #: higher orders are screened and evaluated this many at a time
@@ -505,21 +509,24 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
 def optimal_epsilon(
     curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *,
     _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
-    integers_first: bool = False,
+    integers_first: bool = False, guide: CurveFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
     refined per delta (see module docstring); orders at most ``max_order``.
-    ``integers_first``: the search of :func:`_search_integers_first`.  Each delta is
-    searched on its own (its answer is that of a scalar query, whatever else is asked);
+    ``integers_first``: the search of :func:`_search_integers_first` (with ``guide``, an
+    estimate of ``curve`` used only to choose orders, see
+    :func:`~privamp.renyi.guide.guided`).  Each delta is searched on its own (its answer
+    is that of a scalar query, whatever else is asked);
     ``_memo`` (order -> value of ``curve``) saves re-evaluations across searches."""
     d = check_delta(delta)
     memo: dict[float, float] = {} if _memo is None else _memo
     search: Callable[..., Any] = _search_integers_first if integers_first else _search
+    extra = {"guide": guide} if integers_first and guide is not None else {}
     eps, order = np.empty(d.shape), np.empty(d.shape)
     for dv in np.unique(d.ravel()):
         cache = _CurveCache(curve, memo)
         search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
-               max_order)
+               max_order, **extra)
         e, o = eps_from_rdp(cache.alpha, cache.rdp, dv, conversion)
         eps[d == dv], order[d == dv] = e, o
     return eps, order
@@ -528,53 +535,20 @@ def optimal_epsilon(
 def optimal_delta(
     curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *,
     _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
-    integers_first: bool = False,
+    integers_first: bool = False, guide: CurveFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon (each
     on its own, as :func:`optimal_epsilon`); orders at most ``max_order``."""
     e = check_epsilon(epsilon)
     memo: dict[float, float] = {} if _memo is None else _memo
     search: Callable[..., Any] = _search_integers_first if integers_first else _search
+    extra = {"guide": guide} if integers_first and guide is not None else {}
     delta, order = np.empty(e.shape), np.empty(e.shape)
     for ev in np.unique(e.ravel()):
         cache = _CurveCache(curve, memo)
         search(cache,
                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
-               max_order)
+               max_order, **extra)
         dl, o = delta_from_rdp(cache.alpha, cache.rdp, ev, conversion)
         delta[e == ev], order[e == ev] = dl, o
     return delta, order
-
-
-# ------------------------------------------------------------------------------------------
-# floors: what a conversion can give at best over an interval of orders
-# ------------------------------------------------------------------------------------------
-def eps_floor(a: np.ndarray, b: np.ndarray, rdp_a: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """floor[d, k] <= the Balle et al. 2020 (Thm 21) epsilon at delta[d] from any RDP curve
-    r with r(alpha) >= rdp_a[k] for every order alpha in [a[k], b[k]] (a nondecreasing lower
-    bound of the curve), the total-variation shortcut included.
-
-    Term by term on [a, b]: r >= r(a), log(1 - 1/alpha) >= log(1 - 1/a), and
-    (log(1/delta) - log alpha) / (alpha - 1) >= its numerator at b over (b - 1) (numerator
-    >= 0) or over (a - 1) (numerator < 0)."""
-    a, b, r = a[None, :], b[None, :], rdp_a[None, :]
-    num = -np.log(delta)[:, None] - np.log(b)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tail = np.where(num >= 0, num / (b - 1.0), num / (a - 1.0))
-        eps = r + np.log1p(-1.0 / a) + tail
-        tv = -np.expm1(-r) <= (delta**2)[:, None]
-    eps = np.where(np.isnan(eps), np.inf, eps)
-    return np.where(tv, 0.0, np.maximum(eps, 0.0))
-
-
-def log_delta_floor(a: np.ndarray, b: np.ndarray, rdp_a: np.ndarray,
-                    epsilon: np.ndarray) -> np.ndarray:
-    """floor[e, k] <= log of the Balle et al. 2020 (Thm 21) delta at epsilon[e] from any RDP
-    curve r >= rdp_a[k] on [a[k], b[k]] (see :func:`eps_floor`), TV cap and 1 included."""
-    a, b, r = a[None, :], b[None, :], rdp_a[None, :]
-    x = r - epsilon[:, None] + np.log1p(-1.0 / a)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ld = np.where(x >= 0, (a - 1.0) * x, (b - 1.0) * x) - np.log(b)
-        tv = 0.5 * np.log(-np.expm1(-r))
-    ld = np.where(np.isnan(ld), np.inf, ld)
-    return np.minimum(np.minimum(ld, tv), 0.0)
