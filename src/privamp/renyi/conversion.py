@@ -365,6 +365,9 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
         lo = 1.0
     if guide is not None and hi <= _PEER_MAX_ORDER and guided(cache, objective, guide, lo, hi):
         return
+    if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
+        _refine_integers(cache, objective, max_order)
+        return
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
@@ -373,8 +376,6 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     new = np.append(grid, [best, vertex])
     if lo < 2.0:  # below the first integer: one batch with the low orders
         new = np.append(new, _LOW_ORDERS)
-    if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
-        new = new[new == np.round(new)]
     new = np.unique(np.round(new[(new > 1.0) & (new <= max_order)], 12))
     if new.size > _COARSE_FIRST and not (new == np.round(new)).all():
         # every third order first: their values tighten the floors of the rest (real
@@ -414,14 +415,15 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
 
 def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
     """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
-    neighbours, 9 evenly spaced (rounded) per round, until the neighbours are adjacent
-    integers (at most 12 rounds; integer orders are cheap exact sums)."""
+    neighbours, 9 evenly spaced (rounded; all of them when at most 63) per round, until the
+    neighbours are adjacent integers (at most 12 rounds; integer orders are cheap exact sums)."""
     for _ in range(12):
         vals = objective(cache.alpha, cache.rdp)
         i = int(np.argmin(vals))
         a = cache.alpha
         lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
-        new = np.setdiff1d(np.round(np.linspace(lo, hi, 9)), a)
+        grid = np.arange(lo + 1.0, hi) if hi - lo <= 64 else np.round(np.linspace(lo, hi, 9))
+        new = np.setdiff1d(grid, a)
         new = new[(new > 1.0) & (new <= max_order)]
         if not new.size:
             return
@@ -442,8 +444,10 @@ def _vertex(cache: _CurveCache, objective: Callable) -> float:
     return parabola_vertex(cache.alpha[i - 1 : i + 2], vals[i - 1 : i + 2])
 
 
-#: higher orders are screened and evaluated this many at a time
-_HIGHER_CHUNK = 2
+#: higher orders are screened and evaluated at most this many at a time, and more than one
+#: only while their sum is at most _HIGHER_BUDGET (a sum's cost grows with its order)
+_HIGHER_CHUNK = 6
+_HIGHER_BUDGET = 2500.0
 
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
@@ -455,9 +459,16 @@ def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.n
     would have."""
     orders = np.asarray(orders, dtype=float)
     # in ascending chunks: each chunk's values extend the convex CGF's chords, whose floors
-    # then rule out more of the (dearest) highest orders
-    for start in range(0, orders.size, _HIGHER_CHUNK):
-        _add_if_can_win(cache, objective, orders[start : start + _HIGHER_CHUNK])
+    # then rule out more of the (dearest) highest orders; an order costs ~its size, a call
+    # ~that of 4000 orders' worth of terms, so cheap orders go together
+    start = 0
+    while start < orders.size:
+        stop = start + 1
+        while (stop < orders.size and stop - start < _HIGHER_CHUNK
+               and orders[start : stop + 1].sum() <= _HIGHER_BUDGET):
+            stop += 1
+        _add_if_can_win(cache, objective, orders[start:stop])
+        start = stop
     full = np.union1d(cache.alpha, orders)
     while True:
         b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]

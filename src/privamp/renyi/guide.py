@@ -68,13 +68,13 @@ def guided(cache, objective: Callable, guide: Callable[[np.ndarray], np.ndarray]
         v = parabola_vertex(x[i - 1 : i + 2], vals[i - 1 : i + 2])
         star = v if math.isfinite(v) else star
     best_cached = float(np.min(objective(cache.alpha, cache.rdp)))
-    if star == round(star) or float(objective(np.array([star]), guide(np.array([star])))[0]) \
-            >= best_cached:
+    at = np.array([star])
+    est = float(objective(at, np.asarray(guide(at), dtype=float))[0])
+    if star == round(star) or est >= best_cached:
         return True  # the guide's optimum is the best integer (cached, exact)
-    cache.add(np.array([star]))
+    cache.add(at)
     k = int(np.searchsorted(cache.alpha, star))
     got = float(objective(cache.alpha[k : k + 1], cache.rdp[k : k + 1])[0])
-    est = float(objective(np.array([star]), np.asarray(guide(np.array([star])), dtype=float))[0])
     return abs(got - est) <= _GUIDE_AGREE * max(abs(got), 1e-12)
 
 
