@@ -415,14 +415,19 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
 
 def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
     """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
-    neighbours, 9 evenly spaced (rounded; all of them when at most 63) per round, until the
-    neighbours are adjacent integers (at most 12 rounds; integer orders are cheap exact sums)."""
+    neighbours, 9 evenly spaced (rounded) per round, or all of them when at most 63 or when
+    none of the 9 can win (at most 256), until the neighbours are adjacent integers (at most 12
+    rounds; integer orders are cheap exact sums)."""
+    every = False
     for _ in range(12):
         vals = objective(cache.alpha, cache.rdp)
         i = int(np.argmin(vals))
         a = cache.alpha
         lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
-        grid = np.arange(lo + 1.0, hi) if hi - lo <= 64 else np.round(np.linspace(lo, hi, 9))
+        every = every or hi - lo <= 64
+        if every and hi - lo > 256:
+            return
+        grid = np.arange(lo + 1.0, hi) if every else np.round(np.linspace(lo, hi, 9))
         new = np.setdiff1d(grid, a)
         new = new[(new > 1.0) & (new <= max_order)]
         if not new.size:
@@ -430,7 +435,9 @@ def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) 
         size = cache.alpha.size
         _add_if_can_win(cache, objective, new)
         if cache.alpha.size == size:
-            return
+            if every:
+                return
+            every = True  # none of the 9 can win: every integer between, next round
 
 
 def _vertex(cache: _CurveCache, objective: Callable) -> float:
