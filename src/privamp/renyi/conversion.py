@@ -465,6 +465,11 @@ def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.n
     every order (a skipped order cannot beat the best), so the search goes on exactly as it
     would have."""
     orders = np.asarray(orders, dtype=float)
+    full = np.union1d(cache.alpha, orders)
+    # one screening of them all first: an order ruled out by a floor now stays ruled out
+    # (the floor is a valid lower bound and the best cached value only decreases)
+    if orders.size:
+        orders = orders[_can_win(cache, objective, orders)]
     # in ascending chunks: each chunk's values extend the convex CGF's chords, whose floors
     # then rule out more of the (dearest) highest orders; an order costs ~its size, a call
     # ~that of 4000 orders' worth of terms, so cheap orders go together
@@ -476,7 +481,6 @@ def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.n
             stop += 1
         _add_if_can_win(cache, objective, orders[start:stop])
         start = stop
-    full = np.union1d(cache.alpha, orders)
     while True:
         b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]
         j = int(np.searchsorted(full, b))
@@ -492,11 +496,15 @@ def _add_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray)
     cached: the objective grows with the RDP value, so its value at a floor of the curve
     (:func:`_tangent_floor`) bounds it from below."""
     orders = np.asarray(orders, dtype=float)
-    if not orders.size:
-        return
-    can_win = objective(orders, _tangent_floor(cache, orders)) < np.min(
+    if orders.size:
+        cache.add(orders[_can_win(cache, objective, orders)])
+
+
+def _can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray) -> np.ndarray:
+    """Which ``orders`` may beat the best cached one (their objective at the floor of the
+    curve, :func:`_tangent_floor`, is below the best cached objective)."""
+    return objective(orders, _tangent_floor(cache, orders)) < np.min(
         objective(cache.alpha, cache.rdp))
-    cache.add(orders[can_win])
 
 
 def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
