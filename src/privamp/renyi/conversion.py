@@ -415,7 +415,8 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
 
 def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
     """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
-    neighbours, 9 evenly spaced (rounded) per round, or all of them when at most 63 or when
+    neighbours, 9 evenly spaced (rounded) and 4 next to the vertex of the parabola through
+    the three (:func:`_vertex`) per round, or all of them when at most 63 or when
     none of the 9 can win (at most 256), until the neighbours are adjacent integers (at most 12
     rounds; integer orders are cheap exact sums)."""
     every = False
@@ -428,6 +429,9 @@ def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) 
         if every and hi - lo > 256:
             return
         grid = np.arange(lo + 1.0, hi) if every else np.round(np.linspace(lo, hi, 9))
+        v = _vertex(cache, objective)  # and the integers next to the parabola's vertex
+        if not every and math.isfinite(v):
+            grid = np.append(grid, [np.floor(v) - 1.0, np.floor(v), np.ceil(v), np.ceil(v) + 1])
         new = np.setdiff1d(grid, a)
         new = new[(new > 1.0) & (new <= max_order)]
         if not new.size:
@@ -453,8 +457,8 @@ def _vertex(cache: _CurveCache, objective: Callable) -> float:
 
 #: higher orders are screened and evaluated at most this many at a time, and more than one
 #: only while their sum is at most _HIGHER_BUDGET (a sum's cost grows with its order)
-_HIGHER_CHUNK = 6
-_HIGHER_BUDGET = 2500.0
+_HIGHER_CHUNK = 8
+_HIGHER_BUDGET = 6000.0
 
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
