@@ -184,6 +184,8 @@ def _sgm_log_excess_integer(n: int, s: float, q: float) -> float:
 
 #: integer orders are summed in (orders x k) arrays of at most this many entries
 _INT_BATCH_ENTRIES = 1 << 20
+#: a block this small takes any orders (padding costs less than another block)
+_INT_SMALL_BLOCK = 1 << 12
 
 
 def _fast_logsumexp_rows(x: np.ndarray) -> np.ndarray:
@@ -199,7 +201,8 @@ def _fast_logsumexp_rows(x: np.ndarray) -> np.ndarray:
 def _sgm_log_excess_small(ns: np.ndarray, s: float, q: float) -> np.ndarray:
     """:func:`_sgm_log_excess_integer` at several integer orders at once (the same terms and
     padding, on an (orders x k) array; absent terms are -inf), in row blocks of at most
-    :data:`_INT_BATCH_ENTRIES` entries."""
+    :data:`_INT_BATCH_ENTRIES` entries (rows padded to the block's largest order: orders up
+    to 128 or within 25%, or any while the block has at most :data:`_INT_SMALL_BLOCK`)."""
     ns = np.asarray(ns, dtype=float)
     out = np.empty(ns.size)
     order = np.argsort(ns)
@@ -209,7 +212,8 @@ def _sgm_log_excess_small(ns: np.ndarray, s: float, q: float) -> np.ndarray:
         # a block pads every row to its largest order: orders up to 128, or within 25%
         top = max(128.0, 1.25 * srt[start])
         stop = start + 1
-        while (stop < ns.size and srt[stop] <= top
+        while (stop < ns.size
+               and (srt[stop] <= top or (stop - start + 1) * srt[stop] <= _INT_SMALL_BLOCK)
                and (stop - start + 1) * srt[stop] <= _INT_BATCH_ENTRIES):
             stop += 1
         idx = order[start:stop]
