@@ -415,8 +415,8 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
 
 def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
     """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
-    neighbours, 9 evenly spaced (rounded) and 4 next to the vertex of the parabola through
-    the three (:func:`_vertex`) per round, or all of them when at most 63 or when
+    neighbours, 9 evenly spaced (rounded) and 7 next to the vertex of the parabola through
+    the three in log(a - 1) (:func:`_vertex`) per round, or all of them when at most 63 or when
     none of the 9 can win (at most 256), until the neighbours are adjacent integers (at most 12
     rounds; integer orders are cheap exact sums)."""
     every = False
@@ -429,9 +429,9 @@ def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) 
         if every and hi - lo > 256:
             return
         grid = np.arange(lo + 1.0, hi) if every else np.round(np.linspace(lo, hi, 9))
-        v = _vertex(cache, objective)  # and the integers next to the parabola's vertex
+        v = _vertex(cache, objective, log_scale=True)  # and the integers next to the vertex
         if not every and math.isfinite(v):
-            grid = np.append(grid, [np.floor(v) - 1.0, np.floor(v), np.ceil(v), np.ceil(v) + 1])
+            grid = np.append(grid, np.round(v) + np.arange(-3.0, 4.0))
         new = np.setdiff1d(grid, a)
         new = new[(new > 1.0) & (new <= max_order)]
         if not new.size:
@@ -444,15 +444,20 @@ def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) 
             every = True  # none of the 9 can win: every integer between, next round
 
 
-def _vertex(cache: _CurveCache, objective: Callable) -> float:
+def _vertex(cache: _CurveCache, objective: Callable, log_scale: bool = False) -> float:
     """The vertex of the parabola through the objective at the best cached order and its
     neighbours: where the continuous optimum likely is (only a choice of order to evaluate;
-    nan when the best order is at an end or the parabola has no interior minimum)."""
+    nan when the best order is at an end or the parabola has no interior minimum).
+    ``log_scale``: the parabola in log(a - 1) (the objective ~ c a + d / a at high orders is
+    symmetric there, very asymmetric in a)."""
     vals = objective(cache.alpha, cache.rdp)
     i = int(np.argmin(vals))
     if i == 0 or i == vals.size - 1:
         return math.nan
-    return parabola_vertex(cache.alpha[i - 1 : i + 2], vals[i - 1 : i + 2])
+    if not log_scale:
+        return parabola_vertex(cache.alpha[i - 1 : i + 2], vals[i - 1 : i + 2])
+    v = parabola_vertex(np.log(cache.alpha[i - 1 : i + 2] - 1.0), vals[i - 1 : i + 2])
+    return 1.0 + math.exp(v) if math.isfinite(v) else v
 
 
 #: higher orders are screened and evaluated at most this many at a time, and more than one
