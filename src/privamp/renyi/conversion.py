@@ -212,17 +212,18 @@ class _CurveCache:
         self.rdp = np.empty(0)
 
     def add(self, alpha: np.ndarray) -> None:
-        new = np.setdiff1d(np.unique(alpha), self.alpha)
-        new = new[(new > 1.0) & np.isfinite(new)]
-        if new.size:
-            keys = new.tolist()
+        # a few orders at a time: Python sets beat numpy's set routines at this size
+        have = set(self.alpha.tolist())
+        keys = sorted({x for x in np.ravel(alpha).tolist()
+                       if x not in have and 1.0 < x < math.inf})
+        if keys:
             miss = [x for x in keys if x not in self.memo]
             if miss:
                 vals = np.asarray(self.fn(np.array(miss)), dtype=float).reshape(len(miss))
                 if np.isnan(vals).any():
                     raise RuntimeError("internal error: an RDP curve returned NaN; please report")
                 self.memo.update(zip(miss, vals.tolist(), strict=True))
-            a = np.concatenate([self.alpha, new])
+            a = np.concatenate([self.alpha, keys])
             r = np.concatenate([self.rdp, [self.memo[x] for x in keys]])
             order = np.argsort(a)
             self.alpha, self.rdp = a[order], r[order]
