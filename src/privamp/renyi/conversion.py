@@ -464,7 +464,7 @@ def _vertex(cache: _CurveCache, objective: Callable, log_scale: bool = False) ->
 #: higher orders are screened and evaluated at most this many at a time, and more than one
 #: only while their sum is at most _HIGHER_BUDGET (a sum's cost grows with its order)
 _HIGHER_CHUNK = 8
-_HIGHER_BUDGET = 6000.0
+_HIGHER_BUDGET = 9000.0
 
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
