@@ -232,25 +232,41 @@ def _log_factorials(n: int) -> np.ndarray:
     return _LOG_FACTORIALS[0]
 
 
+#: per (s, q): the per-k parts of the binomial terms, k = 2..K (a search asks one curve ~10
+#: times; these are the same every time)
+_PER_K: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _per_k_terms(top: int, s: float, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """(k log q + log(e^{k(k-1)s^2/2} - 1), its rounding pad 4e-16 (y + 1)) for k = 2..top."""
+    got = _PER_K.get((s, q))
+    if got is None or got[0].size < top - 1:
+        k = np.arange(2.0, max(top, 128) + 1.0)
+        y = k * (k - 1.0) * s * s / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lexpm1 = np.where(
+                y < 30.0, np.log(np.expm1(np.minimum(y, 30.0))), y + np.log1p(-np.exp(-y))
+            )
+        got = (k * math.log(q) + lexpm1, 4e-16 * (np.abs(y) + 1.0))
+        if len(_PER_K) >= 8:
+            _PER_K.clear()
+        _PER_K[(s, q)] = got
+    return got[0][: top - 1], got[1][: top - 1]
+
+
 def _sgm_log_excess_block(ns: np.ndarray, s: float, q: float) -> np.ndarray:
     n_int = np.asarray(ns, dtype=np.int64)
     top = int(n_int.max())
     lf = _log_factorials(top)
     k_int = np.arange(2, top + 1)
-    k = k_int.astype(float)
     n = n_int.astype(float)[:, None]
     valid = k_int[None, :] <= n_int[:, None]
     nk_int = np.where(valid, n_int[:, None] - k_int[None, :], 0)
     lbin = lf[n_int][:, None] - lf[k_int][None, :] - lf[nk_int]
-    y = k * (k - 1.0) * s * s / 2.0  # per k only
+    per_k, pad_k = _per_k_terms(top, s, q)
     l1q = math.log1p(-q) if q < 1 else -np.inf
     with np.errstate(divide="ignore", invalid="ignore"):
-        lexpm1 = np.where(
-            y < 30.0, np.log(np.expm1(np.minimum(y, 30.0))), y + np.log1p(-np.exp(-y))
-        )
         rest = np.where(nk_int == 0, 0.0, nk_int * l1q)
-        per_k = k * math.log(q) + lexpm1
-        pad_k = 4e-16 * (np.abs(y) + 1.0)
         terms = (lbin + rest + per_k[None, :]
                  + (pad_k[None, :] + 4e-16 * (np.abs(lbin) + np.abs(n * math.log(q)))))
     # + the rounding of the sum of up to n exponentials (relative n * 2^-53 at most)
