@@ -85,6 +85,37 @@ def pure_dp_epsilon(mechanism: Mechanism, scheme: Scheme, relation: Relation) ->
     return float(relation.group * step * (1.0 + _PURE_ROUND))
 
 
+def _step_curve(mech: Mechanism, scheme: Scheme, relation: Relation
+                ) -> tuple[CurveFn, CurveFn | None]:
+    """(curve, estimate) of one step: the curve is :func:`rdp_curve` with ``method="best"``
+    (called directly when one method computes every order: no registry look-up per call),
+    the estimate that method's (None: none, or several methods).  Raises NotApplicable as
+    :func:`rdp_curve` would when nothing applies."""
+    chosen = one_tight(applicable_methods(mech, scheme, relation))
+    if len(chosen) != 1:
+        def curve(a: np.ndarray) -> np.ndarray:
+            return rdp_curve(mech, scheme, a, relation).epsilon
+
+        return curve, None
+    method = chosen[0]
+
+    def single(a: np.ndarray) -> np.ndarray:
+        v = np.asarray(method.func(mech, scheme, relation, np.atleast_1d(a)), dtype=float)
+        if np.isnan(v).any() or (v < 0).any():
+            raise RuntimeError(f"internal error: RDP method {method.name!r} returned NaN or a "
+                               "negative bound; please report")
+        return v
+
+    est = method.estimate
+    if est is None:
+        return single, None
+
+    def guide(a: np.ndarray) -> np.ndarray:
+        return np.asarray(est(mech, scheme, relation, np.atleast_1d(a)), dtype=float)
+
+    return single, guide
+
+
 # ------------------------------------------------------------------------------------------
 # the accountant
 # ------------------------------------------------------------------------------------------
@@ -105,6 +136,8 @@ class RdpAccountant:
             raise ValueError(f"conversion must be one of {CONVERSIONS}, got {conversion!r}")
         self.conversion = conversion
         self._terms: list[tuple[CurveFn, int, tuple | None]] = []
+        #: per term, an estimate of its one-step curve (only to choose orders) or None
+        self._guides: list[CurveFn | None] = []
         #: total curve values by order (reset by compose); each query searches its orders
         #: afresh (:func:`~privamp.renyi.conversion.optimal_epsilon`), so answers never
         #: depend on earlier queries, which only save evaluations
@@ -128,17 +161,15 @@ class RdpAccountant:
                 raise ValueError("step must be (mechanism, scheme[, relation]) of privamp objects")
             if not isinstance(relation, Relation):
                 raise ValueError(f"relation must be a privamp relation, got {relation!r}")
-            rdp_curve(mech, scheme, 2.0, relation)  # raises ValueError if nothing applies
-
-            def fn(a: np.ndarray, mech=mech, scheme=scheme, relation=relation) -> np.ndarray:
-                return rdp_curve(mech, scheme, a, relation).epsilon
-
+            fn, guide = _step_curve(mech, scheme, relation)  # raises if nothing applies
             self._terms.append((fn, n, (mech, scheme, relation)))
+            self._guides.append(guide)
             pure = pure_dp_epsilon(mech, scheme, relation)
             self._max_order = min(self._max_order, CURVE_MAX_ORDER)
             self._integers_first = all(spec is not None for _, _, spec in self._terms)
         elif callable(step):
             self._terms.append((step, n, None))
+            self._guides.append(None)
             self._integers_first = False
             pure = None
         else:
@@ -170,6 +201,7 @@ class RdpAccountant:
 
         out = RdpAccountant(self.conversion)
         out._terms = [(shared, n, spec)]
+        out._guides = list(self._guides)
         pure = None if spec is None else pure_dp_epsilon(*spec)
         out.pure_epsilon = None if pure is None else n * pure * (1.0 + _PURE_ROUND)
         out._max_order, out._integers_first = self._max_order, self._integers_first
@@ -191,6 +223,7 @@ class RdpAccountant:
         if not other._terms:
             return self
         self._terms.extend(other._terms)
+        self._guides.extend(other._guides)
         if self.pure_epsilon is not None and other.pure_epsilon is not None:
             self.pure_epsilon = (self.pure_epsilon + other.pure_epsilon) * (1.0 + _PURE_ROUND)
         else:
@@ -210,7 +243,23 @@ class RdpAccountant:
         return total.reshape(np.shape(a))
 
     def _curve(self, a: np.ndarray) -> np.ndarray:
+        # the search's own orders (flat, > 1, finite): no validation
+        if len(self._terms) == 1:
+            fn, n, _ = self._terms[0]
+            return n * np.asarray(fn(a), dtype=float)
         return self.rdp(a)
+
+    def _guide(self) -> CurveFn | None:
+        """The composed estimate (sum of the terms' estimates), None unless every term has
+        one: only to choose which orders the search evaluates."""
+        if not self._guides or any(g is None for g in self._guides):
+            return None
+        pairs = [(g, n) for g, (_, n, _) in zip(self._guides, self._terms, strict=True)]
+
+        def total(a: np.ndarray) -> np.ndarray:
+            return sum(n * np.asarray(g(a), dtype=float) for g, n in pairs)
+
+        return total
 
     def get_epsilon_and_order(self, delta: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(eps, order): order is the RDP order used, nan where eps = 0 came from the
@@ -220,7 +269,7 @@ class RdpAccountant:
             return np.zeros(d.shape), np.full(d.shape, np.nan)
         eps, order = optimal_epsilon(self._curve, delta, self.conversion, _memo=self._values,
                                      max_order=self._max_order,
-                                     integers_first=self._integers_first)
+                                     integers_first=self._integers_first, guide=self._guide())
         if self.pure_epsilon is not None:
             pure = eps > self.pure_epsilon
             eps = np.where(pure, self.pure_epsilon, eps)
@@ -253,7 +302,7 @@ class RdpAccountant:
         if not pure.all():
             d, o = optimal_delta(self._curve, e[~pure], self.conversion, _memo=self._values,
                                  max_order=self._max_order,
-                                 integers_first=self._integers_first)
+                                 integers_first=self._integers_first, guide=self._guide())
             delta[~pure], order[~pure] = d, o
         return delta, order
 

@@ -229,6 +229,9 @@ class RdpMethod:
     when: Predicate | None = None
     tight: bool = False
     in_best: bool = True
+    #: optional ``estimate(mechanism, scheme, relation, alpha)``: approximate values of ``func``
+    #: (no guarantee), used only to choose which orders to evaluate with ``func``
+    estimate: RdpFunc | None = None
 
     def applies(self, mechanism: object, scheme: Scheme, relation: Relation) -> bool:
         if not (
@@ -253,6 +256,7 @@ def rdp_method(
     when: Predicate | None = None,
     tight: bool = False,
     in_best: bool = True,
+    estimate: RdpFunc | None = None,
 ) -> Callable[[RdpFunc], RdpFunc]:
     """Decorator registering ``func`` as the RDP method ``name``."""
 
@@ -260,7 +264,7 @@ def rdp_method(
         if name in REGISTRY:
             raise RuntimeError(f"RDP method {name!r} is registered twice")
         REGISTRY[name] = RdpMethod(
-            name, source, func, mechanisms, schemes, relations, when, tight, in_best
+            name, source, func, mechanisms, schemes, relations, when, tight, in_best, estimate
         )
         return func
 

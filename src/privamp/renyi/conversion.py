@@ -44,6 +44,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_orders
+from .floors import eps_floor, log_delta_floor
+from .guide import guided, parabola_vertex
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -52,6 +54,8 @@ __all__ = [
     "delta_from_rdp",
     "optimal_epsilon",
     "optimal_delta",
+    "eps_floor",
+    "log_delta_floor",
 ]
 
 
@@ -208,17 +212,18 @@ class _CurveCache:
         self.rdp = np.empty(0)
 
     def add(self, alpha: np.ndarray) -> None:
-        new = np.setdiff1d(np.unique(alpha), self.alpha)
-        new = new[(new > 1.0) & np.isfinite(new)]
-        if new.size:
-            keys = new.tolist()
+        # a few orders at a time: Python sets beat numpy's set routines at this size
+        have = set(self.alpha.tolist())
+        keys = sorted({x for x in np.ravel(alpha).tolist()
+                       if x not in have and 1.0 < x < math.inf})
+        if keys:
             miss = [x for x in keys if x not in self.memo]
             if miss:
                 vals = np.asarray(self.fn(np.array(miss)), dtype=float).reshape(len(miss))
                 if np.isnan(vals).any():
                     raise RuntimeError("internal error: an RDP curve returned NaN; please report")
                 self.memo.update(zip(miss, vals.tolist(), strict=True))
-            a = np.concatenate([self.alpha, new])
+            a = np.concatenate([self.alpha, keys])
             r = np.concatenate([self.rdp, [self.memo[x] for x in keys]])
             order = np.argsort(a)
             self.alpha, self.rdp = a[order], r[order]
@@ -321,7 +326,8 @@ def _bracket(cache: _CurveCache, objective: Callable) -> tuple[float, float, flo
     return float(lo), best, float(hi)
 
 
-def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: float) -> None:
+def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: float,
+                           guide: CurveFn | None = None) -> None:
     """Order search for curves whose integer orders are cheap (privamp's one-step curves:
     exact binomial sums) and real orders dear (certified quadrature): one batch of real orders.
 
@@ -337,6 +343,10 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     orders is one call of the curve (the certified quadrature's cost is mostly per call);
     about 100 integer and <= 50 real orders per delta, in <= 2 calls, against ~100-500 real
     ones for :func:`_search`.
+
+    With a ``guide`` (an estimate of the curve, cheap at real orders; see
+    :func:`~privamp.renyi.guide.guided`) the real orders of the best bracket are one
+    evaluation of the curve at the guide's optimum.
     """
     ints = _INTEGER_ORDERS[_INTEGER_ORDERS <= max_order]
     # 2..64 and the next order up, then the higher ones only where they can win: the best
@@ -354,6 +364,11 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     lo, best, hi = _bracket(cache, objective)
     if lo < 2.0:  # the best integer is 2: dp-accounting's orders from 1.1 up
         lo = 1.0
+    if guide is not None and hi <= _PEER_MAX_ORDER and guided(cache, objective, guide, lo, hi):
+        return
+    if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
+        _refine_integers(cache, objective, max_order)
+        return
     grid = np.arange(np.ceil(lo * 10.0), np.floor(hi * 10.0) + 1.0) / 10.0
     grid = grid[(grid >= 1.1) & (grid <= 10.9)]
     if hi > 11.0:
@@ -362,8 +377,6 @@ def _search_integers_first(cache: _CurveCache, objective: Callable, max_order: f
     new = np.append(grid, [best, vertex])
     if lo < 2.0:  # below the first integer: one batch with the low orders
         new = np.append(new, _LOW_ORDERS)
-    if lo >= _PEER_MAX_ORDER:  # above every peer's grid: integers only (see below)
-        new = new[new == np.round(new)]
     new = np.unique(np.round(new[(new > 1.0) & (new <= max_order)], 12))
     if new.size > _COARSE_FIRST and not (new == np.round(new)).all():
         # every third order first: their values tighten the floors of the rest (real
@@ -403,43 +416,55 @@ def _refine_best(cache: _CurveCache, objective: Callable, max_order: float, alwa
 
 def _refine_integers(cache: _CurveCache, objective: Callable, max_order: float) -> None:
     """Above :data:`_PEER_MAX_ORDER`: integer orders between the best cached order and its
-    neighbours, 9 evenly spaced (rounded) per round, until the neighbours are adjacent
-    integers (at most 12 rounds; integer orders are cheap exact sums)."""
+    neighbours, 9 evenly spaced (rounded) and 7 next to the vertex of the parabola through
+    the three in log(a - 1) (:func:`_vertex`) per round, or all of them when at most 63 or when
+    none of the 9 can win (at most 256), until the neighbours are adjacent integers (at most 12
+    rounds; integer orders are cheap exact sums)."""
+    every = False
     for _ in range(12):
         vals = objective(cache.alpha, cache.rdp)
         i = int(np.argmin(vals))
         a = cache.alpha
         lo, hi = a[max(i - 1, 0)], a[min(i + 1, a.size - 1)]
-        new = np.setdiff1d(np.round(np.linspace(lo, hi, 9)), a)
+        every = every or hi - lo <= 64
+        if every and hi - lo > 256:
+            return
+        grid = np.arange(lo + 1.0, hi) if every else np.round(np.linspace(lo, hi, 9))
+        v = _vertex(cache, objective, log_scale=True)  # and the integers next to the vertex
+        if not every and math.isfinite(v):
+            grid = np.append(grid, np.round(v) + np.arange(-3.0, 4.0))
+        new = np.setdiff1d(grid, a)
         new = new[(new > 1.0) & (new <= max_order)]
         if not new.size:
             return
         size = cache.alpha.size
         _add_if_can_win(cache, objective, new)
         if cache.alpha.size == size:
-            return
+            if every:
+                return
+            every = True  # none of the 9 can win: every integer between, next round
 
 
-def _vertex(cache: _CurveCache, objective: Callable) -> float:
+def _vertex(cache: _CurveCache, objective: Callable, log_scale: bool = False) -> float:
     """The vertex of the parabola through the objective at the best cached order and its
     neighbours: where the continuous optimum likely is (only a choice of order to evaluate;
-    nan when the best order is at an end or the parabola has no interior minimum)."""
+    nan when the best order is at an end or the parabola has no interior minimum).
+    ``log_scale``: the parabola in log(a - 1) (the objective ~ c a + d / a at high orders is
+    symmetric there, very asymmetric in a)."""
     vals = objective(cache.alpha, cache.rdp)
     i = int(np.argmin(vals))
-    if i == 0 or i == vals.size - 1 or not np.isfinite(vals[i - 1 : i + 2]).all():
+    if i == 0 or i == vals.size - 1:
         return math.nan
-    x0, x1, x2 = cache.alpha[i - 1 : i + 2]
-    f0, f1, f2 = vals[i - 1 : i + 2]
-    num = (x1 - x0) ** 2 * (f1 - f2) - (x1 - x2) ** 2 * (f1 - f0)
-    den = (x1 - x0) * (f1 - f2) - (x1 - x2) * (f1 - f0)
-    if not den or not np.isfinite(num / den):
-        return math.nan
-    v = x1 - 0.5 * num / den
-    return float(v) if x0 < v < x2 else math.nan
+    if not log_scale:
+        return parabola_vertex(cache.alpha[i - 1 : i + 2], vals[i - 1 : i + 2])
+    v = parabola_vertex(np.log(cache.alpha[i - 1 : i + 2] - 1.0), vals[i - 1 : i + 2])
+    return 1.0 + math.exp(v) if math.isfinite(v) else v
 
 
-#: higher orders are screened and evaluated this many at a time
-_HIGHER_CHUNK = 2
+#: higher orders are screened and evaluated at most this many at a time, and more than one
+#: only while their sum is at most _HIGHER_BUDGET (a sum's cost grows with its order)
+_HIGHER_CHUNK = 8
+_HIGHER_BUDGET = 9000.0
 
 
 def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray
@@ -450,11 +475,22 @@ def _add_higher_if_can_win(cache: _CurveCache, objective: Callable, orders: np.n
     every order (a skipped order cannot beat the best), so the search goes on exactly as it
     would have."""
     orders = np.asarray(orders, dtype=float)
-    # in ascending chunks: each chunk's values extend the convex CGF's chords, whose floors
-    # then rule out more of the (dearest) highest orders
-    for start in range(0, orders.size, _HIGHER_CHUNK):
-        _add_if_can_win(cache, objective, orders[start : start + _HIGHER_CHUNK])
     full = np.union1d(cache.alpha, orders)
+    # one screening of them all first: an order ruled out by a floor now stays ruled out
+    # (the floor is a valid lower bound and the best cached value only decreases)
+    if orders.size:
+        orders = orders[_can_win(cache, objective, orders)]
+    # in ascending chunks: each chunk's values extend the convex CGF's chords, whose floors
+    # then rule out more of the (dearest) highest orders; an order costs ~its size, a call
+    # ~that of 4000 orders' worth of terms, so cheap orders go together
+    start = 0
+    while start < orders.size:
+        stop = start + 1
+        while (stop < orders.size and stop - start < _HIGHER_CHUNK
+               and orders[start : stop + 1].sum() <= _HIGHER_BUDGET):
+            stop += 1
+        _add_if_can_win(cache, objective, orders[start:stop])
+        start = stop
     while True:
         b = cache.alpha[int(np.argmin(objective(cache.alpha, cache.rdp)))]
         j = int(np.searchsorted(full, b))
@@ -470,11 +506,15 @@ def _add_if_can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray)
     cached: the objective grows with the RDP value, so its value at a floor of the curve
     (:func:`_tangent_floor`) bounds it from below."""
     orders = np.asarray(orders, dtype=float)
-    if not orders.size:
-        return
-    can_win = objective(orders, _tangent_floor(cache, orders)) < np.min(
+    if orders.size:
+        cache.add(orders[_can_win(cache, objective, orders)])
+
+
+def _can_win(cache: _CurveCache, objective: Callable, orders: np.ndarray) -> np.ndarray:
+    """Which ``orders`` may beat the best cached one (their objective at the floor of the
+    curve, :func:`_tangent_floor`, is below the best cached objective)."""
+    return objective(orders, _tangent_floor(cache, orders)) < np.min(
         objective(cache.alpha, cache.rdp))
-    cache.add(orders[can_win])
 
 
 def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
@@ -505,21 +545,24 @@ def _tangent_floor(cache: _CurveCache, x: np.ndarray) -> np.ndarray:
 def optimal_epsilon(
     curve: CurveFn, delta: float | np.ndarray, conversion: str = "balle2020", *,
     _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
-    integers_first: bool = False,
+    integers_first: bool = False, guide: CurveFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(eps, order) for an RDP curve given as a function of the orders, with the order grid
     refined per delta (see module docstring); orders at most ``max_order``.
-    ``integers_first``: the search of :func:`_search_integers_first`.  Each delta is
-    searched on its own (its answer is that of a scalar query, whatever else is asked);
+    ``integers_first``: the search of :func:`_search_integers_first` (with ``guide``, an
+    estimate of ``curve`` used only to choose orders, see
+    :func:`~privamp.renyi.guide.guided`).  Each delta is searched on its own (its answer
+    is that of a scalar query, whatever else is asked);
     ``_memo`` (order -> value of ``curve``) saves re-evaluations across searches."""
     d = check_delta(delta)
     memo: dict[float, float] = {} if _memo is None else _memo
     search: Callable[..., Any] = _search_integers_first if integers_first else _search
+    extra = {"guide": guide} if integers_first and guide is not None else {}
     eps, order = np.empty(d.shape), np.empty(d.shape)
     for dv in np.unique(d.ravel()):
         cache = _CurveCache(curve, memo)
         search(cache, lambda a, r, dv=dv: _eps_table(a, r, np.array([dv]), conversion)[0],
-               max_order)
+               max_order, **extra)
         e, o = eps_from_rdp(cache.alpha, cache.rdp, dv, conversion)
         eps[d == dv], order[d == dv] = e, o
     return eps, order
@@ -528,53 +571,20 @@ def optimal_epsilon(
 def optimal_delta(
     curve: CurveFn, epsilon: float | np.ndarray, conversion: str = "balle2020", *,
     _memo: dict[float, float] | None = None, max_order: float = MAX_ORDER,
-    integers_first: bool = False,
+    integers_first: bool = False, guide: CurveFn | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(delta, order) for an RDP curve at ``epsilon``, order grid refined per epsilon (each
     on its own, as :func:`optimal_epsilon`); orders at most ``max_order``."""
     e = check_epsilon(epsilon)
     memo: dict[float, float] = {} if _memo is None else _memo
     search: Callable[..., Any] = _search_integers_first if integers_first else _search
+    extra = {"guide": guide} if integers_first and guide is not None else {}
     delta, order = np.empty(e.shape), np.empty(e.shape)
     for ev in np.unique(e.ravel()):
         cache = _CurveCache(curve, memo)
         search(cache,
                lambda a, r, ev=ev: _log_delta_table(a, r, np.array([ev]), conversion)[0],
-               max_order)
+               max_order, **extra)
         dl, o = delta_from_rdp(cache.alpha, cache.rdp, ev, conversion)
         delta[e == ev], order[e == ev] = dl, o
     return delta, order
-
-
-# ------------------------------------------------------------------------------------------
-# floors: what a conversion can give at best over an interval of orders
-# ------------------------------------------------------------------------------------------
-def eps_floor(a: np.ndarray, b: np.ndarray, rdp_a: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """floor[d, k] <= the Balle et al. 2020 (Thm 21) epsilon at delta[d] from any RDP curve
-    r with r(alpha) >= rdp_a[k] for every order alpha in [a[k], b[k]] (a nondecreasing lower
-    bound of the curve), the total-variation shortcut included.
-
-    Term by term on [a, b]: r >= r(a), log(1 - 1/alpha) >= log(1 - 1/a), and
-    (log(1/delta) - log alpha) / (alpha - 1) >= its numerator at b over (b - 1) (numerator
-    >= 0) or over (a - 1) (numerator < 0)."""
-    a, b, r = a[None, :], b[None, :], rdp_a[None, :]
-    num = -np.log(delta)[:, None] - np.log(b)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        tail = np.where(num >= 0, num / (b - 1.0), num / (a - 1.0))
-        eps = r + np.log1p(-1.0 / a) + tail
-        tv = -np.expm1(-r) <= (delta**2)[:, None]
-    eps = np.where(np.isnan(eps), np.inf, eps)
-    return np.where(tv, 0.0, np.maximum(eps, 0.0))
-
-
-def log_delta_floor(a: np.ndarray, b: np.ndarray, rdp_a: np.ndarray,
-                    epsilon: np.ndarray) -> np.ndarray:
-    """floor[e, k] <= log of the Balle et al. 2020 (Thm 21) delta at epsilon[e] from any RDP
-    curve r >= rdp_a[k] on [a[k], b[k]] (see :func:`eps_floor`), TV cap and 1 included."""
-    a, b, r = a[None, :], b[None, :], rdp_a[None, :]
-    x = r - epsilon[:, None] + np.log1p(-1.0 / a)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        ld = np.where(x >= 0, (a - 1.0) * x, (b - 1.0) * x) - np.log(b)
-        tv = 0.5 * np.log(-np.expm1(-r))
-    ld = np.where(np.isnan(ld), np.inf, ld)
-    return np.minimum(np.minimum(ld, tv), 0.0)

@@ -62,6 +62,7 @@ __all__ = [
     "log_h",
     "gaussian_rdp_up",
     "log_convex_bound",
+    "sampled_gaussian_rdp_estimate",
 ]
 
 
@@ -183,6 +184,8 @@ def _sgm_log_excess_integer(n: int, s: float, q: float) -> float:
 
 #: integer orders are summed in (orders x k) arrays of at most this many entries
 _INT_BATCH_ENTRIES = 1 << 20
+#: a block this small takes any orders (padding costs less than another block)
+_INT_SMALL_BLOCK = 1 << 12
 
 
 def _fast_logsumexp_rows(x: np.ndarray) -> np.ndarray:
@@ -198,7 +201,8 @@ def _fast_logsumexp_rows(x: np.ndarray) -> np.ndarray:
 def _sgm_log_excess_small(ns: np.ndarray, s: float, q: float) -> np.ndarray:
     """:func:`_sgm_log_excess_integer` at several integer orders at once (the same terms and
     padding, on an (orders x k) array; absent terms are -inf), in row blocks of at most
-    :data:`_INT_BATCH_ENTRIES` entries."""
+    :data:`_INT_BATCH_ENTRIES` entries (rows padded to the block's largest order: orders up
+    to 128 or within 25%, or any while the block has at most :data:`_INT_SMALL_BLOCK`)."""
     ns = np.asarray(ns, dtype=float)
     out = np.empty(ns.size)
     order = np.argsort(ns)
@@ -208,7 +212,8 @@ def _sgm_log_excess_small(ns: np.ndarray, s: float, q: float) -> np.ndarray:
         # a block pads every row to its largest order: orders up to 128, or within 25%
         top = max(128.0, 1.25 * srt[start])
         stop = start + 1
-        while (stop < ns.size and srt[stop] <= top
+        while (stop < ns.size
+               and (srt[stop] <= top or (stop - start + 1) * srt[stop] <= _INT_SMALL_BLOCK)
                and (stop - start + 1) * srt[stop] <= _INT_BATCH_ENTRIES):
             stop += 1
         idx = order[start:stop]
@@ -227,25 +232,41 @@ def _log_factorials(n: int) -> np.ndarray:
     return _LOG_FACTORIALS[0]
 
 
+#: per (s, q): the per-k parts of the binomial terms, k = 2..K (a search asks one curve ~10
+#: times; these are the same every time)
+_PER_K: dict[tuple[float, float], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _per_k_terms(top: int, s: float, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """(k log q + log(e^{k(k-1)s^2/2} - 1), its rounding pad 4e-16 (y + 1)) for k = 2..top."""
+    got = _PER_K.get((s, q))
+    if got is None or got[0].size < top - 1:
+        k = np.arange(2.0, max(top, 128) + 1.0)
+        y = k * (k - 1.0) * s * s / 2.0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lexpm1 = np.where(
+                y < 30.0, np.log(np.expm1(np.minimum(y, 30.0))), y + np.log1p(-np.exp(-y))
+            )
+        got = (k * math.log(q) + lexpm1, 4e-16 * (np.abs(y) + 1.0))
+        if len(_PER_K) >= 8:
+            _PER_K.clear()
+        _PER_K[(s, q)] = got
+    return got[0][: top - 1], got[1][: top - 1]
+
+
 def _sgm_log_excess_block(ns: np.ndarray, s: float, q: float) -> np.ndarray:
     n_int = np.asarray(ns, dtype=np.int64)
     top = int(n_int.max())
     lf = _log_factorials(top)
     k_int = np.arange(2, top + 1)
-    k = k_int.astype(float)
     n = n_int.astype(float)[:, None]
     valid = k_int[None, :] <= n_int[:, None]
     nk_int = np.where(valid, n_int[:, None] - k_int[None, :], 0)
     lbin = lf[n_int][:, None] - lf[k_int][None, :] - lf[nk_int]
-    y = k * (k - 1.0) * s * s / 2.0  # per k only
+    per_k, pad_k = _per_k_terms(top, s, q)
     l1q = math.log1p(-q) if q < 1 else -np.inf
     with np.errstate(divide="ignore", invalid="ignore"):
-        lexpm1 = np.where(
-            y < 30.0, np.log(np.expm1(np.minimum(y, 30.0))), y + np.log1p(-np.exp(-y))
-        )
         rest = np.where(nk_int == 0, 0.0, nk_int * l1q)
-        per_k = k * math.log(q) + lexpm1
-        pad_k = 4e-16 * (np.abs(y) + 1.0)
         terms = (lbin + rest + per_k[None, :]
                  + (pad_k[None, :] + 4e-16 * (np.abs(lbin) + np.abs(n * math.log(q)))))
     # + the rounding of the sum of up to n exponentials (relative n * 2^-53 at most)
@@ -366,6 +387,52 @@ def log_convex_bound(b: np.ndarray, s: float, q: float) -> np.ndarray:
     return la + np.log(-np.expm1(-la))  # log(Psi - 1) from log Psi
 
 
+#: shifts above this get no estimate (NaN): the trapezoid rule would need too many nodes
+_ESTIMATE_MAX_SHIFT = 10.0
+
+
+def sampled_gaussian_rdp_estimate(alpha: np.ndarray | float, s: float, q: float) -> np.ndarray:
+    """An estimate (no guarantee: only to choose orders, never reported) of the sampled
+    Gaussian's RDP at real orders ``alpha`` > 1: the trapezoid rule for
+    E_{x ~ N(0,1)}[h_a(q (e^{s x - s^2/2} - 1))] (the integral of MTZ 2019, Sec. 3.4) on a
+    fixed grid, in log space (:func:`log_h`).  The integrand is analytic in the strip
+    |Im x| < pi / s, so a step of 0.5 / s makes the rule accurate to ~1e-15 relative.
+
+    Args:
+        alpha: Rényi orders > 1 (up to ~100: the grid reaches order x shift).
+        s: the shift sensitivity / sigma (> 0).
+        q: the rate in [0, 1].
+
+    Returns:
+        estimates shaped like ``alpha``; NaN everywhere for shifts above 10.
+    """
+    a = check_rows(np.atleast_1d(alpha)).ravel()
+    shape = np.shape(alpha)
+    if q <= 0.0:
+        return np.zeros(shape)
+    if q >= 1.0:
+        return (0.5 * a * s * s).reshape(shape)
+    if not s <= _ESTIMATE_MAX_SHIFT:
+        return np.full(shape, np.nan)
+    step = min(0.5, 0.5 / s)
+    x = np.arange(-9.0, max(float(a.max()), 2.0) * s + 9.0 + step, step)
+    log_w = -0.5 * x * x - _LOG_2PI_HALF + math.log(step)
+    with np.errstate(all="ignore"):
+        lh = log_h(a[:, None], s * x[None, :] - 0.5 * s * s, q) + log_w[None, :]
+        m = np.max(lh, axis=1)
+        ok = np.isfinite(m)
+        shift = np.where(ok, m, 0.0)
+        lex = np.where(ok, shift + np.log(np.sum(np.exp(lh - shift[:, None]), axis=1)), -np.inf)
+        out = np.logaddexp(0.0, lex) / (a - 1.0)
+    return out.reshape(shape)
+
+
+def _mironov_sgm_estimate(
+    mechanism: Gaussian, scheme: Poisson, relation: Relation, alpha: np.ndarray
+) -> np.ndarray:
+    return sampled_gaussian_rdp_estimate(alpha, mechanism.shift(1), scheme.rate)
+
+
 def is_poisson_group1(mechanism: Mechanism, scheme: Scheme, relation: Relation) -> bool:
     return relation.group == 1
 
@@ -378,6 +445,7 @@ def is_poisson_group1(mechanism: Mechanism, scheme: Scheme, relation: Relation) 
     relations=(AddRemove, ZeroOut),
     when=is_poisson_group1,
     tight=True,
+    estimate=_mironov_sgm_estimate,
 )
 def _mironov_sgm(
     mechanism: Gaussian, scheme: Poisson, relation: Relation, alpha: np.ndarray
