@@ -6,6 +6,8 @@ and the run accountant "rdp": one-step Rényi-DP curves of the registry, compose
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .._validation import check_delta, check_epsilon, check_int, check_orders
@@ -254,10 +256,14 @@ class RdpAccountant:
         one: only to choose which orders the search evaluates."""
         if not self._guides or any(g is None for g in self._guides):
             return None
-        pairs = [(g, n) for g, (_, n, _) in zip(self._guides, self._terms, strict=True)]
+        pairs = [(cast(CurveFn, g), n)
+                 for g, (_, n, _) in zip(self._guides, self._terms, strict=True)]
 
         def total(a: np.ndarray) -> np.ndarray:
-            return sum(n * np.asarray(g(a), dtype=float) for g, n in pairs)
+            out = np.zeros(np.shape(a))
+            for g, n in pairs:
+                out = out + n * np.asarray(g(a), dtype=float)
+            return out
 
         return total
 

@@ -221,6 +221,7 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
             T = self.steps
             tail = min(1e-16, 1e-13 / T)
             up, lo = discretise(self.pair, h, tail, pessimistic=self.dominating)
+            assert lo is not None  # discretise returns the optimistic side by default
             memo[h] = (None if up is None else up.self_compose(T), lo.self_compose(T))
         return memo[h]
 
