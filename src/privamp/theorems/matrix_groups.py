@@ -180,6 +180,8 @@ def partition_sum_lower(run) -> tuple[int, int, float, float] | None:
     if rounds < 1:
         return None
     n = scheme.dataset_size
+    if n is not None and int(run.relation.group) > n:
+        return None  # review32: the K members must exist
     if scheme.partition == "equal-split" and n is not None and n % k != 0:
         return None  # some examples sit out: the count is no longer Bin(K R', q)
     # imported here: importing these modules registers their accountants, and the registry's
