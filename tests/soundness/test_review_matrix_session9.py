@@ -286,3 +286,70 @@ def test_fuzz_no_nan_no_warning(case):
                 assert np.all(v >= 0)
         if gg.upper is not None and gg.lower is not None:
             assert np.all(np.asarray(gg.lower.value) <= np.asarray(gg.upper.value))
+
+
+def _mixture_delta(weights, shifts, s, eps):
+    """delta(eps) of sum_j w_j N(j-th shift * s, 1) vs N(0, 1), both orders, by quadrature."""
+    from scipy import integrate
+
+    w, mu = np.asarray(weights, float), np.asarray(shifts, float) * s
+
+    def p(y):
+        return float(w @ stats.norm.pdf(y - mu))
+
+    def q(y):
+        return float(stats.norm.pdf(y))
+
+    top = float(mu.max()) + 12
+    a = integrate.quad(lambda y: max(p(y) - math.exp(eps) * q(y), 0.0), -12, top,
+                       limit=400, epsabs=1e-13)[0]
+    b = integrate.quad(lambda y: max(q(y) - math.exp(eps) * p(y), 0.0), -12, top,
+                       limit=400, epsabs=1e-13)[0]
+    return max(a, b)
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.5, 2.0])
+def test_poisson_group_matrix_one_step_exact(eps):
+    """k = 1, diagonal C (one step), K = 2 at rate 0.3: the run is exactly the pair
+    Bin(2, q) mixture of N(j / sigma) vs N(0) (both members aligned is the worst; it is also
+    the Schuchardt et al. dominating pair); the answer must bracket the quadrature."""
+    sigma, q = 0.8, 0.3
+    mech = pa.MatrixMechanism.banded([1.0], sigma=sigma)
+    g = pa.Training(mech, pa.CyclicPoisson(q, 1, "independent"), steps=1,
+                    relation=pa.AddRemove(group=2)).delta(eps)
+    ref = _mixture_delta(stats.binom.pmf([0, 1, 2], 2, q), [0, 1, 2], 1 / sigma, eps)
+    assert float(g.lower) <= ref + 1e-9
+    assert float(g.upper) >= ref - 1e-9
+
+
+def test_truncated_group_chain_against_exact_witness():
+    """Truncated cyclic Poisson with a group of 2 (the direct analysis refuses; the chain
+    answers): k = 1, n = 3, B = 1, q = 0.8, one step; witness: both members +1, the third 0;
+    each sampled w.p. q, one of the sampled kept uniformly.  Exact 1-D law by enumeration."""
+    sigma, q, eps = 0.6, 0.8, 0.3
+    mech = pa.MatrixMechanism.banded([1.0], sigma=sigma)
+    sch = pa.CyclicPoisson(q, 1, "equal-split", truncated_batch_size=1, dataset_size=3)
+    g = pa.Training(mech, sch, steps=1, relation=pa.ZeroOut(group=2)).delta(eps)
+    pj = [0.0, 0.0]
+    for bits in itertools.product((0, 1), repeat=3):  # member, member, other
+        p = math.prod(q if b else 1 - q for b in bits)
+        c = sum(bits)
+        if c == 0:
+            pj[0] += p
+        else:
+            pj[1] += p * (bits[0] + bits[1]) / c
+            pj[0] += p * bits[2] / c
+    ref = _mixture_delta(pj, [0, 1], 1 / sigma, eps)
+    assert float(g.upper) >= ref - 1e-9
+    assert g.lower is None or float(g.lower) <= ref + 1e-9
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_chain_epsilon_consistent_with_delta(K):
+    """The chain's epsilon at delta is a point where its delta query stays <= delta."""
+    mech = pa.MatrixMechanism.banded([1.0, 0.5], sigma=1.2)
+    run = pa.Training(mech, pa.CyclicPoisson(0.2, 2, "equal-split", dataset_size=40), steps=8,
+                      relation=pa.ZeroOut(group=K))
+    for d in (1e-2, 1e-5):
+        e = float(run.epsilon(d).upper)
+        assert float(run.delta(e).upper) <= d * (1 + 1e-6)
