@@ -463,7 +463,9 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
     norm at most ``sum_i sens(pi_i) <= K max sens`` (triangle inequality): the upper shift is
     K times one example's.  The realised lower puts ``min(K, capacity)`` members with the same
     gradients on the worst pattern (the capacity of a batch position: its batch size under
-    :class:`~privamp.Deterministic`; any number in a fixed group), the others' gradients 0.
+    :class:`~privamp.Deterministic`; any number in a fixed group), the others' gradients 0;
+    at most ``dataset_size`` members, and under truncation at most B (alone in their group;
+    none when k = 1 and ``dataset_size > B``: every batch is cut, the pattern is random).
 
     Args:
         run: a Training with a MatrixMechanism under Deterministic or CyclicPoisson.
