@@ -353,3 +353,26 @@ def test_chain_epsilon_consistent_with_delta(K):
     for d in (1e-2, 1e-5):
         e = float(run.epsilon(d).upper)
         assert float(run.delta(e).upper) <= d * (1 + 1e-6)
+
+
+def test_chain_no_nan_where_the_factor_overflows():
+    """delta_1(eps / K) = 0 with e^{eps} overflowing: 0 * inf must not give NaN."""
+    from privamp.theorems.matrix_groups import GroupChainAnalysis
+    from privamp.theorems.registry import RunAnalysis
+
+    class Zero(RunAnalysis):
+        source = "zero"
+
+        def upper_delta(self, eps):
+            return np.zeros_like(np.asarray(eps, dtype=float))
+
+        def delta(self, eps):
+            raise AssertionError("not used")
+
+        def epsilon(self, delta):
+            raise AssertionError("not used")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        up, lo = GroupChainAnalysis(Zero(), 2, None).delta(np.array([1.0, 1500.0]))
+    assert np.array_equal(np.asarray(up.value), [0.0, 0.0]) and lo is None

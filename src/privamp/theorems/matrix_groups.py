@@ -98,7 +98,10 @@ class GroupChainAnalysis(RunAnalysis):
 
     def _chain_delta(self, eps: np.ndarray) -> tuple[np.ndarray, str]:
         e1 = np.asarray(eps, dtype=float) / self.k
-        d = self._single_delta(e1) * chain_factor(self.k, e1)
+        one = self._single_delta(e1)
+        # review32: delta_1 = 0 gives 0 even where the factor overflows (0 * inf is NaN)
+        with np.errstate(invalid="ignore"):
+            d = np.where(one > 0, one * chain_factor(self.k, e1), 0.0)
         return np.minimum(d, 1.0), getattr(self.single, "source", "the one-example run")
 
     def _chain_epsilon(self, delta: np.ndarray) -> tuple[np.ndarray, str]:
