@@ -271,7 +271,9 @@ def amplified_runs(run) -> tuple[PoissonRun, PoissonRun | None, str]:
     norms = mech.column_norms(T)
     low = float(norms[list(scheme.eligible_steps(T, 0))].min())
     low_run = None
-    if scheme.group_known and (K == 1 or mech.bands <= scheme.cycle_length):
+    n_max = scheme.dataset_size
+    if (scheme.group_known and (K == 1 or mech.bands <= scheme.cycle_length)
+            and (n_max is None or K <= n_max)):  # review32: K members must exist
         # the realised pair: the K examples in group 0 with aligned gradients, others 0
         lrel = ZeroOut(group=K) if isinstance(rel, Substitution) and scheme.rate < 1 else rel
         dl = 1.0 if isinstance(lrel, ZeroOut) and isinstance(rel, Substitution) else d
@@ -461,7 +463,9 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
     norm at most ``sum_i sens(pi_i) <= K max sens`` (triangle inequality): the upper shift is
     K times one example's.  The realised lower puts ``min(K, capacity)`` members with the same
     gradients on the worst pattern (the capacity of a batch position: its batch size under
-    :class:`~privamp.Deterministic`; any number in a fixed group), the others' gradients 0.
+    :class:`~privamp.Deterministic`; any number in a fixed group), the others' gradients 0;
+    at most ``dataset_size`` members, and under truncation at most B (alone in their group;
+    none when k = 1 and ``dataset_size > B``: every batch is cut, the pattern is random).
 
     Args:
         run: a Training with a MatrixMechanism under Deterministic or CyclicPoisson.
@@ -486,6 +490,17 @@ def unamplified_shifts(run) -> tuple[float, float | None]:
         return s_up, None
     cap = _capacity(run, worst)
     members = K if cap is None else min(K, cap)
+    sch = run.scheme
+    if isinstance(sch, CyclicPoisson):
+        # review32: the members must exist (dataset_size) and their group's batches must not
+        # be cut (truncation at rate 1 makes the pattern random: no realised fixed pattern)
+        n, B = sch.dataset_size, sch.truncated_batch_size
+        if n is not None:
+            members = min(members, n)
+        if B is not None:
+            if sch.cycle_length == 1 and n is not None and n > B:
+                return s_up, None
+            members = min(members, B)  # the members alone in their group
     norms = mech.column_norms(T)[pi] * mech.clip
     aligned = mech.aligned_norm(pi, T)
     s_lo = members * max(aligned, float(np.sqrt(np.sum(norms ** 2)))) * scale * (1 - slack)

@@ -98,7 +98,10 @@ class GroupChainAnalysis(RunAnalysis):
 
     def _chain_delta(self, eps: np.ndarray) -> tuple[np.ndarray, str]:
         e1 = np.asarray(eps, dtype=float) / self.k
-        d = self._single_delta(e1) * chain_factor(self.k, e1)
+        one = self._single_delta(e1)
+        # review32: delta_1 = 0 gives 0 even where the factor overflows (0 * inf is NaN)
+        with np.errstate(invalid="ignore"):
+            d = np.where(one > 0, one * chain_factor(self.k, e1), 0.0)
         return np.minimum(d, 1.0), getattr(self.single, "source", "the one-example run")
 
     def _chain_epsilon(self, delta: np.ndarray) -> tuple[np.ndarray, str]:
@@ -180,6 +183,8 @@ def partition_sum_lower(run) -> tuple[int, int, float, float] | None:
     if rounds < 1:
         return None
     n = scheme.dataset_size
+    if n is not None and int(run.relation.group) > n:
+        return None  # review32: the K members must exist
     if scheme.partition == "equal-split" and n is not None and n % k != 0:
         return None  # some examples sit out: the count is no longer Bin(K R', q)
     # imported here: importing these modules registers their accountants, and the registry's
