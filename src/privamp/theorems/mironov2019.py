@@ -308,7 +308,11 @@ def sampled_gaussian_rdp(alpha: np.ndarray | float, s: float, q: float) -> np.nd
         # joint convexity of exp((a-1) D_a): Psi_a <= (1 - q) + q exp(a (a-1) s^2 / 2), so the
         # sampled Gaussian's RDP never exceeds the mixture bound nor the unsampled a s^2 / 2;
         # it replaces orders where the computation overflows (a huge order, a huge shift)
-        mix = round_up(np.logaddexp(math.log1p(-q), math.log(q) + (flat - 1.0) * cap), flat)
+        # written log1p(q expm1(x)) for x = (a-1) cap below 700: the logaddexp form loses
+        # its value to the rounding of log(1-q) when x is tiny (s = 1e-9: 0 for 1e-22)
+        x = (flat - 1.0) * cap
+        mix = round_up(np.where(x < 700.0, np.log1p(q * np.expm1(np.minimum(x, 700.0))),
+                                np.logaddexp(math.log1p(-q), math.log(q) + x)), flat)
         bound = np.fmin(cap, np.where(np.isfinite(mix), mix, np.inf))
         eps = np.where(np.isfinite(eps) & (eps <= bound), eps, bound)
     return eps.reshape(shape)
