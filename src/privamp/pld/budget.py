@@ -40,6 +40,9 @@ __all__ = [
     "TWO_LEVEL_MIN_T",
     "ErrorBudget",
     "MEMORY_BUDGET",
+    "MEMORY_LIMIT",
+    "BASELINE_BYTES",
+    "RESIDENT_BYTES",
     "DENSE_POINT_BYTES",
     "GRID_POINT_BYTES",
     "discretise_bytes",
@@ -71,19 +74,44 @@ TWO_LEVEL_FACTOR = 8
 TWO_LEVEL_MIN_T = 5000
 
 
-#: memory one discretisation may take (bytes): a grid that would need more is refused up
-#: front (:func:`privamp.pld.discretise.discretise`: NotApplicable, naming the step h that
-#: would fit), never allocated (issue 27: a 3e-297 shift took 1062 MB)
-MEMORY_BUDGET = 2**30
+#: the peak resident memory (bytes) of a process answering one query, the interpreter's and
+#: privamp's own imports included (issue 27: every query answers in seconds and under 1 GB,
+#: or is refused up front)
+MEMORY_LIMIT = 10**9
 
 
-#: peak bytes per grid point carrying mass in :func:`privamp.pld.discretise.discretise`
-#: (tracemalloc, Poisson-subsampled Gaussian pairs: 241 for both sides, 128 pessimistic
-#: only, 222 optimistic only over a sparse tail; rounded up)
+#: allowance for what the process holds before the query: the interpreter, numpy, scipy and
+#: privamp take 106-111 MiB peak RSS after ``import privamp`` (with the soundness tests'
+#: references too: 111 MiB; the CLI with matplotlib more); rounded up generously
+BASELINE_BYTES = 256 * 2**20
+
+
+#: allowance for the arrays alive beside the largest operation (the other direction's and
+#: side's PLDs, cached windows, allocator slack)
+RESIDENT_BYTES = 64 * 2**20
+
+
+#: memory one engine operation (one discretisation, one composition) may take at its peak
+#: (bytes): an operation predicted to need more is refused up front
+#: (:func:`privamp.pld.discretise.discretise`, :meth:`privamp.pld.grid.PLD.compose`:
+#: NotApplicable naming the step h that would fit), never allocated, and the planners
+#: (:mod:`privamp.accountants.grid`) do not refine a grid past it.  It is
+#: :data:`MEMORY_LIMIT` less :data:`BASELINE_BYTES` and :data:`RESIDENT_BYTES` (about
+#: 634 MiB), so that the whole process stays under 1 GB (session 8's fuzz run: a 3e-74 shift
+#: at delta(3e-73) reached 1130 MB when this budget was 1 GiB for the grid alone)
+MEMORY_BUDGET = MEMORY_LIMIT - BASELINE_BYTES - RESIDENT_BYTES
+
+
+#: peak bytes per grid point carrying mass in :func:`privamp.pld.discretise.discretise`,
+#: temporaries included (tracemalloc peak over 1e6-point grids, session 9: Poisson-subsampled
+#: Gaussian and Laplace pairs, their swaps and the plain Gaussian pair, both sides 244-260,
+#: optimistic only 228-244, pessimistic only 112-128, a dense grid asked for a sparse tail
+#: 252-268 B per point of this and :data:`GRID_POINT_BYTES` together; rounded up)
 DENSE_POINT_BYTES = 256
 
 
-#: ... and per point of the full grid (its losses, the masses put back on it)
+#: ... and per point of the full grid (its losses, the masses put back on it; a sparse
+#: tail: 24-33 B per point of the full grid in all)
 GRID_POINT_BYTES = 32
 
 
