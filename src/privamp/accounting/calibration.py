@@ -13,6 +13,7 @@ import numpy as np
 from .._validation import check_delta, check_positive
 from ..accountants.registry import applicable, offers
 from ..errors import NotApplicable
+from ..pld.budget import release_memory
 from ..results import Bound, Guarantee
 from .calibrated import KNOB_NAMES, Calibration
 from .compare import Comparison, compare
@@ -293,6 +294,10 @@ class _Probes:
                                      "cannot calibrate")
                 self.seen[x] = (float(g.upper.value), g)
             finally:
+                # the probe's memory goes now: its objects caught in a reference cycle
+                # (make_run's, an exception's frames) and scipy's cached FFT plans would
+                # otherwise pile up over the probes (issue 27: 1.1-1.4 GB peak RSS)
+                release_memory()
                 cost = time.process_time() - began
                 self.spent += cost
                 self.costliest = max(self.costliest, cost)
