@@ -49,6 +49,8 @@ __all__ = [
     "RESIDENT_BYTES",
     "DENSE_POINT_BYTES",
     "GRID_POINT_BYTES",
+    "POWER_MAX_LEN",
+    "POWER_POINT_BYTES",
     "discretise_bytes",
     "release_fft_plans",
     "release_memory",
@@ -119,6 +121,21 @@ DENSE_POINT_BYTES = 256
 #: ... and per point of the full grid (its losses, the masses put back on it; a sparse
 #: tail: 24-33 B per point of the full grid in all)
 GRID_POINT_BYTES = 32
+
+
+#: peak bytes per point of the FFT length of one power-method composition
+#: (:func:`privamp.numerics.fft.self_convolve_power`, :func:`privamp.numerics.fft.product_windows`):
+#: its long-double spectrum, moduli and output (about 96 by that module's count) and scipy's
+#: plans for the length (about 20); resident-set growth measured at 46-85 (session 9:
+#: windows of 2.7-6.7M points, Gaussian input, and the one-level run q 1e-7, sigma 0.1,
+#: T 1e5 at 4.86M points); rounded up
+POWER_POINT_BYTES = 128
+
+
+#: longest window the power method may take under :data:`MEMORY_BUDGET` (about 5.2M
+#: points; longer: the engine falls back to repeated squaring, whose convolutions are
+#: budgeted one by one)
+POWER_MAX_LEN = MEMORY_BUDGET // POWER_POINT_BYTES
 
 
 def discretise_bytes(dense: float, full: float) -> float:
