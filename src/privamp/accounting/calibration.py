@@ -89,7 +89,11 @@ def calibrate(
     :data:`TIME_BUDGET` CPU seconds in all (the time spent plus the costliest probe so far) is
     not run: the search stops at the best value met so far, its guarantee the accountant's
     (the note says so and names the nearest value probed that fails).  Each probe's memory is
-    bounded by its accountant's own grid budget.
+    bounded by its accountant's own grid budget (:data:`privamp.pld.budget.MEMORY_BUDGET`:
+    an operation that would exceed it is refused, never run, and a refused probe counts as
+    failing the target) and released before the next probe
+    (:func:`privamp.pld.budget.release_memory`), so a calibration peaks where its costliest
+    probe does.
 
     Returns:
         A :class:`Calibration`: the value (``float(c)``) and the guarantee met there.

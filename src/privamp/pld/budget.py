@@ -24,6 +24,13 @@ Tuning (speed only; every choice stays certified):
 * :data:`TWO_LEVEL_MIN_T`, :data:`TWO_LEVEL_FACTOR`: runs of at least 5000 steps are
   composed in two levels, the second on a grid 8 times coarser
   (:func:`privamp.pld.compose.compose_two_level`).
+
+Memory (issue 27: every query under 1 GB peak resident memory, the process's imports
+included, or refused up front): :data:`MEMORY_LIMIT` less an import baseline and a resident
+allowance leaves :data:`MEMORY_BUDGET` to one engine operation, predicted by calibrated
+bytes per point (:func:`discretise_bytes`, :data:`POWER_POINT_BYTES`; measured with
+tracemalloc and the child process's ru_maxrss); :func:`release_memory` returns what a
+finished query held (for callers running many).
 """
 
 from __future__ import annotations
