@@ -153,9 +153,16 @@ def one_level_optimistic_step(pair: LossPair, h: float) -> float:
     if h <= 200.0 * fine:
         return h
     lo, hi = pair.loss_range(1e-16)  # (h / 2 only if its grid fits the memory budget)
-    span = min(hi, MAX_LOSS) - max(lo, -MAX_LOSS)
-    points = span / (h / 2.0) + 3.0
-    return h / 2.0 if discretise_bytes(points, points) <= MEMORY_BUDGET else h
+    lo, hi = max(lo, -MAX_LOSS), min(hi, MAX_LOSS)
+    points = (hi - lo) / (h / 2.0) + 3.0
+    # points carrying mass over the sparse tail: all up to where the P-tail falls below a
+    # tenth of delta(0) (a hundredth here, erring towards more), then one in SPARSE_TAIL
+    # (delta(0) = 0 in floats: all dense)
+    at, tv = np.linspace(lo, hi, 4097), float(np.asarray(pair.delta(0.0)))
+    bulk = at[pair.tail(at, "P", True, True) > 0.01 * tv]
+    top = float(bulk.max()) if len(bulk) and tv > 0 else hi
+    dense = (top - lo) / (h / 2.0) + points / SPARSE_TAIL + 4.0
+    return h / 2.0 if discretise_bytes(min(dense, points), points) <= MEMORY_BUDGET else h
 
 
 def one_level_step(h: float, span: float, coarse: bool) -> float:

@@ -13,6 +13,7 @@ import numpy as np
 from .._validation import check_delta, check_positive
 from ..accountants.registry import applicable, offers
 from ..errors import NotApplicable
+from ..pld.budget import release_memory
 from ..results import Bound, Guarantee
 from .calibrated import KNOB_NAMES, Calibration
 from .compare import Comparison, compare
@@ -88,7 +89,11 @@ def calibrate(
     :data:`TIME_BUDGET` CPU seconds in all (the time spent plus the costliest probe so far) is
     not run: the search stops at the best value met so far, its guarantee the accountant's
     (the note says so and names the nearest value probed that fails).  Each probe's memory is
-    bounded by its accountant's own grid budget.
+    bounded by its accountant's own grid budget (:data:`privamp.pld.budget.MEMORY_BUDGET`:
+    an operation that would exceed it is refused, never run, and a refused probe counts as
+    failing the target) and released before the next probe
+    (:func:`privamp.pld.budget.release_memory`), so a calibration peaks where its costliest
+    probe does.
 
     Returns:
         A :class:`Calibration`: the value (``float(c)``) and the guarantee met there.
@@ -293,6 +298,10 @@ class _Probes:
                                      "cannot calibrate")
                 self.seen[x] = (float(g.upper.value), g)
             finally:
+                # the probe's memory goes now: its objects caught in a reference cycle
+                # (make_run's, an exception's frames) and scipy's cached FFT plans would
+                # otherwise pile up over the probes (issue 27: 1.1-1.4 GB peak RSS)
+                release_memory()
                 cost = time.process_time() - began
                 self.spent += cost
                 self.costliest = max(self.costliest, cost)

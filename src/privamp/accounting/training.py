@@ -160,7 +160,9 @@ class Training:
             except NotApplicable as exc:
                 if accountant != "best":
                     raise
-                errors.append(exc)
+                # (without its traceback: its frames hold this list, a cycle keeping the
+                # analysis's PLDs alive until a full garbage collection, issue 27)
+                errors.append(exc.with_traceback(None))
                 declined.append((acc_name, str(exc)))
         return errors
 

@@ -24,11 +24,22 @@ Tuning (speed only; every choice stays certified):
 * :data:`TWO_LEVEL_MIN_T`, :data:`TWO_LEVEL_FACTOR`: runs of at least 5000 steps are
   composed in two levels, the second on a grid 8 times coarser
   (:func:`privamp.pld.compose.compose_two_level`).
+
+Memory (issue 27: every query under 1 GB peak resident memory, the process's imports
+included, or refused up front): :data:`MEMORY_LIMIT` less an import baseline and a resident
+allowance leaves :data:`MEMORY_BUDGET` to one engine operation, predicted by calibrated
+bytes per point (:func:`discretise_bytes`, :data:`POWER_POINT_BYTES`; measured with
+tracemalloc and the child process's ru_maxrss); :func:`release_memory` returns what a
+finished query held (for callers running many).
 """
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass
+
+import numpy as np
+import scipy.fft as sfft
 
 __all__ = [
     "BUDGET",
@@ -40,9 +51,16 @@ __all__ = [
     "TWO_LEVEL_MIN_T",
     "ErrorBudget",
     "MEMORY_BUDGET",
+    "MEMORY_LIMIT",
+    "BASELINE_BYTES",
+    "RESIDENT_BYTES",
     "DENSE_POINT_BYTES",
     "GRID_POINT_BYTES",
+    "POWER_MAX_LEN",
+    "POWER_POINT_BYTES",
     "discretise_bytes",
+    "release_fft_plans",
+    "release_memory",
 ]
 
 
@@ -71,20 +89,60 @@ TWO_LEVEL_FACTOR = 8
 TWO_LEVEL_MIN_T = 5000
 
 
-#: memory one discretisation may take (bytes): a grid that would need more is refused up
-#: front (:func:`privamp.pld.discretise.discretise`: NotApplicable, naming the step h that
-#: would fit), never allocated (issue 27: a 3e-297 shift took 1062 MB)
-MEMORY_BUDGET = 2**30
+#: the peak resident memory (bytes) of a process answering one query, the interpreter's and
+#: privamp's own imports included (issue 27: every query answers in seconds and under 1 GB,
+#: or is refused up front)
+MEMORY_LIMIT = 10**9
 
 
-#: peak bytes per grid point carrying mass in :func:`privamp.pld.discretise.discretise`
-#: (tracemalloc, Poisson-subsampled Gaussian pairs: 241 for both sides, 128 pessimistic
-#: only, 222 optimistic only over a sparse tail; rounded up)
+#: allowance for what the process holds before the query: the interpreter, numpy, scipy and
+#: privamp take 106-111 MiB peak RSS after ``import privamp`` (with the soundness tests'
+#: references too: 111 MiB; the CLI with matplotlib more); rounded up generously
+BASELINE_BYTES = 256 * 2**20
+
+
+#: allowance for the arrays alive beside the largest operation (the other direction's and
+#: side's PLDs, cached windows, allocator slack)
+RESIDENT_BYTES = 64 * 2**20
+
+
+#: memory one engine operation (one discretisation, one composition) may take at its peak
+#: (bytes): an operation predicted to need more is refused up front
+#: (:func:`privamp.pld.discretise.discretise`, :meth:`privamp.pld.grid.PLD.compose`:
+#: NotApplicable naming the step h that would fit), never allocated, and the planners
+#: (:mod:`privamp.accountants.grid`) do not refine a grid past it.  It is
+#: :data:`MEMORY_LIMIT` less :data:`BASELINE_BYTES` and :data:`RESIDENT_BYTES` (about
+#: 634 MiB), so that the whole process stays under 1 GB (session 8's fuzz run: a 3e-74 shift
+#: at delta(3e-73) reached 1130 MB when this budget was 1 GiB for the grid alone)
+MEMORY_BUDGET = MEMORY_LIMIT - BASELINE_BYTES - RESIDENT_BYTES
+
+
+#: peak bytes per grid point carrying mass in :func:`privamp.pld.discretise.discretise`,
+#: temporaries included (tracemalloc peak over 1e6-point grids, session 9: Poisson-subsampled
+#: Gaussian and Laplace pairs, their swaps and the plain Gaussian pair, both sides 244-260,
+#: optimistic only 228-244, pessimistic only 112-128, a dense grid asked for a sparse tail
+#: 252-268 B per point of this and :data:`GRID_POINT_BYTES` together; rounded up)
 DENSE_POINT_BYTES = 256
 
 
-#: ... and per point of the full grid (its losses, the masses put back on it)
+#: ... and per point of the full grid (its losses, the masses put back on it; a sparse
+#: tail: 24-33 B per point of the full grid in all)
 GRID_POINT_BYTES = 32
+
+
+#: peak bytes per point of the FFT length of one power-method composition
+#: (:func:`privamp.numerics.fft.self_convolve_power`, :func:`privamp.numerics.fft.product_windows`):
+#: its long-double spectrum, moduli and output (about 96 by that module's count) and scipy's
+#: plans for the length (about 20); resident-set growth measured at 46-85 (session 9:
+#: windows of 2.7-6.7M points, Gaussian input, and the one-level run q 1e-7, sigma 0.1,
+#: T 1e5 at 4.86M points); rounded up
+POWER_POINT_BYTES = 128
+
+
+#: longest window the power method may take under :data:`MEMORY_BUDGET` (about 5.2M
+#: points; longer: the engine falls back to repeated squaring, whose convolutions are
+#: budgeted one by one)
+POWER_MAX_LEN = MEMORY_BUDGET // POWER_POINT_BYTES
 
 
 def discretise_bytes(dense: float, full: float) -> float:
@@ -99,6 +157,37 @@ def discretise_bytes(dense: float, full: float) -> float:
         The estimate, in bytes.
     """
     return DENSE_POINT_BYTES * dense + GRID_POINT_BYTES * full
+
+
+#: scipy's FFT (pocketfft) keeps the plans of its last 16 transform lengths per kind of
+#: transform (real / complex, float64 / long double), outside numpy and tracemalloc: about
+#: 20 bytes per point for a long-double real transform (three plans of 4-6M points: 360 MB
+#: of resident memory after every array was freed)
+FFT_PLAN_CACHE = 16
+
+
+def release_fft_plans() -> None:
+    """Evict the large transforms' plans from scipy's FFT plan caches by transforming
+    :data:`FFT_PLAN_CACHE` + 1 tiny lengths of every kind the engines use (a few hundred
+    microseconds; pocketfft has no call to empty its caches).  Between queries that each fit
+    the memory budget, the plans of earlier ones would otherwise pile up: calibrating a rate
+    at delta 1e-12 reached 1.1 GB peak RSS over 8 probes of at most 500 MB each (session 9).
+    """
+    for dtype in (np.float64, np.longdouble):
+        for n in range(64, 65 + FFT_PLAN_CACHE):
+            x = np.ones(n, dtype=dtype)
+            sfft.irfft(sfft.rfft(x), n)
+            sfft.ifft(sfft.fft(x.astype(np.complex128 if dtype is np.float64
+                                        else np.clongdouble)))
+
+
+def release_memory() -> None:
+    """Return what one finished query held: a full garbage collection (objects of a
+    reference cycle, e.g. an exception's frames holding PLDs, wait for it) and
+    :func:`release_fft_plans`.  For callers that run many queries in one process
+    (:func:`privamp.calibrate` between its probes)."""
+    gc.collect()
+    release_fft_plans()
 
 
 @dataclass(frozen=True)

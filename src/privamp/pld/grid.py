@@ -55,7 +55,7 @@ from ..numerics.fft import (
 )
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
-from .budget import MEMORY_BUDGET, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
+from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
 from .tables import (
     band_tables,
     discounted_suffix,
@@ -257,7 +257,8 @@ class PLD:
         gives slack ``s sum_{k<T} M^k <= (M' + s)^T - M'^T`` with ``M' = max(M, 1)``.
         The infinite mass of the T-fold grid pair is ``(m + p_inf)^T - m^T``.
         """
-        res = self_convolve_power(self.masses, T, tau, max_kept_fraction=max_kept)
+        res = self_convolve_power(self.masses, T, tau, max_len=POWER_MAX_LEN,
+                                  max_kept_fraction=max_kept)
         if res is None:
             return None
         start, z, err, tau_lo, tau_hi = res
@@ -279,7 +280,7 @@ class PLD:
         for b in blocks.values():
             first._check_compatible(b)
         wins = product_windows({g: b.masses for g, b in blocks.items()}, plan, tau,
-                               want=want)
+                               max_len=POWER_MAX_LEN, want=want)
         if wins is None:
             return None
 
