@@ -189,7 +189,7 @@ def inner_table(q, pair, gammas):
     """H_{gamma'}(pair) for many gamma' (fixed-grid trapezoid in U, vectorised)."""
     a, b = np.asarray(pair[0], float), np.asarray(pair[1], float)
     aa, bb, ab = a @ a, b @ b, a @ b
-    z = np.linspace(-12, 12 + math.sqrt(aa), 6001)
+    z = np.linspace(-11, 11 + math.sqrt(aa), 4001)
     w = np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
     na = math.sqrt(aa)
     rho = ab / aa if aa > 0 else 0.0
@@ -207,7 +207,7 @@ def two_step(q, c, first, family, gamma):
     """H_gamma of two adaptive steps: first step the 1-D pair ``first`` = (a1, b1), the second
     step chosen after seeing y1 from ``family`` (the best choice for every y1)."""
     a1, b1 = first
-    y = np.linspace(-12 - c, 12 + c, 3001)
+    y = np.linspace(-11 - c, 11 + c, 2001)
     phi = lambda t: np.exp(-t * t / 2) / math.sqrt(2 * math.pi)  # noqa: E731
     p1 = (1 - q) * phi(y) + q * phi(y - a1)
     q1 = (1 - q) * phi(y) + q * phi(y - b1)
@@ -235,7 +235,7 @@ def test_two_adaptive_steps_dominated(q, c, eps):
         P = lambda t: (1 - q) * ph(t) + q * ph(t - c)  # noqa: E731
         Q = lambda t: (1 - q) * ph(t) + q * ph(t + c)  # noqa: E731
         return max(P(y1) * P(y2) - gamma * Q(y1) * Q(y2), 0.0)
-    direct, _ = integrate.dblquad(f, -10 - c, 10 + c, -10 - c, 10 + c, epsabs=1e-10)
+    direct, _ = integrate.dblquad(f, -9 - c, 9 + c, -9 - c, 9 + c, epsabs=1e-10)
     assert ref == pytest.approx(direct, rel=1e-6, abs=1e-10)
     for first in [(c, -c), (c, 0.0), (0.0, c), (c, 0.4 * c), (-c, 0.5 * c)]:
         val = two_step(q, c, first, family, gamma)
