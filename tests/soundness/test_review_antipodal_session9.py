@@ -372,3 +372,54 @@ def test_extremes_no_nan_no_warning(s, q, T, d):
         assert not math.isnan(v)
     assert 0.0 <= lo.value[0] <= up.value[0]
     assert g.lower.value <= g.upper.value
+
+
+# -- end to end: real mixtures over the other records' batch, a nonlinear query -------------
+def proj(v: np.ndarray, R: float) -> np.ndarray:
+    n = np.linalg.norm(v)
+    return v if n <= R else v * (R / n)
+
+
+def mixture_density(q, recs, extra, R, grid):
+    """Density on ``grid`` (2-D points) of f(batch) + N(0, I), f = projection of the sum of
+    the batch onto the disc of radius R (1-Lipschitz, so inserting a vector of norm <= C
+    moves it by <= C), each of ``recs`` sampled with prob. q and ``extra`` with prob. q."""
+    import itertools
+    dens = np.zeros(grid.shape[0])
+    allr = list(recs) + [extra]
+    for bits in itertools.product((0, 1), repeat=len(allr)):
+        w = np.prod([q if b else 1 - q for b in bits])
+        s = sum((r for r, b in zip(allr, bits, strict=True) if b), np.zeros(2))
+        m = proj(s, R)
+        dens += w * np.exp(-((grid - m) ** 2).sum(axis=1) / 2) / (2 * math.pi)
+    return dens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("q,c,eps,R", [(0.2, 1.0, 0.5, 1.5), (0.5, 0.8, 0.0, 0.7),
+                                       (0.1, 1.5, 1.0, 10.0)])
+def test_whole_mechanism_with_other_records_and_projection(q, c, eps, R):
+    """Random datasets of 3 shared records + x vs x' (vectors of norm <= c in noise units),
+    query = projection of the batch sum onto a disc (nonlinear): H_gamma of the real
+    mixtures (2-D grid quadrature) never exceeds the antipodal value."""
+    gamma = math.exp(eps)
+    ref = float(antipodal_mp(q, c, gamma))
+    t = np.linspace(-11, 11, 701)
+    X, Y = np.meshgrid(t, t)
+    grid = np.column_stack([X.ravel(), Y.ravel()])
+    dA = (t[1] - t[0]) ** 2
+    rng = np.random.default_rng(99)
+    worst = 0.0
+    for _ in range(6):
+        v = rng.normal(size=(5, 2))
+        v *= (c * rng.uniform(0.5, 1.0, size=(5, 1))) / np.linalg.norm(v, axis=1, keepdims=True)
+        recs, x, x2 = v[:3], v[3], -v[3] if rng.uniform() < 0.5 else v[4]
+        p = mixture_density(q, recs, x, R, grid)
+        qq = mixture_density(q, recs, x2, R, grid)
+        worst = max(worst, float(np.maximum(p - gamma * qq, 0).sum() * dA))
+    # sanity: the same quadrature reproduces the antipodal value with no other records
+    p = mixture_density(q, [], np.array([c, 0.0]), 1e9, grid)
+    qq = mixture_density(q, [], np.array([-c, 0.0]), 1e9, grid)
+    err = abs(float(np.maximum(p - gamma * qq, 0).sum() * dA) - ref)
+    assert err <= 1e-3 * ref
+    assert worst <= ref + 3 * err + 1e-12
