@@ -20,6 +20,7 @@ each labelled with its source.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import cast
 
@@ -43,6 +44,29 @@ __all__ = [
 
 
 ACCOUNTANTS = ("best", "pld", "rdp")
+
+
+#: the privacy loss at which the candidate PLDs of one phase are ranked
+_RANK_EPSILON = 1.0
+
+
+def _tightest_first(found: list) -> list:
+    """The candidates ``(source, analysis, step)`` of one phase, the one whose phase-alone
+    upper delta at epsilon 1 is smallest first (any of them is a valid dominating side, so
+    the choice only affects tightness: e.g. under hybrid substitution the antipodal pair of
+    theorems/poisson_substitution.py beats Balle et al.'s); a candidate that cannot answer
+    there keeps its place after the ranked ones."""
+    if len(found) < 2:
+        return found
+
+    def upper(item) -> float:
+        try:
+            up, _ = item[1].delta(_RANK_EPSILON)
+        except NotApplicable:
+            return math.inf
+        return math.inf if up is None else float(up.value)
+
+    return sorted(found, key=upper)
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,7 @@ class Composition:
                 found.append((src, an, step))
             if not found:
                 raise NotApplicable(f"no accountant offers the PLD of the phase {p}")
-            offered.append(found)
+            offered.append(_tightest_first(found))
         steps = [step for found in offered for _, _, step in found if step is not None]
         if not steps:
             raise NotApplicable("no phase's accountant picks a grid step (grid_step)")
