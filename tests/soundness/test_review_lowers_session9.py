@@ -188,3 +188,36 @@ def test_threshold_fuzz_no_nan_no_warning(kw, recwarn):
         if lo is not None:
             assert np.all(np.isfinite(lo.value)) and np.all(lo.value >= 0)
     assert len(recwarn) == 0, [str(w.message) for w in recwarn]
+
+
+def _group_remove_profile(K, q, s, eps):
+    """H_{e^eps}(B_K || N) for B_K = sum_k Binom(k | K, q) N(k s, 1) (mpmath): the loss is
+    increasing in the output, so the optimal set is {x > c} with L(c) = eps (bisection)."""
+    s, eps = mp.mpf(s), mp.mpf(eps)
+    w = [mp.binomial(K, k) * mp.mpf(q) ** k * (1 - mp.mpf(q)) ** (K - k) for k in range(K + 1)]
+
+    def loss(x):
+        return mp.log(sum(w[k] * mp.exp(k * s * x - k * k * s * s / 2) for k in range(K + 1)))
+
+    lo, hi = mp.mpf(-1e4), mp.mpf(1e4)
+    for _ in range(200):
+        m = (lo + hi) / 2
+        lo, hi = (lo, m) if loss(m) > eps else (m, hi)
+    c = (lo + hi) / 2
+    return sum(w[k] * mp.ncdf(k * s - c) for k in range(K + 1)) - mp.exp(eps) * mp.ncdf(-c)
+
+
+@pytest.mark.parametrize("Ks,K,q", [(40, 4, 0.1), (50, 4, 0.01), (70, 4, 0.01), (80, 4, 0.001),
+                                    (80, 8, 0.01), (90, 8, 0.1), (100, 8, 0.001)])
+def test_group_pld_upper_at_huge_shifts(Ks, K, q):
+    """Group PLD (schuchardt2024/group_pld.py), one step, K s in 40..100: upper delta >= the
+    exact remove profile (mpmath).  Before the fix in pld/discretise.py the bins next to the
+    700-loss clip lost their P-mass (Q-masses underflowed to 0): K = 4, K s = 70, q = 0.01,
+    eps = 1: upper 0.0394038644 < exact 0.0394039900."""
+    run = pa.Training(pa.Gaussian(K / Ks), pa.Poisson(q), steps=1,
+                      relation=pa.AddRemove(group=K))
+    mp.mp.dps = 30
+    for eps in (0.5, 1.0, 10.0):
+        up = run.delta(eps, accountant="pld").upper
+        assert up is not None
+        assert float(up.value) >= _group_remove_profile(K, q, mp.mpf(Ks) / K, eps), eps
