@@ -25,6 +25,9 @@ __all__ = [
 
 
 
+#: Q-masses below this are out of the normal float range (with margin): see discretise
+_Q_NORMAL = 1e-290
+
 #: at most this many points in one step's grid (memory: about 100 bytes per point)
 _MAX_GRID_POINTS = 4_000_000
 
@@ -138,8 +141,18 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     p = None
     if pessimistic:  # connect-the-dots (Doroshenko et al. 2022)
         pess = np.zeros(len(a))
-        pess[:-1] += a[:-1] * (qb - e)
-        pess[1:] += a[1:] * e
+        low_part, high_part = a[:-1] * (qb - e), a[1:] * e
+        # bins whose Q-mass is out of the normal float range (near the 700 clip it underflows
+        # to 0 and e^l q_b lost the bin's P-mass: group of 4, K s = 70, q = 0.01, upper delta
+        # 1.3e-7 below the truth, review27): the bin's P-mass at its upper end (rounding the
+        # losses up is pessimistic), raised by its float error (8 u of the P-tail above)
+        low = qb < _Q_NORMAL
+        if np.any(low):
+            tail_p = np.cumsum(pm_all[::-1])[::-1][1:-1]  # P(L > l_i) for the bins' left ends
+            low_part[low] = 0.0
+            high_part[low] = pb[low] * (1.0 + 1e-12) + 2.0 ** -50 * tail_p[low]
+        pess[:-1] += low_part
+        pess[1:] += high_part
         pess[0] += pm_all[0]
         p = strip(with_float_allowance(h, i_lo, on_grid(pess), float(pm_all[-1]),
                                          "pessimistic", errs, rho_max, at=at))

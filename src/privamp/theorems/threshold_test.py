@@ -119,8 +119,15 @@ def _event(laws: StepLaws, t: float) -> tuple[tuple[float, float], tuple[float, 
     for lw, loc in ((laws.lw_d, laws.loc_d), (laws.lw_d2, laws.loc_d2)):
         up = lw + log_tails(laws.kind, t - loc)
         dn = lw + log_tails(laws.kind, loc - t)
+        z = np.abs(t - loc)
+        # the tails' own size (Gaussian: ~z^2/2, relative error a few ulp) and the rounding
+        # of t - loc and of loc (~u (|t| + |loc|)) times the tail's slope (<= z + 1); without
+        # these the Gaussian errs by up to 8 eta at z ~ 2000 (review27)
+        tails = np.concatenate([up, dn]) - np.concatenate([lw, lw])
         size = max(size, float(np.max(np.abs(lw[np.isfinite(lw)]), initial=0.0)),
-                   float(np.max(np.abs(t - loc))))
+                   float(np.max(z)), float(np.max(np.abs(tails[np.isfinite(tails)]),
+                                                 initial=0.0)),
+                   1e-3 * float(np.max((z + 1.0) * (abs(t) + np.abs(loc)))))
         # (a log-probability can round above 0: clamped, within the allowance eta)
         out.append((min(float(logsumexp(dn)), 0.0), min(float(logsumexp(up)), 0.0)))
     return out[0], out[1], _ETA_ABS + _ETA_REL * (size + 40.0)
