@@ -42,7 +42,7 @@ from .grid import (
     one_level_optimistic_step,
     secondary_direction,
 )
-from .laplace_poisson import laplace_compose, laplace_single_step
+from .laplace_poisson import laplace_compose, laplace_precise, laplace_single_step, needs_precise
 from .pld_run import (
     CURVE_OPTIMISTIC,
     check_finite_upper,
@@ -330,9 +330,30 @@ class PLDAnalysis(RunAnalysis):
             return z, z
         self._refine_if_deciding(x, which)
         up, lo = getattr(self._run_pld, which)(x)
+        if self.h is None and isinstance(self.mechanism, Laplace):
+            small = float(np.min(x) if which == "epsilon" else np.min(up))
+            if small > 0.0 and self._laplace_precise(small):
+                up, lo = getattr(self._run_pld, which)(x)
         check_finite_upper(self._run_pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
+
+    def _laplace_precise(self, delta: float) -> bool:
+        """Poisson-subsampled Laplace at small delta: compose again (:func:`laplace_precise`)
+        every direction whose pessimistic side's numerical allowances are above a fraction
+        of ``delta`` (the optimistic sides stay).  Returns whether any changed."""
+        pld = self._run_pld
+        done = self.__dict__.setdefault("_precise_for", {})
+        changed = False
+        for i, (p, o) in enumerate(pld.directions):
+            if not needs_precise(p, delta) or done.get(i, 1.0) <= delta:
+                continue
+            new = laplace_precise(self._pairs[i], self.grid[i], self.steps, delta, self._rho)
+            done[i] = delta
+            if new.slack + new.inf_mass < p.slack + p.inf_mass:
+                pld.directions[i] = (new, o)
+                changed = True
+        return changed
 
     def tv_bound(self) -> float:
         """An upper bound on the run's delta at epsilon 0: steps times the largest total
