@@ -119,7 +119,8 @@ def needs_precise(pld: PLD, delta: float) -> bool:
     return pld.slack + pld.inf_mass > LAPLACE_ALLOWANCE_FRACTION * delta
 
 
-def laplace_precise(pair: LossPair, h: float, steps: int, delta: float, rho: float) -> PLD:
+def laplace_precise(pair: LossPair, h: float, steps: int, delta: float, rho: float,
+                    floor: float = 1.0) -> PLD | None:
     """The pessimistic T-fold PLD of one Poisson-subsampled Laplace direction for small
     ``delta``: one step discretised on ``h`` with tails dropped below ``1e-3 delta / T``
     (pessimistically: moved to +inf), composed by squaring with direct sums of up to
@@ -135,11 +136,15 @@ def laplace_precise(pair: LossPair, h: float, steps: int, delta: float, rho: flo
         steps: the number of steps T >= 1.
         delta: the smallest delta asked for (> 0).
         rho: ``rho_max`` of :func:`~privamp.pld.discretise.discretise` (at most 1e-6).
+        floor: the allowances to beat (the fast pass's): None is returned, without
+            composing, if the single step's slack paid T times already reaches it.
 
     Returns:
-        The composed pessimistic PLD."""
+        The composed pessimistic PLD, or None."""
     small = 1e-3 * delta / steps
     p, _ = discretise(pair, h, min(1e-16, small), optimistic=False,
                       rho_max=min(1e-6, max(rho, 1e-3 / steps)))
+    if p.slack * steps >= floor:
+        return None
     return p.self_compose(steps, truncation=min(0.5 * small, 1e-13 / (2 * steps)),
                           method="squaring", direct_budget=LAPLACE_PRECISE_BUDGET)

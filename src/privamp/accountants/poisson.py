@@ -332,27 +332,42 @@ class PLDAnalysis(RunAnalysis):
         up, lo = getattr(self._run_pld, which)(x)
         if self.h is None and isinstance(self.mechanism, Laplace):
             small = float(np.min(x) if which == "epsilon" else np.min(up))
-            if small > 0.0 and self._laplace_precise(small):
+            if small > 0.0 and self._laplace_precise(x, which, small):
                 up, lo = getattr(self._run_pld, which)(x)
         check_finite_upper(self._run_pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
 
-    def _laplace_precise(self, delta: float) -> bool:
-        """Poisson-subsampled Laplace at small delta: compose again (:func:`laplace_precise`)
-        every direction whose pessimistic side's numerical allowances are above a fraction
-        of ``delta`` (the optimistic sides stay).  Returns whether any changed."""
+    def _laplace_precise(self, x: np.ndarray, which: str, delta: float) -> bool:
+        """Poisson-subsampled Laplace at small delta (``delta``: the smallest one asked for
+        or answered): compose again (:func:`laplace_precise`) the direction deciding the
+        upper bound at the query points ``x`` if its pessimistic side's numerical allowances
+        are above a fraction of ``delta``, then any other such direction whose answer still
+        reaches the new one's (the optimistic sides stay).  Returns whether any changed."""
         pld = self._run_pld
         done = self.__dict__.setdefault("_precise_for", {})
+
+        def worst(i: int) -> float:
+            return float(np.max(getattr(pld.directions[i][0], which)(x)))
+
+        todo = [i for i, (p, _) in enumerate(pld.directions)
+                if needs_precise(p, delta) and done.get(i, 1.0) > delta]
+        if not todo or any(p1.slack * self.steps >= delta for p1, _, _ in self._single_steps()):
+            return False  # (some direction's float floor alone exceeds delta: no finite upper)
+        rest = [worst(i) for i in range(len(pld.directions)) if i not in todo]
+        best = max(rest, default=-np.inf)
         changed = False
-        for i, (p, o) in enumerate(pld.directions):
-            if not needs_precise(p, delta) or done.get(i, 1.0) <= delta:
+        for i in sorted(todo, key=worst, reverse=True):
+            p, o = pld.directions[i]
+            if worst(i) < best:  # below a refined (or exact-enough) direction: cannot decide
                 continue
-            new = laplace_precise(self._pairs[i], self.grid[i], self.steps, delta, self._rho)
+            new = laplace_precise(self._pairs[i], self.grid[i], self.steps, delta, self._rho,
+                                  floor=p.slack + p.inf_mass)
             done[i] = delta
-            if new.slack + new.inf_mass < p.slack + p.inf_mass:
+            if new is not None and new.slack + new.inf_mass < p.slack + p.inf_mass:
                 pld.directions[i] = (new, o)
                 changed = True
+            best = max(best, worst(i))
         return changed
 
     def tv_bound(self) -> float:
