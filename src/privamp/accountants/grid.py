@@ -251,6 +251,10 @@ def laplace_step(sd: float) -> float:
     the Poisson accountant puts it on h / 2 (interval <= 2% wide on the benchmark, q 1e-5,
     b 0.3, T 1e5; mostly <= 0.3%).  A heuristic: soundness never depends on it (issue 28:
     iqr / 120 made windows of 1e5 points where dp-accounting's 1e-4 grid has 1e2-1e4).
+    At small delta the step is not what limits the upper bound but the composition's
+    numerical allowances: the Poisson accountant composes a deciding direction again then
+    (:func:`privamp.accountants.laplace_poisson.laplace_precise`; at delta 1e-10, q 0.1,
+    b 3, T 100, steps sd / 16 .. sd / 64 left the fast pass's upper bound unchanged).
 
     Args:
         sd: standard deviation of one step's loss under P (> 0).
