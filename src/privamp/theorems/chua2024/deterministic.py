@@ -132,12 +132,15 @@ def gauss_delta(eps: np.ndarray, s: float, side: str = "upper") -> np.ndarray:
     Args:
         eps: epsilons (array).
         s: total shift of the Gaussian pair in noise units (> 0).
-        side: "upper" (never below the profile) or "lower" (never above it).
+        side: "upper" (never below the profile), "lower" (never above it) or "nearest"
+            (unrounded: the "exact" answers).
 
     Returns:
         The Gaussian privacy profile at ``eps``, rounded to ``side``.
     """
     d = gaussian_profile(eps, s)
+    if side == "nearest":
+        return d
     if side == "lower":
         return d * (1.0 - GAUSSIAN_PROFILE_RTOL)
     return np.minimum(d * (1.0 + GAUSSIAN_PROFILE_RTOL), 1.0)
@@ -152,7 +155,7 @@ def gauss_epsilon(delta: np.ndarray, s: float, side: str = "upper") -> np.ndarra
     Args:
         delta: deltas in (0, 1) (array).
         s: total shift of the Gaussian pair in noise units (> 0).
-        side: "upper" or "lower".
+        side: "upper", "lower" or "nearest" (the unrounded profile inverted as "upper").
 
     Returns:
         Epsilons, rounded to ``side``.
@@ -188,7 +191,7 @@ def deterministic_delta(epsilon, sigma: float, epochs: int = 1,
     e = check_epsilon(epsilon)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(shaped(gauss_delta(e, s), epsilon), "exact", SRC_DET)
+    return Bound(shaped(gauss_delta(e, s, "nearest"), epsilon), "exact", SRC_DET)
 
 
 def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
@@ -210,7 +213,8 @@ def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
     d = check_delta(delta)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(shaped(gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
+    return Bound(shaped(gauss_epsilon(d, s, "nearest"), delta), "exact",
+                 SRC_DET + " (inverted)")
 
 
 class GaussianRunAnalysis(RunAnalysis):
@@ -234,8 +238,8 @@ class GaussianRunAnalysis(RunAnalysis):
         f = gauss_epsilon if which == "epsilon" else gauss_delta
         tag = " (inverted)" if self.mark_inverted and which == "epsilon" else ""
         exact = self.s_lo == self.s_up
-        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if exact else "upper",
-                   self.up_source + tag)
+        up = Bound(shaped(f(np.ravel(x), self.s_up, "nearest" if exact else "upper"), x),
+                   "exact" if exact else "upper", self.up_source + tag)
         if exact:
             return up, up
         if self.s_lo is None:
