@@ -96,7 +96,8 @@ def deterministic_shift(sigma: float, epochs: int = 1, sensitivity: float = 1.0,
 
 def gauss_log_delta(eps: np.ndarray, s: float) -> np.ndarray:
     """log of the Gaussian privacy profile Phi(a) - e^eps Phi(b), a = s/2 - eps/s,
-    b = -s/2 - eps/s (Prop 3.1), without underflow or cancellation.
+    b = -s/2 - eps/s (Prop 3.1), without underflow; within a relative 1e-12 of the profile
+    where it is above 1e-300 (:func:`~privamp.numerics.special.gaussian_profile`).
 
     Where a < 0 (the tail), e^eps phi(b) = phi(a) gives Phi(a) - e^eps Phi(b) =
     e^{-a^2/2} (erfcx(-a/sqrt 2) - erfcx(-b/sqrt 2)) / 2, a difference of two moderate
@@ -120,6 +121,10 @@ def gauss_log_delta(eps: np.ndarray, s: float) -> np.ndarray:
         diff = special.erfcx(-a * r) - special.erfcx(-b * r)
         tail = -0.5 * a * a + np.log(0.5 * np.maximum(diff, 0.0))
         out = np.where(a < 0, tail, direct)
+        # the float forms above cancel at small shifts (1e-5 relative at s = 1e-10): above
+        # 1e-300 take the log of :func:`gaussian_profile` (1e-12 relative) instead
+        d = gaussian_profile(eps, s)
+        out = np.where(d > 1e-300, np.log(np.maximum(d, 1e-300)), out)
     return np.where(np.isnan(out), -np.inf, out)
 
 
