@@ -109,3 +109,12 @@ def test_log_profile_and_count_mixture(s):
         assert abs(_rel(math.exp(gauss_log_delta(np.array([e]), s)[0]), t)) <= 1e-12
         mix = sum(mpmath.mpf(p) * exact(e, s * math.sqrt(k)) for k, p in counts.items())
         assert mpmath.mpf(float(mixture_delta(np.array([e]), s, counts)[0])) >= mix
+
+
+def test_participation_upper_profile():
+    # accountants.participation rounds GaussianPair.delta up by 1e-12: before the fix the
+    # pair erred by -2e-8 relative here (s = 3.01e-4, z ~ 36.6; s = 1e-3, z ~ 36.5)
+    from privamp.accountants.participation import gaussian_profile as part_profile
+    for s, e in ((3.01e-4, 0.0110037), (1e-3, 0.0365575), (1e-2, 0.355999), (3.01e-4, 0.010836)):
+        t = exact(e, s)
+        assert mpmath.mpf(float(part_profile(np.array([e]), s)[0])) >= t
