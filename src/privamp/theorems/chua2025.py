@@ -292,8 +292,8 @@ def sum_statistic_lower(x: np.ndarray, s: float, which: str) -> np.ndarray:
     """
     s_lo = s * (1.0 - 1e-12)
     if which == "delta":
-        return gauss_delta(x, s_lo) * (1.0 - 1e-9)
+        return gauss_delta(x, s_lo, "lower") * (1.0 - 1e-9)
     up = gauss_epsilon(x, s_lo)
     cand = np.maximum(up * (1.0 - 1e-6) - 1e-12, 0.0)
-    ok = gauss_delta(cand, s_lo) * (1.0 - 1e-9) > x
+    ok = gauss_delta(cand, s_lo, "lower") * (1.0 - 1e-9) > x
     return np.where(ok, cand, 0.0)

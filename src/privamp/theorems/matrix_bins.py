@@ -397,7 +397,7 @@ class MatrixBinsAnalysis(RunAnalysis):
                 los += got
                 lo_notes += [note] * len(got)
         for s in self.shifts:
-            los.append(Bound(shaped(f(flat, s * (1 - 1e-12)), x), "lower", _SRC_STAT))
+            los.append(Bound(shaped(f(flat, s * (1 - 1e-12), "lower"), x), "lower", _SRC_STAT))
             lo_notes.append("")
         up = lo = None
         best_up = _pick(ups, True, notes)

@@ -22,6 +22,7 @@ from ...accountants.grid import auto_grid
 from ...numerics.arrays import shaped
 from ...numerics.logspace import log1mexp
 from ...numerics.roots import bisect_monotone
+from ...numerics.special import GAUSSIAN_PROFILE_RTOL, gaussian_profile
 from ...pairs.mechanism_pairs import GaussianPair
 from ...pld.discretise import discretise
 from ...pld.grid import zero_pld
@@ -95,7 +96,8 @@ def deterministic_shift(sigma: float, epochs: int = 1, sensitivity: float = 1.0,
 
 def gauss_log_delta(eps: np.ndarray, s: float) -> np.ndarray:
     """log of the Gaussian privacy profile Phi(a) - e^eps Phi(b), a = s/2 - eps/s,
-    b = -s/2 - eps/s (Prop 3.1), without underflow or cancellation.
+    b = -s/2 - eps/s (Prop 3.1), without underflow; within a relative 1e-12 of the profile
+    where it is above 1e-300 (:func:`~privamp.numerics.special.gaussian_profile`).
 
     Where a < 0 (the tail), e^eps phi(b) = phi(a) gives Phi(a) - e^eps Phi(b) =
     e^{-a^2/2} (erfcx(-a/sqrt 2) - erfcx(-b/sqrt 2)) / 2, a difference of two moderate
@@ -119,41 +121,60 @@ def gauss_log_delta(eps: np.ndarray, s: float) -> np.ndarray:
         diff = special.erfcx(-a * r) - special.erfcx(-b * r)
         tail = -0.5 * a * a + np.log(0.5 * np.maximum(diff, 0.0))
         out = np.where(a < 0, tail, direct)
+        # the float forms above cancel at small shifts (1e-5 relative at s = 1e-10): above
+        # 1e-300 take the log of :func:`gaussian_profile` (1e-12 relative) instead
+        d = gaussian_profile(eps, s)
+        out = np.where(d > 1e-300, np.log(np.maximum(d, 1e-300)), out)
     return np.where(np.isnan(out), -np.inf, out)
 
 
-def gauss_delta(eps: np.ndarray, s: float) -> np.ndarray:
-    """Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s), from :func:`gauss_log_delta` (Prop 3.1).
+def gauss_delta(eps: np.ndarray, s: float, side: str = "upper") -> np.ndarray:
+    """Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (Prop 3.1), by
+    :func:`~privamp.numerics.special.gaussian_profile` (relative error below
+    ``GAUSSIAN_PROFILE_RTOL`` = 1e-12; the float log-space form erred by up to 1e-5 relative
+    at s = 1e-10, 1e-8 at s = 1e-6), rounded to ``side`` by that allowance.
 
     Args:
         eps: epsilons (array).
         s: total shift of the Gaussian pair in noise units (> 0).
+        side: "upper" (never below the profile), "lower" (never above it) or "nearest"
+            (unrounded: the "exact" answers).
 
     Returns:
-        The Gaussian privacy profile at ``eps``.
+        The Gaussian privacy profile at ``eps``, rounded to ``side``.
     """
-    return np.exp(gauss_log_delta(eps, s))
+    d = gaussian_profile(eps, s)
+    if side == "nearest":
+        return d
+    if side == "lower":
+        return d * (1.0 - GAUSSIAN_PROFILE_RTOL)
+    return np.minimum(d * (1.0 + GAUSSIAN_PROFILE_RTOL), 1.0)
 
 
-def gauss_epsilon(delta: np.ndarray, s: float) -> np.ndarray:
-    """Smallest eps >= 0 with delta_D(eps) <= delta (bisection, returned on the safe side).
+def gauss_epsilon(delta: np.ndarray, s: float, side: str = "upper") -> np.ndarray:
+    """Epsilon of the Gaussian profile at ``delta`` by bisection on :func:`gauss_delta`:
+    ``side="upper"``: the smallest eps >= 0 with the upper-rounded profile <= delta (so the
+    true epsilon is at most it); ``side="lower"``: an eps where the lower-rounded profile
+    still exceeds delta (so the true epsilon is above it), or 0.
 
     Args:
         delta: deltas in (0, 1) (array).
         s: total shift of the Gaussian pair in noise units (> 0).
+        side: "upper", "lower" or "nearest" (the unrounded profile inverted as "upper").
 
     Returns:
-        Epsilons, rounded up.
+        Epsilons, rounded to ``side``.
     """
     delta = np.asarray(delta, dtype=float)
     hi = np.full(delta.shape, max(1.0, s * s))
     for _ in range(200):
-        bad = gauss_delta(hi, s) > delta
+        bad = gauss_delta(hi, s, side) > delta
         if not bad.any():
             break
         hi = np.where(bad, hi * 2.0, hi)
-    eps = bisect_monotone(lambda e: gauss_delta(e, s), delta, 0.0, hi, increasing=False)
-    return np.where(gauss_delta(np.zeros_like(delta), s) <= delta, 0.0, eps)
+    eps = bisect_monotone(lambda e: gauss_delta(e, s, side), delta, 0.0, hi, increasing=False,
+                          side="lo" if side == "lower" else "hi")
+    return np.where(gauss_delta(np.zeros_like(delta), s, side) <= delta, 0.0, eps)
 
 
 def deterministic_delta(epsilon, sigma: float, epochs: int = 1,
@@ -175,7 +196,7 @@ def deterministic_delta(epsilon, sigma: float, epochs: int = 1,
     e = check_epsilon(epsilon)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(shaped(gauss_delta(e, s), epsilon), "exact", SRC_DET)
+    return Bound(shaped(gauss_delta(e, s, "nearest"), epsilon), "exact", SRC_DET)
 
 
 def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
@@ -197,7 +218,8 @@ def deterministic_epsilon(delta, sigma: float, epochs: int = 1,
     d = check_delta(delta)
     s = deterministic_shift(check_positive("sigma", sigma), check_int("epochs", epochs),
                             check_positive("sensitivity", sensitivity))
-    return Bound(shaped(gauss_epsilon(d, s), delta), "exact", SRC_DET + " (inverted)")
+    return Bound(shaped(gauss_epsilon(d, s, "nearest"), delta), "exact",
+                 SRC_DET + " (inverted)")
 
 
 class GaussianRunAnalysis(RunAnalysis):
@@ -221,13 +243,14 @@ class GaussianRunAnalysis(RunAnalysis):
         f = gauss_epsilon if which == "epsilon" else gauss_delta
         tag = " (inverted)" if self.mark_inverted and which == "epsilon" else ""
         exact = self.s_lo == self.s_up
-        up = Bound(shaped(f(np.ravel(x), self.s_up), x), "exact" if exact else "upper",
-                   self.up_source + tag)
+        up = Bound(shaped(f(np.ravel(x), self.s_up, "nearest" if exact else "upper"), x),
+                   "exact" if exact else "upper", self.up_source + tag)
         if exact:
             return up, up
         if self.s_lo is None:
             return up, None
-        return up, Bound(shaped(f(np.ravel(x), self.s_lo), x), "lower", self.lo_source + tag)
+        return up, Bound(shaped(f(np.ravel(x), self.s_lo, "lower"), x), "lower",
+                         self.lo_source + tag)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         return self._pair(delta, "epsilon")
