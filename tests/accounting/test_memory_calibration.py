@@ -8,7 +8,6 @@ from __future__ import annotations
 import gc
 import json
 import os
-import resource
 import subprocess
 import sys
 import tracemalloc
@@ -30,12 +29,15 @@ def child(body: str) -> tuple[dict, float]:
             "t0 = time.process_time()\n"
             f"{body}\n"
             "out['cpu'] = time.process_time() - t0\n"
+            "out['maxrss_kib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
             "print(json.dumps(out))\n")
     env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
-    return (json.loads(res.stdout.strip().splitlines()[-1]),
-            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    # the child's own peak (RUSAGE_CHILDREN of this process would also hold earlier tests'
+    # children under pytest-xdist)
+    return out, out["maxrss_kib"] / 1024.0
 
 
 def one_step_epsilon(delta: float, s: float, q: float) -> mp.mpf:
