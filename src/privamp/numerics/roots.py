@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
-__all__ = ["bisect_monotone"]
+__all__ = ["bisect_monotone", "last_true"]
 
 
 def bisect_monotone(
@@ -42,3 +42,30 @@ def bisect_monotone(
         if xtol > 0 and np.all(hi - lo <= xtol):
             break
     return cast(np.ndarray, hi if side == "hi" else lo)
+
+
+def last_true(pred: Callable[[float], bool], start: float, *, cap: float, rtol: float,
+              iterations: int = 80) -> float:
+    """The largest x >= ``start`` found with ``pred(x)`` true, for ``pred`` true up to some
+    point and false beyond (e.g. "a lower bound on delta(x) exceeds the target"): doubling
+    from ``max(2 start, 1)`` until ``pred`` fails or ``cap`` is passed, then bisection to a
+    relative width ``rtol``.  Returns ``start`` if ``pred(start)`` is false; the returned x
+    always satisfies ``pred`` (or is ``start``), which is the sound side when ``pred`` tests
+    a certified lower bound.
+    """
+    if not pred(start):
+        return start
+    lo, hi = start, max(2.0 * start, 1.0)
+    while pred(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > cap:
+            break
+    for _ in range(iterations):
+        if hi - lo <= rtol * hi:
+            break
+        mid = 0.5 * (lo + hi)
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

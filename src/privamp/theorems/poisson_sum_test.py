@@ -31,6 +31,7 @@ from ..accountants.registry import BoundPair, RunAnalysis, run_accountant
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
 from ..numerics.arrays import shaped
+from ..numerics.roots import last_true
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
 from ..sampling.schemes import Poisson
@@ -90,22 +91,7 @@ class SumTestAnalysis(RunAnalysis):
             def above(e: float, m: int = m) -> bool:
                 return sum_statistic_delta(e, 1, m, self.q, self.s) > delta
 
-            if not above(best):
-                continue
-            lo, hi = best, max(2.0 * best, 1.0)
-            while above(hi):
-                lo, hi = hi, 2.0 * hi
-                if hi > 1e6:
-                    break
-            for _ in range(60):
-                if hi - lo <= 1e-6 * hi:
-                    break
-                mid = 0.5 * (lo + hi)
-                if above(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            best = lo
+            best = last_true(above, best, cap=1e6, rtol=1e-6, iterations=60)
         return best
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:

@@ -47,6 +47,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.arrays import shaped
+from ..numerics.roots import last_true
 from ..results import Bound
 from ..sampling.relations import AddRemove, HybridSubstitution, Substitution, ZeroOut
 from ..sampling.schemes import Poisson
@@ -172,22 +173,7 @@ class ThresholdTestAnalysis(RunAnalysis):
             def above(e: float, i: int = i) -> bool:
                 return self._lower(i, e) > delta
 
-            if not above(best):
-                continue
-            lo, hi = best, max(2.0 * best, 1.0)
-            while above(hi):
-                lo, hi = hi, 2.0 * hi
-                if hi > 1e12:
-                    break
-            for _ in range(80):
-                if hi - lo <= 1e-9 * hi:
-                    break
-                mid = 0.5 * (lo + hi)
-                if above(mid):
-                    lo = mid
-                else:
-                    hi = mid
-            best = lo
+            best = last_true(above, best, cap=1e12, rtol=1e-9, iterations=80)
         return best
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
