@@ -308,10 +308,14 @@ class SubstitutionLowerAnalysis(PoissonSubstitutionAnalysis):
         self.lo_src = f"{LOWER_SOURCE_PLAIN}; {OPTIMISTIC_SOURCE}"
 
 
-def _applies(run) -> bool:
+def _gaussian_poisson_one_record(run, relation: type) -> bool:
     return (isinstance(run.mechanism, Gaussian) and isinstance(run.scheme, Poisson)
-            and type(run.relation) is HybridSubstitution and run.relation.group == 1
+            and type(run.relation) is relation and run.resolved_relation.group == 1
             and run.scheme.rate > 0.0)
+
+
+def _applies(run) -> bool:
+    return _gaussian_poisson_one_record(run, HybridSubstitution)
 
 
 @run_accountant(
@@ -329,9 +333,7 @@ def _build(run) -> PoissonSubstitutionAnalysis:
 
 
 def _plain_applies(run) -> bool:
-    return (isinstance(run.mechanism, Gaussian) and isinstance(run.scheme, Poisson)
-            and type(run.relation) is Substitution and run.relation.group == 1
-            and run.scheme.rate > 0.0)
+    return _gaussian_poisson_one_record(run, Substitution)
 
 
 @run_accountant(
