@@ -29,14 +29,15 @@ def child(body: str) -> tuple[dict, float]:
             "t0 = time.process_time()\n"
             f"{body}\n"
             "out['cpu'] = time.process_time() - t0\n"
-            "out['maxrss_kib'] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+            "out['maxrss_kib'] = next(int(v.split()[1]) for v in open('/proc/self/status')"
+            " if v.startswith('VmHWM:'))\n"
             "print(json.dumps(out))\n")
     env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr[-2000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    # the child's own peak (RUSAGE_CHILDREN of this process would also hold earlier tests'
-    # children under pytest-xdist)
+    # the child's own peak: VmHWM of its address space (ru_maxrss, of RUSAGE_SELF as of
+    # RUSAGE_CHILDREN, carries the forking pytest worker's peak across fork and execve)
     return out, out["maxrss_kib"] / 1024.0
 
 
