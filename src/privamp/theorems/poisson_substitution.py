@@ -63,7 +63,7 @@ from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
 from ..pld.moments import renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
-from ..sampling.relations import HybridSubstitution, Substitution
+from ..sampling.relations import HybridSubstitution, Relation, Substitution
 from ..sampling.schemes import Poisson
 
 __all__ = [
@@ -308,9 +308,9 @@ class SubstitutionLowerAnalysis(PoissonSubstitutionAnalysis):
         self.lo_src = f"{LOWER_SOURCE_PLAIN}; {OPTIMISTIC_SOURCE}"
 
 
-def _gaussian_poisson_one_record(run, relation: type) -> bool:
+def _gaussian_poisson_one_record(run, relation: type[Relation]) -> bool:
     return (isinstance(run.mechanism, Gaussian) and isinstance(run.scheme, Poisson)
-            and type(run.relation) is relation and run.resolved_relation.group == 1
+            and type(run.relation) is relation and run.relation.group == 1
             and run.scheme.rate > 0.0)
 
 
