@@ -257,25 +257,23 @@ class PoissonSubstitutionAnalysis(RunAnalysis):
         return np.maximum(renyi_floor(lo, np.asarray(alpha, dtype=float)),
                           2.0 * max(tv, 0.0) ** 2)
 
-    def delta(self, epsilon: np.ndarray) -> BoundPair:
-        e = np.asarray(epsilon, dtype=float)
+    def _query(self, name: str, values: np.ndarray) -> BoundPair:
+        """Both sides' ``name`` ("delta" or "epsilon") at ``values``; the lower never above
+        the upper."""
+        x = np.asarray(values, dtype=float)
         up, lo = self.sides()
-        low = lo.delta(e)
+        low = getattr(lo, name)(x)
         if up is None:
-            return None, Bound(shaped(low, e), "lower", self.lo_src)
-        u = up.delta(e)
-        return (Bound(shaped(u, e), "upper", self.up_src),
-                Bound(shaped(np.minimum(low, u), e), "lower", self.lo_src))
+            return None, Bound(shaped(low, x), "lower", self.lo_src)
+        u = getattr(up, name)(x)
+        return (Bound(shaped(u, x), "upper", self.up_src),
+                Bound(shaped(np.minimum(low, u), x), "lower", self.lo_src))
+
+    def delta(self, epsilon: np.ndarray) -> BoundPair:
+        return self._query("delta", epsilon)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
-        d = np.asarray(delta, dtype=float)
-        up, lo = self.sides()
-        low = lo.epsilon(d)
-        if up is None:
-            return None, Bound(shaped(low, d), "lower", self.lo_src)
-        u = up.epsilon(d)
-        return (Bound(shaped(u, d), "upper", self.up_src),
-                Bound(shaped(np.minimum(low, u), d), "lower", self.lo_src))
+        return self._query("epsilon", delta)
 
 
 class SubstitutionLowerAnalysis(PoissonSubstitutionAnalysis):
