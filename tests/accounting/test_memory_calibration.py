@@ -6,9 +6,6 @@ where it piled up to 1.1-1.4 GB.  Answers against mpmath references."""
 from __future__ import annotations
 
 import gc
-import json
-import os
-import subprocess
 import sys
 import tracemalloc
 from pathlib import Path
@@ -16,29 +13,13 @@ from pathlib import Path
 import mpmath as mp
 import pytest
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-LIMIT_MB = 1e9 / 2**20
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "pld"))
+from memory_child import LIMIT_MB, run_child  # noqa: E402
 
 
 def child(body: str) -> tuple[dict, float]:
     """(``out`` set by ``body`` in a fresh interpreter, its peak RSS in MiB); CPU guard 90 s."""
-    code = ("import json, resource, time, warnings\n"
-            "resource.setrlimit(resource.RLIMIT_CPU, (90, 90))\n"
-            "warnings.simplefilter('ignore')\n"
-            "import privamp as pa\n"
-            "t0 = time.process_time()\n"
-            f"{body}\n"
-            "out['cpu'] = time.process_time() - t0\n"
-            "out['maxrss_kib'] = next(int(v.split()[1]) for v in open('/proc/self/status')"
-            " if v.startswith('VmHWM:'))\n"
-            "print(json.dumps(out))\n")
-    env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
-    # the child's own peak: VmHWM of its address space (ru_maxrss, of RUSAGE_SELF as of
-    # RUSAGE_CHILDREN, carries the forking pytest worker's peak across fork and execve)
-    return out, out["maxrss_kib"] / 1024.0
+    return run_child(body, cpu_seconds=90)
 
 
 def one_step_epsilon(delta: float, s: float, q: float) -> mp.mpf:

@@ -1,46 +1,18 @@
 """Issue 27: every query under 1 GB peak resident memory, the interpreter and privamp's imports
-included, measured in a child process (``ru_maxrss`` of RUSAGE_CHILDREN after it ends); the
+included, measured in a child process (its VmHWM: memory_child.py); the
 answers against independent references (mpmath closed forms of the Poisson-subsampled
 Gaussian pair)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import mpmath as mp
 import pytest
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-#: the bar: peak RSS of the whole child process (1 GB)
-LIMIT_MB = 1e9 / 2**20
-
-
-def run_child(body: str) -> tuple[dict, float]:
-    """Run ``body`` (which sets ``out``, a JSON-able dict) in a fresh interpreter with privamp
-    imported; returns (out, the child's peak RSS in MiB).  A CPU hang guard of 60 s (RLIMIT_CPU)
-    stops a runaway child."""
-    code = ("import json, resource, time, warnings\n"
-            "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
-            "warnings.simplefilter('ignore')  # (RuntimeWarnings: another task)\n"
-            "import privamp as pa\n"
-            "t0 = time.process_time()\n"
-            f"{body}\n"
-            "out['cpu'] = time.process_time() - t0\n"
-            "out['maxrss_kib'] = next(int(v.split()[1]) for v in open('/proc/self/status')"
-            " if v.startswith('VmHWM:'))\n"
-            "print(json.dumps(out))\n")
-    env = dict(os.environ, PYTHONPATH=SRC, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr[-2000:]
-    out = json.loads(res.stdout.strip().splitlines()[-1])
-    # the child's own peak: VmHWM of its address space (ru_maxrss, of RUSAGE_SELF as of
-    # RUSAGE_CHILDREN, carries the forking pytest worker's peak across fork and execve)
-    return out, out["maxrss_kib"] / 1024.0
+sys.path.insert(0, str(Path(__file__).parent))
+from memory_child import LIMIT_MB, run_child  # noqa: E402
 
 
 def mixture_delta(eps, s, q, direction: str):
