@@ -32,10 +32,10 @@ import math
 
 import numpy as np
 from scipy import signal
-from scipy.special import logsumexp
 
 from .._validation import check_int
 from ..mechanisms.matrix import MatrixMechanism
+from ..numerics.logspace import logsumexp
 from ..results import Estimate
 from ..sampling.cyclic import CyclicPoisson
 from ..sampling.schemes import PersistentBallsInBins, Poisson

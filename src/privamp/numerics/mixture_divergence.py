@@ -34,7 +34,7 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-from .logspace import log1mexp, logsubexp
+from .logspace import log1mexp, logsubexp, logsumexp
 from .quadrature import gauss_legendre
 
 __all__ = [
@@ -48,18 +48,6 @@ __all__ = [
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 _REL_PAD = 4e-15  # relative padding for float rounding in sums of positive terms
-
-
-def logsumexp(x, axis=None):
-    """Plain-numpy log-sum-exp (positive terms; -inf allowed), lighter than scipy's."""
-    x = np.asarray(x, dtype=float)
-    if axis is not None and x.shape[axis] == 1:  # one term (a two-component mixture): itself
-        return np.take(x, 0, axis=axis)
-    m = np.max(x, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)) + m
-    return out.squeeze(axis=axis) if axis is not None else float(out.reshape(()))
 
 
 def log_mixture_ratio(z: np.ndarray, log_w: np.ndarray, s: float) -> np.ndarray:

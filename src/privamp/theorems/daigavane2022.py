@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..mechanisms.base import Mechanism
-from ..numerics.mixture_divergence import logsumexp
+from ..numerics.logspace import logsumexp
 from ..numerics.special import log_hypergeom_pmf
 from ..sampling.relations import Substitution
 from ..sampling.schemes import WithoutReplacement

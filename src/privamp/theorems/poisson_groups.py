@@ -61,6 +61,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.arrays import shaped
+from ..numerics.logspace import log_ndtr, logsumexp
 from ..pairs.combinators import SwappedPair
 from ..pairs.loss_pair import LossPair
 from ..pairs.mechanism_pairs import GaussianPair
@@ -174,16 +175,12 @@ def _sum_weights(n_max: int, q: float, s: float) -> tuple[np.ndarray, np.ndarray
 
 def _log_tails(x: float, lw: np.ndarray, mu: np.ndarray) -> tuple[float, float]:
     """(log P(Y > x), log Q(Y > x)) for P = sum exp(lw) N(mu, 1), Q = N(0, 1)."""
-    from scipy.special import log_ndtr, logsumexp
-
     return float(logsumexp(lw + log_ndtr(mu - x))), float(log_ndtr(-x))
 
 
 def _threshold(eps: float, lw: np.ndarray, mu: np.ndarray) -> float:
     """x with log sum exp(lw) e^{mu x - mu^2 / 2} = eps (bisection; any x gives a valid
     threshold test, this one is near the best)."""
-    from scipy.special import logsumexp
-
     def loss(x: float) -> float:
         return float(logsumexp(lw + mu * x - mu * mu / 2))
 

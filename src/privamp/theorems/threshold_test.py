@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln, log_ndtr, logsumexp
+from scipy.special import gammaln, log_ndtr
 
 from ..accountants.registry import BoundPair, RunAnalysis, run_accountant
 from ..errors import NotApplicable
@@ -47,6 +47,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
 from ..numerics.arrays import shaped
+from ..numerics.logspace import logsumexp
 from ..numerics.roots import last_true
 from ..results import Bound
 from ..sampling.relations import AddRemove, HybridSubstitution, Substitution, ZeroOut
@@ -146,14 +147,22 @@ class ThresholdTestAnalysis(RunAnalysis):
     def __init__(self, laws: StepLaws, steps: int, tiny_only: bool = False) -> None:
         self.laws, self.steps, self.tiny_only = laws, int(steps), tiny_only
         self.source = SRC_THRESHOLD.format(pair=laws.label)
-        if laws.kind == "binary":
-            p, p2 = float(laws.lw_d[0]), float(laws.lw_d2[0])
-            eta = _ETA_ABS + _ETA_REL * (abs(p) + abs(p2) + 40.0)
-            self.tests = [((math.log1p(-math.exp(p)), p), (math.log1p(-math.exp(p2)), p2), eta)]
-        else:
-            self.tests = [_event(laws, t) for t in laws.thresholds()]
-        # both orders of the pair: (D, D') and (D', D)
-        self.tests = [x for a, b, e in self.tests for x in ((a, b, e), (b, a, e))]
+        self._tests: list | None = None
+
+    @property
+    def tests(self) -> list:
+        """The tests (both orders of the pair: (D, D') and (D', D)), built on first use: a
+        tiny-delta-only analysis asked at an ordinary delta never needs them."""
+        if self._tests is None:
+            laws = self.laws
+            if laws.kind == "binary":
+                p, p2 = float(laws.lw_d[0]), float(laws.lw_d2[0])
+                eta = _ETA_ABS + _ETA_REL * (abs(p) + abs(p2) + 40.0)
+                tests = [((math.log1p(-math.exp(p)), p), (math.log1p(-math.exp(p2)), p2), eta)]
+            else:
+                tests = [_event(laws, t) for t in laws.thresholds()]
+            self._tests = [x for a, b, e in tests for x in ((a, b, e), (b, a, e))]
+        return self._tests
 
     def _lower(self, i: int, eps: float) -> float:
         lp, lq, eta = self.tests[i]

@@ -14,7 +14,7 @@ from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.pure import pure_eps
 from ..mechanisms.randomized_response import RandomizedResponse
-from ..numerics.mixture_divergence import logsumexp
+from ..numerics.logspace import logsumexp
 from ..numerics.special import log_binom, log_expm1
 from ..renyi.curves import interpolate_cgf
 from ..sampling.relations import Substitution

@@ -53,7 +53,7 @@ from ...mechanisms.base import Mechanism
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
-from ...numerics.mixture_divergence import logsumexp
+from ...numerics.logspace import logsumexp
 from ...results import Bound
 from ...sampling.schemes import CustomSampler
 from ..mironov2019 import poisson_exact_rdp
