@@ -23,6 +23,42 @@ multiplies the number of steps; ``ComposedDpEvent`` of different steps becomes a
 of phases (``privamp.compose``, one phase per distinct step); ``NoOpDpEvent`` is skipped.
 Anything else raises ``ValueError`` naming the event.
 
+Neighbouring relations (``relation=``).  A privamp relation is taken as privamp defines it,
+with ``sensitivity`` measured under that relation (default 1, and 2 under
+:class:`~privamp.Substitution`).  A ``dp_accounting.NeighboringRelation`` is taken as
+``dp_accounting`` defines it.  Its events state (``dp_event.py``) that the values summed are
+bounded, ``||v_i|| <= C``, with ``noise_multiplier = s / C``; ``sensitivity`` is then that
+bound in units of C (default 1):
+
+* ``ADD_OR_REMOVE_ONE`` -> :class:`~privamp.AddRemove`, sensitivity C;
+  ``REPLACE_SPECIAL`` -> :class:`~privamp.ZeroOut`, sensitivity C (dp-accounting's PLD uses
+  the add/remove pair for both).
+* ``REPLACE_ONE``: dp-accounting's PLD accountant (``privacy_loss_mechanism.py``,
+  ``AdjacencyType.REPLACE``) analyses a Poisson-sampled Gaussian at rate q as the pair
+  ``(1-q) N(0) + q N(-C)`` vs ``(1-q) N(0) + q N(C)``, and the unsampled Gaussian as its
+  ``q = 1`` case ``N(-C)`` vs ``N(C)``.  That is privamp's
+  :class:`~privamp.HybridSubstitution` with ``Gaussian(s, sensitivity=C)`` (one record's value
+  of norm <= C replaced by another; the antipodal pair is a proven dominating pair,
+  :mod:`privamp.theorems.poisson_substitution`), so every Poisson-sampled or unsampled
+  Gaussian, Laplace or two-bucket randomized-response step maps there, and privamp's
+  interval contains dp-accounting's own PLD epsilon.  Fixed-size sampling
+  (``SampledWithoutReplacementDpEvent``, ``SampledWithReplacementDpEvent``) and
+  ``TruncatedSubsampledGaussianDpEvent`` map to plain :class:`~privamp.Substitution` at
+  sensitivity 2C (a value of norm <= C replaced by another moves the sum by <= 2C):
+  certified, and privamp's PLD for those schemes needs plain substitution.  A composition
+  mixing the two kinds is accounted entirely under :class:`~privamp.Substitution` at 2C
+  (``privamp.compose`` needs one relation; sound, looser on the Poisson phases).
+
+Where dp-accounting disagrees with itself: its ``RdpAccountant`` ignores ``REPLACE_ONE`` for
+an unsampled ``GaussianDpEvent`` (it uses ``N(0)`` vs ``N(C)``, half the PLD accountant's
+distance) and analyses ``SampledWithoutReplacementDpEvent`` with the *replacement* distance
+equal to C (Wang, Balle, Kasiviswanathan 2019, Thm 27 with a base Gaussian of sensitivity 1).
+For values with only ``||v_i|| <= C`` (the events' stated semantics) the replacement distance
+is 2C, so those RDP numbers are below the true epsilon; privamp follows the stated semantics.
+To reproduce the RDP accountant's reading (values within distance C of each other, i.e. a
+ball of radius C/2), pass ``sensitivity=0.5`` with ``REPLACE_ONE``.  dp-accounting's PLD
+accountant refuses Laplace events under ``REPLACE_ONE``; privamp accounts them as above.
+
 ``dp_accounting`` needs no import here: events are recognised by class name, so this module
 works with any installed version (and without ``dp_accounting`` installed at all).
 """
@@ -38,7 +74,7 @@ from ..mechanisms.base import Mechanism
 from ..mechanisms.gaussian import Gaussian
 from ..mechanisms.laplace import Laplace
 from ..mechanisms.randomized_response import RandomizedResponse
-from ..sampling.relations import AddRemove, Relation, Substitution, ZeroOut
+from ..sampling.relations import AddRemove, HybridSubstitution, Relation, Substitution, ZeroOut
 from ..sampling.schemes import (
     Poisson,
     Scheme,
@@ -52,6 +88,7 @@ __all__ = [
     "as_relation",
     "clipped_sensitivity",
     "from_dp_event",
+    "is_replace_one",
     "runs_from_dp_event",
 ]
 
@@ -179,6 +216,20 @@ def clipped_sensitivity(relation: Relation | None, sensitivity: float | None = N
     return check_positive("sensitivity", sensitivity)
 
 
+def is_replace_one(relation: Any) -> bool:
+    """Whether ``relation`` is ``dp_accounting``'s ``NeighboringRelation.REPLACE_ONE`` (read
+    with dp-accounting's semantics by :func:`runs_from_dp_event`: see the module docstring).
+
+    Args:
+        relation: anything accepted by :func:`as_relation`.
+
+    Returns:
+        True for ``REPLACE_ONE`` (recognised by class and member name), else False.
+    """
+    return (type(relation).__name__ == "NeighboringRelation"
+            and getattr(relation, "name", "") == "REPLACE_ONE")
+
+
 _NEIGHBOURING = {
     "ADD_OR_REMOVE_ONE": AddRemove,
     "REPLACE_ONE": Substitution,
@@ -197,11 +248,18 @@ def runs_from_dp_event(
     distinct step (mechanism and sampling), with the number of times it is composed, in
     order of first appearance.  Arguments as :func:`from_dp_event`."""
     rel = as_relation(relation)
-    sens = clipped_sensitivity(rel, sensitivity)
     n = None if dataset_size is None else check_int("dataset_size", dataset_size, minimum=1)
-
     steps: list[tuple[_Step, int]] = []
-    _flatten(event, 1, sens, steps)
+    if is_replace_one(relation):
+        bound = 1.0 if sensitivity is None else check_positive("sensitivity", sensitivity)
+        _flatten(event, 1, bound, steps)
+        if all(type(step.scheme) is Poisson for step, _ in steps):
+            rel = HybridSubstitution()
+        else:
+            steps = []
+            _flatten(event, 1, 2.0 * bound, steps)
+    else:
+        _flatten(event, 1, clipped_sensitivity(rel, sensitivity), steps)
     counts: dict[_Step, int] = {}
     for step, c in steps:
         counts[step] = counts.get(step, 0) + c
@@ -241,12 +299,18 @@ def from_dp_event(
     relation:
         Neighbouring relation: a privamp relation or a ``dp_accounting.NeighboringRelation``
         (default add/remove, ``dp_accounting``'s default ``ADD_OR_REMOVE_ONE``; see
-        :func:`as_relation`).
+        :func:`as_relation`).  ``REPLACE_ONE`` is read as dp-accounting reads it: Poisson-
+        sampled and unsampled steps become :class:`~privamp.HybridSubstitution` runs (the
+        tight antipodal pair dp-accounting's PLD uses), fixed-size sampling
+        :class:`~privamp.Substitution` at twice the bound (module docstring).
     sensitivity:
-        Sensitivity of the noised query in units of the bound C in ``noise_multiplier = s/C``;
-        default 1, and 2 under substitution (replacing one value moves the sum by up to 2C;
-        privamp's convention).  Pass ``sensitivity=1`` to mirror ``dp_accounting``'s
-        unsampled ``REPLACE_ONE`` Gaussian, which uses sensitivity 1.
+        With a privamp relation: the sensitivity of the noised query under that relation, in
+        units of the bound C in ``noise_multiplier = s/C``; default 1, and 2 under
+        substitution (replacing one value moves the sum by up to 2C; privamp's convention).
+        With a ``dp_accounting.NeighboringRelation``: the bound on one record's value
+        ``||v_i||`` in units of C (default 1, the events' stated semantics); under
+        ``REPLACE_ONE`` substitution steps get twice it.  ``sensitivity=0.5`` with
+        ``REPLACE_ONE`` mirrors dp-accounting's ``RdpAccountant`` (replacement distance C).
 
     Raises ``ValueError`` naming the event for unsupported events, and
     :class:`~privamp.NotApplicable` for different steps in a build without ``privamp.compose``.
