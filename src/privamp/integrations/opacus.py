@@ -53,7 +53,7 @@ from ..sampling.schemes import Scheme
 from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity
 from .loaders import accumulated, scheme_of
-from .opacus_checks import BatchSizes, batch_check, empty_safe_collate
+from .opacus_checks import BatchSizes, batch_check, calibration_loader, empty_safe_collate
 from .opacus_history import from_opacus_history, runs_from_opacus_history
 
 __all__ = [
@@ -61,7 +61,6 @@ __all__ = [
     "runs_from_opacus_history",
     "PrivampAccountant",
     "make_private",
-    "make_private_with_epsilon",
 ]
 
 
@@ -167,6 +166,20 @@ class PrivampAccountant(IAccountant):
         self.dataset_size = len(data_loader.dataset)
         self.world_size = _ranks(data_loader.batch_sampler)
 
+    def _attach_for_calibration(self) -> None:
+        found = calibration_loader()
+        if found is None:
+            return
+        engine, loader = found
+        mine = getattr(engine, "accountant", None)
+        if isinstance(mine, PrivampAccountant) and mine is not self:
+            self.relation, self.sensitivity = mine.relation, mine.sensitivity
+            self.accountant, self.accumulation_steps = mine.accountant, mine.accumulation_steps
+            if mine.scheme is not None:
+                self.scheme, self.dataset_size = mine.scheme, mine.dataset_size
+                return
+        self.attach(loader)
+
     def _bound(self) -> Scheme:
         if self.scheme is None:
             raise ValueError(
@@ -251,7 +264,15 @@ class PrivampAccountant(IAccountant):
     def get_epsilon(self, delta: float, *args: Any, **kwargs: Any) -> float:
         """privamp's upper bound on the run's epsilon at ``delta`` (what Opacus reports).
 
+        Inside Opacus's ``PrivacyEngine.make_private_with_epsilon`` (which asks a fresh
+        accountant built by name for the epsilon of trial noise multipliers), an accountant
+        without a scheme takes that of the loader ``make_private`` will use, and the settings
+        of the engine's own :class:`PrivampAccountant`: the noise is then calibrated with
+        privamp's upper bound for the sampler actually used.
+
         Raises ``ValueError`` when no sound upper bound is known for this scheme."""
+        if self.scheme is None and self.history:
+            self._attach_for_calibration()
         g = self.get_guarantee(delta)
         self._bound()
         if g.upper is None:
@@ -540,58 +561,6 @@ def make_private(
         1, int(round(batch_sampler.expected_batch_size)))
     return module, optimizer, loader, acc
 
-
-
-def make_private_with_epsilon(
-    privacy_engine: Any,
-    module: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    dataset: Any,
-    batch_sampler: Any,
-    target_epsilon: float,
-    target_delta: float,
-    max_grad_norm: float,
-    *,
-    relation: Any = None,
-    sensitivity: float | None = None,
-    accountant: str = "best",
-    callback: Any = None,
-    **make_private_kwargs: Any,
-) -> tuple[Any, Any, DataLoader, PrivampAccountant]:
-    """:func:`make_private` with the noise multiplier calibrated so that the planned run (one
-    pass over ``batch_sampler``: its ``steps``) has an epsilon upper bound at
-    ``target_delta`` of at most ``target_epsilon``, for the sampler's own scheme (Opacus's
-    version assumes Poisson sampling).  The noise is the smallest found by
-    :func:`privamp.calibrate` (relative precision 1e-3); it is kept as
-    ``accountant.calibration`` (a :class:`~privamp.Calibration`: the value and its guarantee).
-    ``callback(sigma, guarantee)`` is called after each probe of the search (e.g. to show
-    progress; needs a build of ``privamp.calibrate`` with ``callback``).
-
-    Returns ``(module, optimizer, data_loader, accountant)``; raises ``ValueError`` when no
-    noise multiplier in the search range meets the target.
-    """
-    from ..accounting.calibration import calibrate
-
-    if not hasattr(batch_sampler, "scheme") or not hasattr(batch_sampler, "steps"):
-        raise ValueError(
-            "batch_sampler must be a privamp batch sampler from privamp.integrations.torch "
-            f"(with .scheme and .steps), got {type(batch_sampler).__name__}"
-        )
-    plan = PrivampAccountant(batch_sampler, relation=relation, sensitivity=sensitivity,
-                             accountant=accountant)
-
-    def run_at(sigma: float) -> Training:
-        return plan._run(sigma, int(batch_sampler.steps))
-
-    extra = {} if callback is None else {"callback": callback}
-    noise = calibrate(target_epsilon, target_delta, run_at, accountant=accountant, **extra)
-    out = make_private(
-        privacy_engine, module, optimizer, dataset, batch_sampler, float(noise.value),
-        max_grad_norm, relation=plan.relation, sensitivity=plan.sensitivity,
-        accountant=accountant, **make_private_kwargs,
-    )
-    out[3].calibration = noise
-    return out
 
 
 try:  # PrivacyEngine(accountant="privamp")

@@ -1,14 +1,18 @@
 """Checks that the batches an Opacus run feeds its accountant can come from the accountant's
-scheme (batch sizes), and Opacus's collate wrapper for empty Poisson batches."""
+scheme (batch sizes), Opacus's collate wrapper for empty Poisson batches, and the data loader
+of an Opacus ``PrivacyEngine.make_private_with_epsilon`` call in progress."""
 
 from __future__ import annotations
 
+import inspect
 import math
+import warnings
 from typing import Any, cast
 
 from ..sampling.schemes import Deterministic, Poisson, Scheme, Shuffle
 
-__all__ = ["BatchSizes", "FALSE_ALARM", "batch_check", "poisson_check", "empty_safe_collate"]
+__all__ = ["BatchSizes", "FALSE_ALARM", "batch_check", "calibration_loader", "poisson_check",
+           "empty_safe_collate"]
 
 
 class BatchSizes:
@@ -97,3 +101,49 @@ def empty_safe_collate(dataset: Any, collate_fn: Any) -> Any:
     return wrap_collate_with_empty(
         collate_fn=collate_fn or default_collate, sample_empty_shapes=shapes, dtypes=dtypes
     )
+
+
+def calibration_loader(max_depth: int = 12) -> tuple[Any, Any] | None:
+    """The Opacus ``PrivacyEngine.make_private_with_epsilon`` call on the stack, if any.
+
+    Opacus calibrates the noise with ``opacus.accountants.utils.get_noise_multiplier``,
+    which builds a *fresh* accountant by name (``create_accountant("privamp")``: no data
+    loader), sets its ``history`` to ``[(sigma, 1 / len(data_loader), steps)]`` and asks
+    its epsilon.  That accountant finds here the loader ``make_private`` will use: Opacus's
+    Poisson ``DPDataLoader`` of the caller's loader with ``poisson_sampling=True`` (the
+    default), else the caller's loader itself.
+
+    Args:
+        max_depth: frames to look up the stack.
+
+    Returns:
+        ``(privacy_engine, data_loader)``, or None outside such a call.
+    """
+    frame = inspect.currentframe()
+    for _ in range(max_depth):
+        frame = None if frame is None else frame.f_back
+        if frame is None:
+            return None
+        if (frame.f_code.co_name != "make_private_with_epsilon"
+                or not str(frame.f_globals.get("__name__", "")).startswith("opacus")):
+            continue
+        local = frame.f_locals
+        engine, loader = local.get("self"), local.get("data_loader")
+        if engine is None or loader is None or not hasattr(engine, "accountant"):
+            return None
+        if local.get("poisson_sampling", True):
+            from opacus.data_loader import DPDataLoader
+
+            with warnings.catch_warnings():  # Opacus repeats them in make_private
+                warnings.simplefilter("ignore")
+                loader = DPDataLoader.from_data_loader(
+                    loader, distributed=_distributed(local.get("module")))
+        return engine, loader
+    return None
+
+
+def _distributed(module: Any) -> bool:
+    """Whether Opacus's ``make_private`` treats ``module`` as distributed (DDP wrappers)."""
+    names = {"DifferentiallyPrivateDistributedDataParallel", "DistributedDataParallel"}
+    return any(c.__name__ in names or c.__name__ == "FSDPModule"
+               for c in type(module).__mro__)
