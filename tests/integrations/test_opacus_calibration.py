@@ -99,3 +99,29 @@ def test_a_bare_accountant_still_refuses_without_a_loader():
     bare.history = [(1.0, 0.1, 10)]
     with pytest.raises(ValueError, match="no data loader"):
         bare.get_epsilon(DELTA)
+
+
+def test_replace_one_poisson_is_accounted_as_dp_accounting_does():
+    dpa = pytest.importorskip("dp_accounting")
+    from privamp.opacus import from_opacus_history
+
+    rel = dpa.NeighboringRelation.REPLACE_ONE
+    pld = dpa.pld.PLDAccountant(neighboring_relation=rel)
+    pld.compose(dpa.SelfComposedDpEvent(
+        dpa.PoissonSampledDpEvent(0.05, dpa.GaussianDpEvent(1.0)), 30))
+    reference = pld.get_epsilon(DELTA)  # 2.78; plain substitution at 2 gave 12.08
+    acc = PrivampAccountant(pa.Poisson(0.05), relation=rel)
+    acc.history = [(1.0, 0.05, 30)]
+    run = acc.training()
+    assert run.relation == pa.HybridSubstitution() and run.mechanism == pa.Gaussian(1.0, 1.0)
+    g = acc.get_guarantee(DELTA)
+    assert g.lower.value - 1e-3 <= reference <= g.upper.value + 1e-3
+    hist = from_opacus_history([(1.0, 0.05, 30)], relation=rel)
+    assert hist == run
+    # fixed-size batches, or an explicit sensitivity: plain substitution as before
+    wor = PrivampAccountant(pa.WithoutReplacement(8, 64), relation=rel)
+    wor.history = [(1.0, 0.125, 3)]
+    assert wor.training().relation == pa.Substitution()
+    explicit = PrivampAccountant(pa.Poisson(0.05), relation=rel, sensitivity=2.0)
+    explicit.history = [(1.0, 0.05, 30)]
+    assert explicit.training().mechanism == pa.Gaussian(1.0, 2.0)

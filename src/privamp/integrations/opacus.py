@@ -48,10 +48,10 @@ from .._validation import check_delta, check_int
 from ..accounting.training import Training
 from ..mechanisms.gaussian import Gaussian
 from ..results import Bound, Guarantee
-from ..sampling.relations import Relation
-from ..sampling.schemes import Scheme
+from ..sampling.relations import HybridSubstitution, Relation
+from ..sampling.schemes import Poisson, Scheme
 from ._phases import compose_phases
-from .dp_accounting import as_relation, clipped_sensitivity
+from .dp_accounting import as_relation, clipped_sensitivity, is_replace_one
 from .loaders import accumulated, scheme_of
 from .opacus_checks import BatchSizes, batch_check, calibration_loader, empty_safe_collate
 from .opacus_history import from_opacus_history, runs_from_opacus_history
@@ -107,6 +107,10 @@ class PrivampAccountant(IAccountant):
     relation:
         Neighbouring relation protected: a privamp relation or a
         ``dp_accounting.NeighboringRelation`` (default add/remove, as Opacus).
+        ``REPLACE_ONE`` (at the default sensitivity) accounts Poisson steps as
+        dp-accounting does, under :class:`~privamp.HybridSubstitution` at sensitivity 1
+        (gradients clipped to norm C, one replaced: the tight antipodal pair), and other
+        schemes under :class:`~privamp.Substitution` at 2.
     sensitivity:
         l2-sensitivity of one step in units of the clipping norm; default 2 under
         substitution and 1 otherwise.
@@ -142,6 +146,8 @@ class PrivampAccountant(IAccountant):
         # None: the scheme's default relation (zero-out for shuffled / fixed-order batches)
         self.relation = None if relation is None else as_relation(relation)
         self.sensitivity = clipped_sensitivity(self.relation, sensitivity)
+        # dp-accounting's REPLACE_ONE at the default sensitivity: Poisson steps are tight
+        self.hybrid_poisson = is_replace_one(relation) and sensitivity is None
         self.accountant = accountant
         self.dataset_size: int | None = getattr(sampler, "dataset_size", None)
         self.world_size = int(getattr(sampler, "world_size", 1))
@@ -371,6 +377,9 @@ class PrivampAccountant(IAccountant):
         return out
 
     def _run(self, noise: float, steps: int) -> Training:
+        if self.hybrid_poisson and type(self._bound()) is Poisson:
+            return Training(Gaussian(noise, self.sensitivity / 2), self._bound(), steps=steps,
+                            relation=HybridSubstitution())
         return Training(
             Gaussian(noise, self.sensitivity), self._bound(), steps=steps,
             relation=cast(Relation, self.relation)  # None: the scheme's default

@@ -8,9 +8,10 @@ from typing import Any
 from .._validation import check_int
 from ..accounting.training import Training
 from ..mechanisms.gaussian import Gaussian
+from ..sampling.relations import HybridSubstitution
 from ..sampling.schemes import Poisson
 from ._phases import compose_phases
-from .dp_accounting import as_relation, clipped_sensitivity
+from .dp_accounting import as_relation, clipped_sensitivity, is_replace_one
 
 __all__ = ["runs_from_opacus_history", "from_opacus_history"]
 
@@ -22,10 +23,13 @@ def runs_from_opacus_history(
     steps)`` triples, as kept by Opacus's RDP, PRV and GDP accountants, which assume Poisson
     sampling): one ``Training(Gaussian(noise), Poisson(rate), steps)`` per distinct
     (noise, rate), steps summed, in order of first appearance.  ``relation`` and
-    ``sensitivity`` as for :class:`PrivampAccountant`.  Pass the phases to
-    ``privamp.compose``, or use :func:`from_opacus_history`."""
+    ``sensitivity`` as for :class:`PrivampAccountant` (dp-accounting's ``REPLACE_ONE`` at the
+    default sensitivity: :class:`~privamp.HybridSubstitution` at 1, as dp-accounting's PLD).
+    Pass the phases to ``privamp.compose``, or use :func:`from_opacus_history`."""
     rel = as_relation(relation)
     sens = clipped_sensitivity(rel, sensitivity)
+    if is_replace_one(relation) and sensitivity is None:  # dp-accounting's Poisson REPLACE_ONE
+        rel, sens = HybridSubstitution(), 1.0
     counts: dict[tuple[float, float], int] = {}
     for noise, rate, steps in history:
         key = (float(noise), float(rate))
