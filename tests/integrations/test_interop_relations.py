@@ -69,12 +69,15 @@ def test_replace_one_unsampled_gaussian_moves_by_twice_the_bound():
 
 
 def test_replace_one_compositions_match_dp_accounting():
-    # two Poisson phases, and a Poisson phase composed with unsampled releases
+    # two Poisson phases
     two_rates = dpa.ComposedDpEvent([_sampled(0.05, 1.0, 30), _sampled(0.2, 2.0, 10)])
     runs = runs_from_dp_event(two_rates, relation=REL.REPLACE_ONE)
     assert {r.relation for r in runs} == {pa.HybridSubstitution()}
     _contains(from_dp_event(two_rates, relation=REL.REPLACE_ONE),
               _pld(two_rates, REL.REPLACE_ONE))
+
+
+def test_replace_one_sampled_and_unsampled_compose():
     with_release = dpa.ComposedDpEvent(
         [_sampled(0.1, 1.5, 20), dpa.SelfComposedDpEvent(dpa.GaussianDpEvent(10.0), 2)])
     _contains(from_dp_event(with_release, relation=REL.REPLACE_ONE),
