@@ -74,8 +74,11 @@ def make_private_with_epsilon(
     plan = PrivampAccountant(batch_sampler, relation=relation, sensitivity=sensitivity,
                              accountant=accountant)
 
+    scheme = plan.scheme
+    assert scheme is not None  # (built from a batch sampler, which has one)
+
     def run_at(sigma: float) -> Training:
-        return Training(Gaussian(sigma, plan.sensitivity), plan.scheme,
+        return Training(Gaussian(sigma, plan.sensitivity), scheme,
                         steps=int(batch_sampler.steps), relation=plan.relation)
 
     extra = {} if callback is None else {"callback": callback}
