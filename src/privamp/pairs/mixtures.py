@@ -191,28 +191,34 @@ class GaussianShiftMixturePair(LossPair):
         """Preimage of the losses ``tgt`` by Newton's method from above: L is convex and
         increasing (a log-sum-exp of affine functions), so Newton steps started where
         L(hi) >= tgt never pass the root and converge monotonically (quadratically near it).
-        Falls back to bisection where the iteration has not settled."""
+        Each point stops at its first settled iterate (a step below 4e-16 max(1, |x|)) and
+        only the unsettled ones are iterated further (issue 28: where L is flat, near its
+        floor, rounding noise in L(x) - tgt over a tiny L' made some point take a step above
+        that tolerance at almost every iteration, so the whole array ran 60 iterations and
+        then bisection; a settled iterate is what the old test accepted too).  Falls back to
+        bisection where the iteration has not settled."""
         x = hi.astype(float).copy()
-        c, slope = self._c[:, None], self._slope[:, None]
+        act = np.arange(x.size)
         for _ in range(60):
-            terms = c + slope * x[None, :]
+            xa = x[act]
+            terms = self._c[:, None] + self._slope[:, None] * xa[None, :]
             top = terms.max(axis=0)
             e = np.exp(terms - top)
             ssum = e.sum(axis=0)
             val = top + np.log(ssum)
-            deriv = (e * slope).sum(axis=0) / ssum
+            deriv = (e * self._slope[:, None]).sum(axis=0) / ssum
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(deriv > 0, (val - tgt) / deriv, 0.0)
+                step = np.where(deriv > 0, (val - tgt[act]) / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
-            new = np.maximum(x - step, lo)
-            done = np.abs(new - x) <= 4e-16 * np.maximum(1.0, np.abs(x))
-            x = new
-            if done.all():
+            new = np.maximum(xa - step, lo[act])
+            done = np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa))
+            x[act] = new
+            act = act[~done]
+            if not act.size:
                 return x
         # bisection only where the iteration has not settled
-        rest = ~done
-        x[rest] = bisect_monotone(self.loss, tgt[rest], lo[rest], hi[rest], increasing=True,
-                                  iterations=80)
+        x[act] = bisect_monotone(self.loss, tgt[act], lo[act], hi[act], increasing=True,
+                                 iterations=80)
         return x
 
     def tail(self, l, dist, upper, strict):
