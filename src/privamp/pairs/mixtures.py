@@ -122,14 +122,27 @@ class GaussianShiftMixturePair(LossPair):
     def loss(self, x: np.ndarray) -> np.ndarray:
         """The privacy loss log dP/dQ at output x (vectorised)."""
         x = _arr(x)
-        flat = x.reshape(1, -1)
+        flat = x.reshape(-1)
+        terms, top = self._terms(flat)
         with np.errstate(invalid="ignore"):
-            prod = np.where(self._slope[:, None] == 0, 0.0, self._slope[:, None] * flat)
-        terms = self._c[:, None] + prod
+            out = top + np.log(terms.sum(axis=0))
+        return np.where(np.isfinite(top), out, top).reshape(x.shape)
+
+    def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(exp(c_j + j s x - top), top) with top = max_j (c_j + j s x), c_j = log b_j -
+        j^2 s^2 / 2, per point of the flat array x (the component j = 0 is c_0 at every x,
+        also at x = +-inf); computed in place (issue 28: the temporaries of the
+        vectorised form were half of the group PLD's discretisation time)."""
+        terms = np.empty((self._c.size, x.size))
+        with np.errstate(invalid="ignore"):
+            np.multiply(self._slope[1:, None], x[None, :], out=terms[1:])
+        terms[0] = 0.0
+        terms += self._c[:, None]
         top = terms.max(axis=0)
         with np.errstate(invalid="ignore"):
-            out = top + np.log(np.exp(terms - top).sum(axis=0))
-        return np.where(np.isfinite(top), out, top).reshape(x.shape)
+            terms -= top
+            np.exp(terms, out=terms)
+        return terms, top
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         """Loss quantiles through the output x: with z = Phi^{-1}(1 - tail),
@@ -171,7 +184,7 @@ class GaussianShiftMixturePair(LossPair):
             lo = np.minimum(lo, hi - 1.0)
             # where l is barely above the floor the preimage may lie below lo: widen
             lo = np.where(self.loss(lo) > tgt, -1e4, lo)
-            if tgt.size > 4096:
+            if tgt.size > 512:
                 # tabulate L on a grid and tighten each bracket to one grid cell, so that
                 # Newton starts next to the root (from above: L(grid point) >= tgt)
                 xg = np.linspace(max(float(lo.min()), -60.0 - 1.0 / self.s - 1.0),
@@ -201,12 +214,10 @@ class GaussianShiftMixturePair(LossPair):
         act = np.arange(x.size)
         for _ in range(60):
             xa = x[act]
-            terms = self._c[:, None] + self._slope[:, None] * xa[None, :]
-            top = terms.max(axis=0)
-            e = np.exp(terms - top)
+            e, top = self._terms(xa)
             ssum = e.sum(axis=0)
             val = top + np.log(ssum)
-            deriv = (e * self._slope[:, None]).sum(axis=0) / ssum
+            deriv = (self._slope @ e) / ssum
             with np.errstate(divide="ignore", invalid="ignore"):
                 step = np.where(deriv > 0, (val - tgt[act]) / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
@@ -228,10 +239,11 @@ class GaussianShiftMixturePair(LossPair):
         if dist == "Q":
             out = special.ndtr(-xs) if upper else special.ndtr(xs)
         else:
-            shifts = self.j * self.s
-            if upper:
-                out = (self.b[:, None] * special.ndtr(shifts[:, None] - xs[None, :])).sum(axis=0)
-            else:
-                out = (self.b[:, None] * special.ndtr(xs[None, :] - shifts[:, None])).sum(axis=0)
+            # the weighted sum of the components' normal tails, as one matrix product (the
+            # same K + 1 positive terms summed as before, without the temporaries)
+            d = np.subtract.outer(self._slope, xs)
+            if not upper:
+                np.negative(d, out=d)
+            out = self.b @ special.ndtr(d, out=d)
         return out.reshape(l.shape)
 
