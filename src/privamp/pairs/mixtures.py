@@ -147,7 +147,14 @@ class GaussianShiftMixturePair(LossPair):
     def loss_range(self, tail: float) -> tuple[float, float]:
         """Loss quantiles through the output x: with z = Phi^{-1}(1 - tail),
         P(X < -z), Q(X < -z) <= tail (all shifts are >= 0), and x_hi solves
-        P(X > x_hi) = sum_j b_j Phibar(x_hi - j s) <= tail (bisection)."""
+        P(X > x_hi) = sum_j b_j Phibar(x_hi - j s) <= tail (bisection).  Cached per tail
+        (the group PLD asks for the same one three times)."""
+        cache = self.__dict__.setdefault("_range_cache", {})
+        if tail not in cache:
+            cache[tail] = self._loss_range(tail)
+        return cache[tail]
+
+    def _loss_range(self, tail: float) -> tuple[float, float]:
         z = -float(special.ndtri(tail))
         shifts = self.j * self.s
 
