@@ -102,10 +102,11 @@ MAX_GROUP_SHIFT = 100.0
 ADD_COARSE = 4
 
 #: runs of at least TWO_LEVEL_MIN_T steps on a grid at most this fine compose in two levels
-#: (there the second level's coarse grid, 8 h, moved the upper bound by < 1e-6 relative on
-#: the settings measured, sigma 2 and 4, K 2..16, T 1e4; at coarser h, sigma <= 1, it moved
-#: it by 2e-5..8e-5 and gained nothing)
-TWO_LEVEL_STEP = 6e-5
+#: (a heuristic: every stage keeps its side's kind.  q 1e-3, T 1e4: the second level's
+#: coarse grid, 8 h, moved the upper bound by 6.4e-7..7.4e-7 relative at sigma 2 and 4, K 2..16,
+#: h 4.4e-5..9.3e-5, and cut the composition 2-3x; at the coarser steps of sigma <= 1,
+#: h >= 2.7e-4, it moved it by 2e-5..8e-5 and gained nothing)
+TWO_LEVEL_STEP = 1e-4
 
 #: up to this K Delta / sigma the group witness uses this accountant's lower side (above, its
 #: own witness pair, which answers where the coarse grid declines)
