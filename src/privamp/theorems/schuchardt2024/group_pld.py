@@ -195,10 +195,12 @@ class GroupPLDAnalysis(PLDAnalysis):
         automatic grid the add direction (N, B_K) gets its pessimistic side only, on a grid
         ``ADD_COARSE`` times coarser, and is composed again on h, both sides, if its upper
         bound ever decides the run's (:meth:`_refine_if_deciding`), as the single record's
-        secondary direction (issue 28: its profile lies below the remove direction's on
-        every setting measured, so its optimistic side and its fine grid cost time and never
-        changed the answer; the coarse pessimistic side is still a dominating pair's, and the
-        optimistic side zero claims no lower bound).  Long runs on a fine grid (T >=
+        secondary direction (issue 28: at the deltas measured its profile lies below the
+        remove direction's, so its optimistic side and its fine grid cost time and did not
+        change the answer; at epsilon 0 both give the total variation distance and the
+        coarse side decides, so it is refined there.  The coarse pessimistic side is still a
+        dominating pair's, and the zero optimistic side claims no lower bound.  Epsilon
+        curves keep it coarse at every checkpoint: sound, looser only where it decides).  Long runs on a fine grid (T >=
         ``TWO_LEVEL_MIN_T``, h <= :data:`TWO_LEVEL_STEP`) compose in two levels
         (:func:`privamp.pld.compose.compose_two_level`: every stage keeps its side's kind)."""
         if self._singles is not None or not self.auto_grid:
