@@ -200,8 +200,9 @@ class GroupPLDAnalysis(PLDAnalysis):
         change the answer; at epsilon 0 both give the total variation distance and the
         coarse side decides, so it is refined there.  The coarse pessimistic side is still a
         dominating pair's, and the zero optimistic side claims no lower bound.  Epsilon
-        curves keep it coarse at every checkpoint: sound, looser only where it decides).  Long runs on a fine grid (T >=
-        ``TWO_LEVEL_MIN_T``, h <= :data:`TWO_LEVEL_STEP`) compose in two levels
+        curves keep it coarse at every checkpoint: sound, looser only where it decides).
+        Long runs on a fine grid (T >= ``TWO_LEVEL_MIN_T``, h <= :data:`TWO_LEVEL_STEP`)
+        compose in two levels
         (:func:`privamp.pld.compose.compose_two_level`: every stage keeps its side's kind)."""
         if self._singles is not None or not self.auto_grid:
             return super()._single_steps()
