@@ -122,19 +122,39 @@ class GaussianShiftMixturePair(LossPair):
     def loss(self, x: np.ndarray) -> np.ndarray:
         """The privacy loss log dP/dQ at output x (vectorised)."""
         x = _arr(x)
-        flat = x.reshape(1, -1)
+        flat = x.reshape(-1)
+        terms, top = self._terms(flat)
         with np.errstate(invalid="ignore"):
-            prod = np.where(self._slope[:, None] == 0, 0.0, self._slope[:, None] * flat)
-        terms = self._c[:, None] + prod
+            out = top + np.log(terms.sum(axis=0))
+        return np.where(np.isfinite(top), out, top).reshape(x.shape)
+
+    def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(exp(c_j + j s x - top), top) with top = max_j (c_j + j s x), c_j = log b_j -
+        j^2 s^2 / 2, per point of the flat array x (the component j = 0 is c_0 at every x,
+        also at x = +-inf); computed in place (issue 28: the temporaries of the
+        vectorised form were half of the group PLD's discretisation time)."""
+        terms = np.empty((self._c.size, x.size))
+        with np.errstate(invalid="ignore"):
+            np.multiply(self._slope[1:, None], x[None, :], out=terms[1:])
+        terms[0] = 0.0
+        terms += self._c[:, None]
         top = terms.max(axis=0)
         with np.errstate(invalid="ignore"):
-            out = top + np.log(np.exp(terms - top).sum(axis=0))
-        return np.where(np.isfinite(top), out, top).reshape(x.shape)
+            terms -= top
+            np.exp(terms, out=terms)
+        return terms, top
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         """Loss quantiles through the output x: with z = Phi^{-1}(1 - tail),
         P(X < -z), Q(X < -z) <= tail (all shifts are >= 0), and x_hi solves
-        P(X > x_hi) = sum_j b_j Phibar(x_hi - j s) <= tail (bisection)."""
+        P(X > x_hi) = sum_j b_j Phibar(x_hi - j s) <= tail (bisection).  Cached per tail
+        (the group PLD asks for the same one three times)."""
+        cache = self.__dict__.setdefault("_range_cache", {})
+        if tail not in cache:
+            cache[tail] = self._loss_range(tail)
+        return cache[tail]
+
+    def _loss_range(self, tail: float) -> tuple[float, float]:
         z = -float(special.ndtri(tail))
         shifts = self.j * self.s
 
@@ -171,7 +191,7 @@ class GaussianShiftMixturePair(LossPair):
             lo = np.minimum(lo, hi - 1.0)
             # where l is barely above the floor the preimage may lie below lo: widen
             lo = np.where(self.loss(lo) > tgt, -1e4, lo)
-            if tgt.size > 4096:
+            if tgt.size > 512:
                 # tabulate L on a grid and tighten each bracket to one grid cell, so that
                 # Newton starts next to the root (from above: L(grid point) >= tgt)
                 xg = np.linspace(max(float(lo.min()), -60.0 - 1.0 / self.s - 1.0),
@@ -191,28 +211,32 @@ class GaussianShiftMixturePair(LossPair):
         """Preimage of the losses ``tgt`` by Newton's method from above: L is convex and
         increasing (a log-sum-exp of affine functions), so Newton steps started where
         L(hi) >= tgt never pass the root and converge monotonically (quadratically near it).
-        Falls back to bisection where the iteration has not settled."""
+        Each point stops at its first settled iterate (a step below 4e-16 max(1, |x|)) and
+        only the unsettled ones are iterated further (issue 28: where L is flat, near its
+        floor, rounding noise in L(x) - tgt over a tiny L' made some point take a step above
+        that tolerance at almost every iteration, so the whole array ran 60 iterations and
+        then bisection; a settled iterate is what the old test accepted too).  Falls back to
+        bisection where the iteration has not settled."""
         x = hi.astype(float).copy()
-        c, slope = self._c[:, None], self._slope[:, None]
+        act = np.arange(x.size)
         for _ in range(60):
-            terms = c + slope * x[None, :]
-            top = terms.max(axis=0)
-            e = np.exp(terms - top)
+            xa = x[act]
+            e, top = self._terms(xa)
             ssum = e.sum(axis=0)
             val = top + np.log(ssum)
-            deriv = (e * slope).sum(axis=0) / ssum
+            deriv = (self._slope @ e) / ssum
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(deriv > 0, (val - tgt) / deriv, 0.0)
+                step = np.where(deriv > 0, (val - tgt[act]) / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
-            new = np.maximum(x - step, lo)
-            done = np.abs(new - x) <= 4e-16 * np.maximum(1.0, np.abs(x))
-            x = new
-            if done.all():
+            new = np.maximum(xa - step, lo[act])
+            done = np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa))
+            x[act] = new
+            act = act[~done]
+            if not act.size:
                 return x
         # bisection only where the iteration has not settled
-        rest = ~done
-        x[rest] = bisect_monotone(self.loss, tgt[rest], lo[rest], hi[rest], increasing=True,
-                                  iterations=80)
+        x[act] = bisect_monotone(self.loss, tgt[act], lo[act], hi[act], increasing=True,
+                                 iterations=80)
         return x
 
     def tail(self, l, dist, upper, strict):
@@ -222,10 +246,11 @@ class GaussianShiftMixturePair(LossPair):
         if dist == "Q":
             out = special.ndtr(-xs) if upper else special.ndtr(xs)
         else:
-            shifts = self.j * self.s
-            if upper:
-                out = (self.b[:, None] * special.ndtr(shifts[:, None] - xs[None, :])).sum(axis=0)
-            else:
-                out = (self.b[:, None] * special.ndtr(xs[None, :] - shifts[:, None])).sum(axis=0)
+            # the weighted sum of the components' normal tails, as one matrix product (the
+            # same K + 1 positive terms summed as before, without the temporaries)
+            d = np.subtract.outer(self._slope, xs)
+            if not upper:
+                np.negative(d, out=d)
+            out = self.b @ special.ndtr(d, out=d)
         return out.reshape(l.shape)
 

@@ -37,6 +37,7 @@ Lower side only; ``Training`` keeps the largest lower bound over its accountants
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from scipy.special import gammaln, log_ndtr
@@ -148,6 +149,9 @@ class ThresholdTestAnalysis(RunAnalysis):
         self.laws, self.steps, self.tiny_only = laws, int(steps), tiny_only
         self.source = SRC_THRESHOLD.format(pair=laws.label)
         self._tests: list | None = None
+        #: groups: (which, x) -> a certified lower bound where the group PLD's interval is
+        #: already tight, else None (:func:`~.schuchardt2024.group_pld.tight_lower_screen`)
+        self.screen: Callable[[str, np.ndarray], Bound | None] | None = None
 
     @property
     def tests(self) -> list:
@@ -187,6 +191,8 @@ class ThresholdTestAnalysis(RunAnalysis):
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         d = np.asarray(delta, dtype=float)
+        if self.screen is not None and (got := self.screen("epsilon", d)) is not None:
+            return None, got
         flat = np.ravel(d)
         ask = flat < TINY_DELTA if self.tiny_only else np.ones(flat.shape, bool)
         if not np.any(ask):
@@ -197,6 +203,8 @@ class ThresholdTestAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         e = np.asarray(epsilon, dtype=float)
+        if self.screen is not None and (got := self.screen("delta", e)) is not None:
+            return None, got
         lo = np.array([self.delta_lower(float(v)) for v in np.ravel(e)])
         return None, Bound(shaped(lo, e), "lower", self.source)
 
@@ -285,4 +293,8 @@ def _build(run) -> ThresholdTestAnalysis:
     laws = step_laws(run.mechanism, run.relation, run.scheme.rate)
     one = isinstance(run.relation, (AddRemove, ZeroOut)) and run.relation.group == 1
     big = float(np.max(np.abs(laws.loc_d))) > LARGE_SHIFT
-    return ThresholdTestAnalysis(laws, run.steps, tiny_only=one and not big)
+    an = ThresholdTestAnalysis(laws, run.steps, tiny_only=one and not big)
+    if not one:  # (issue 28: groups skip the test where the group PLD is already tight)
+        from .schuchardt2024.group_pld import tight_lower_screen
+        an.screen = tight_lower_screen(run)
+    return an
