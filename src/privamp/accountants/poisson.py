@@ -26,7 +26,7 @@ from ..pairs.mechanism_pairs import GaussianPair
 from ..pld.budget import TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
 from ..pld.compose import compose_two_level, optimistic_factor
 from ..pld.discretise import discretise
-from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, zero_pld
+from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, PowerMethodUnavailable, zero_pld
 from ..pld.moments import two_sided_renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
@@ -163,10 +163,9 @@ class PLDAnalysis(RunAnalysis):
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
             dirs = []
-            for p, o, two_level in self._single_steps():
-                sides = [compose_two_level(x, self.steps) if two else laplace_compose(
-                    x, self.steps, self._pairs, truncation=None if x is p or two_level[0]
-                    else ONE_LEVEL_LOST / self.steps)
+            for i, (p, o, two_level) in enumerate(self._single_steps()):
+                sides = [compose_two_level(x, self.steps) if two else self._one_level(
+                    i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
                          for x, two in zip((p, o), two_level, strict=True) if x is not None]
                 dirs.append((sides[0], zero_pld(p.h) if o is None else sides[1]))
             self._pld = TwoSidedPLD(dirs)
@@ -293,13 +292,13 @@ class PLDAnalysis(RunAnalysis):
                 p = pld.directions[i][0]
             else:
                 p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
-                p = compose_two_level(p, self.steps) if two[0] else p.self_compose(self.steps)
+                p = compose_two_level(p, self.steps) if two[0] else self._one_level(lead, p)
             o = zero_pld(p.h)
             if np.any(getattr(p, which)(x) > best):  # still decides: its lower side too
                 _, o1, two = self._lead_recipe(self._pairs[i], *plan)
                 assert o1 is not None
-                o = (compose_two_level(o1, self.steps) if two[1] else o1.self_compose(
-                    self.steps, truncation=ONE_LEVEL_LOST / self.steps))
+                o = (compose_two_level(o1, self.steps) if two[1] else self._one_level(
+                    lead, o1, ONE_LEVEL_LOST / self.steps))
             pld.directions[i] = (p, o)
             self.grid[i] = self.grid[lead]
             self._psteps[i] = p.h
@@ -347,7 +346,25 @@ class PLDAnalysis(RunAnalysis):
         rates (``one`` None), unless the run is long enough for two levels but its T-fold
         window is at most :data:`SMALL_WINDOW` grid steps (then one power on the fine grid is
         faster and tighter)."""
-        return one is None and not (self.steps >= TWO_LEVEL_MIN_T and width <= SMALL_WINDOW * h)
+        return one is None and not self._small_window(h, width)
+
+    def _small_window(self, h: float, width: float) -> bool:
+        return self.steps >= TWO_LEVEL_MIN_T and width <= SMALL_WINDOW * h
+
+    def _one_level(self, i: int, x: PLD, truncation: float | None = None) -> PLD:
+        """``x`` composed over the run in one level (:func:`laplace_compose`); for a
+        small-rate Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of
+        direction ``i``) by the power method first (``auto`` squares PLDs of under 256
+        atoms: q 1e-4, sigma 8, T 1e4: 6.5 against 1.8 ms)."""
+        h, width, one = self._plans[i] if self.h is None else (0.0, math.inf, 0.0)
+        pair = self._pairs[i]
+        if one is None and self._small_window(h, width) and (
+                lead_direction(pair) or secondary_direction(pair)):
+            try:
+                return x.self_compose(self.steps, truncation, method="power")
+            except PowerMethodUnavailable:
+                pass
+        return laplace_compose(x, self.steps, self._pairs, truncation)
 
     def _query(self, x: np.ndarray, which: str) -> BoundPair:
         x = np.asarray(x, dtype=float)
