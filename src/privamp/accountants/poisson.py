@@ -118,6 +118,7 @@ class PLDAnalysis(RunAnalysis):
                 if (self.h is None and secondary_direction(pair) and self._plans
                         and lead_direction(self._pairs[0])
                         and self.rate <= FINE_SECONDARY_RATE
+                        and isinstance(self.mechanism, Gaussian)
                         and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT):
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
