@@ -28,6 +28,11 @@ class SwappedPair(LossPair):
         other = "Q" if dist == "P" else "P"
         return self.base.tail(-as_array(l), other, not upper, strict)
 
+    def tail_and_complement(self, l, dist, upper, strict):
+        """The base pair's tail and complement at -l (as :meth:`tail`)."""
+        other = "Q" if dist == "P" else "P"
+        return self.base.tail_and_complement(-as_array(l), other, not upper, strict)
+
     def support(self) -> tuple[float, float] | None:
         base = self.base.support()
         return None if base is None else (-base[1], -base[0])
@@ -59,6 +64,14 @@ class MixturePair(LossPair):
         l = as_array(l)
         return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
                                strict, {})
+
+    def tail_and_complement(self, l, dist, upper, strict):
+        """Both from one preimage and the base's tails and complements."""
+        l = as_array(l)
+        l0 = self._preimage(np.maximum(l, self.floor))
+        memo: dict = {}
+        return (self._tail_from(l, l0, dist, upper, strict, memo),
+                self._tail_from(l, l0, dist, not upper, not strict, memo))
 
     def support(self) -> tuple[float, float] | None:
         """The base's support mapped by l -> log(1 - w + w e^l), widened by a relative 1e-9
@@ -103,8 +116,7 @@ class MixturePair(LossPair):
         l0 = self._preimage(np.maximum(edges, self.floor))
         out = []
         for dist in ("P", "Q"):
-            up = self.base.tail(l0, dist, True, True)
-            lo = self.base.tail(l0, dist, False, False)
+            up, lo = self.base.tail_and_complement(l0, dist, True, True)
             out.append(_cell_masses(up, lo))
         pb, qm = out
         pm = (1.0 - self.w) * qm + self.w * pb
@@ -116,8 +128,9 @@ class MixturePair(LossPair):
 
         def base_tail(d: str) -> np.ndarray:
             key = (d, upper, strict)
-            if key not in memo:
-                memo[key] = b.tail(l0, d, upper, strict)
+            if key not in memo:  # (the complement comes with it: L > x and L <= x, ...)
+                memo[key], memo[(d, not upper, not strict)] = b.tail_and_complement(
+                    l0, d, upper, strict)
             return memo[key]
 
         qb = base_tail("Q")
@@ -145,9 +158,10 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     the standardised argument z = x / s -+ s / 2 is rounded (|dz| <= u (2 |x| / s + |z| +
     s)), and a tail Phi(-z) moves by at most (|z| + 1) |dz| relatively (Mills ratio
     phi(z) / Phi(-z) <= z + 1 for z >= 0; below 1 otherwise): at z ~ 7 that is ~200 u, far
-    above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp."""
+    above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp.  Plus u: a larger
+    tail may be formed as 1 - the smaller (:meth:`LossPair.tail_and_complement`)."""
     u = float(np.finfo(float).eps) / 2.0
-    out = np.full(np.shape(x), _TAIL_ULPS * u)
+    out = np.full(np.shape(x), (_TAIL_ULPS + 1.0) * u)
     if isinstance(base, GaussianPair):
         s = base.s
         fin = np.isfinite(x)

@@ -34,6 +34,14 @@ class LossPair(ABC):
     def tail(self, l: np.ndarray, dist: str, upper: bool, strict: bool) -> np.ndarray:
         """dist in {"P", "Q"}; see module docstring."""
 
+    def tail_and_complement(self, l: np.ndarray, dist: str, upper: bool, strict: bool
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """``(tail(l, dist, upper, strict), tail(l, dist, not upper, not strict))``: a tail
+        and its complement (``L > l`` and ``L <= l``, or ``L >= l`` and ``L < l``; they sum
+        to 1).  Each is computed directly here; a pair may override this to evaluate one
+        special function for both, keeping each within its documented accuracy."""
+        return self.tail(l, dist, upper, strict), self.tail(l, dist, not upper, not strict)
+
     # -- derived quantities -------------------------------------------------------------
     def delta(self, epsilon: np.ndarray | float) -> np.ndarray:
         """Hockey-stick divergence H_{e^eps}(P||Q) = P(L > eps) - e^eps Q(L > eps), any real eps."""
@@ -54,8 +62,7 @@ class LossPair(ABC):
         edges = np.asarray(edges, dtype=float)
         out = []
         for dist in ("P", "Q"):
-            up = self.tail(edges, dist, True, True)  # dist(L > e)
-            lo = self.tail(edges, dist, False, False)  # dist(L <= e)
+            up, lo = self.tail_and_complement(edges, dist, True, True)  # L > e, L <= e
             use_up = up[:-1] < lo[1:]
             inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
             masses = np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))

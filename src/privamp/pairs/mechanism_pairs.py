@@ -34,6 +34,25 @@ class GaussianPair(LossPair):
             z = l / s + (-s / 2 if dist == "P" else s / 2)  # standardised: (l - mean)/s
         return special.ndtr(-z) if upper else special.ndtr(z)
 
+    def tail_and_complement(self, l, dist, upper, strict):
+        """Both tails from one ``ndtr`` pass: the smaller, ``Phi(-|z|)``, directly, the other
+        as ``1 - Phi(-|z|)`` (issue 28: half the special-function work of a
+        discretisation).  For |z| >= 1/sqrt(2) this is bit-identical to ``ndtr(|z|)``
+        (scipy computes it as ``1 - erfc(|z| / sqrt 2) / 2``), below within 1 ulp of it: an
+        absolute error <= (its own relative error) x (the smaller tail) + u, so relative to
+        the larger tail it is within the smaller's accuracy plus u (the extra u is in the
+        tail accuracy of :meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`)."""
+        l = as_array(l)
+        s = self.s
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z = l / s + (-s / 2 if dist == "P" else s / 2)
+        small = special.ndtr(-np.abs(z))
+        big = 1.0 - small
+        pos = z > 0  # the upper tail Phi(-z) is the smaller one
+        up = np.where(pos, small, big)
+        lo = np.where(pos, big, small)
+        return (up, lo) if upper else (lo, up)
+
     def delta(self, epsilon):
         """delta = Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (Balle, Barthe, Gaboardi 2018,
         Thm 4; Balle & Wang 2018, Thm 8), within a relative ``GAUSSIAN_PROFILE_RTOL`` (1e-12)

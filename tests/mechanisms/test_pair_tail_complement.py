@@ -1,0 +1,59 @@
+"""LossPair.tail_and_complement (issue 28: one special-function pass for both tails).
+
+References: the Gaussian tails Phi(-z), Phi(z) from mpmath at 50 digits (independent of
+scipy), and the definition (the complement of ``L > l`` is ``L <= l``) against each pair's
+own ``tail`` for pairs with atoms (the mixture's floor, a swapped mixture).
+"""
+
+from __future__ import annotations
+
+import mpmath
+import numpy as np
+import pytest
+
+from privamp.pairs.combinators import MixturePair, SwappedPair
+from privamp.pairs.mechanism_pairs import GaussianPair, LaplacePair
+
+U = 2.0**-53
+
+
+def _phi(z: float) -> float:
+    with mpmath.workdps(50):
+        return float(mpmath.ncdf(z))
+
+
+@pytest.mark.parametrize("s", [0.05, 1.0, 3.0])
+def test_gaussian_tails_match_mpmath(s):
+    pair = GaussianPair(s)
+    l = np.concatenate((np.linspace(-40, 40, 301), [-np.inf, np.inf, 0.0]))
+    for dist, mean in (("P", s * s / 2), ("Q", -s * s / 2)):
+        for upper in (True, False):
+            t, c = pair.tail_and_complement(l, dist, upper, True)
+            for li, ti, ci in zip(l, t, c, strict=True):
+                z = (li - mean) / s if np.isfinite(li) else li
+                up, lo = _phi(-z), _phi(z)
+                want_t, want_c = (up, lo) if upper else (lo, up)
+                # scipy's ndtr to a few ulp, plus the argument's rounding (|z| + 1) |dz|
+                tol = 8 * U + (abs(z) + 1) * U * (2 * abs(li) / s + abs(z) + s) * 4 \
+                    if np.isfinite(li) else 0.0
+                assert abs(ti - want_t) <= tol * want_t + 1e-300
+                assert abs(ci - want_c) <= tol * want_c + 1e-300
+
+
+@pytest.mark.parametrize("pair", [
+    MixturePair(GaussianPair(1.0), 0.01),
+    SwappedPair(MixturePair(GaussianPair(0.7), 0.2)),
+    MixturePair(LaplacePair(1.5), 0.3),
+    SwappedPair(MixturePair(LaplacePair(1.5), 0.3)),
+])
+def test_complement_is_the_other_tail(pair):
+    l = np.concatenate((np.linspace(-5, 5, 41), [np.log1p(-0.3), np.log1p(-0.01), 1.5]))
+    for dist in ("P", "Q"):
+        for upper in (True, False):
+            for strict in (True, False):
+                t, c = pair.tail_and_complement(l, dist, upper, strict)
+                direct_t = pair.tail(l, dist, upper, strict)
+                direct_c = pair.tail(l, dist, not upper, not strict)
+                np.testing.assert_allclose(t, direct_t, rtol=4 * U, atol=1e-300)
+                np.testing.assert_allclose(c, direct_c, rtol=4 * U, atol=1e-300)
+                np.testing.assert_allclose(t + c, 1.0, rtol=8 * U)
