@@ -57,3 +57,29 @@ def test_complement_is_the_other_tail(pair):
                 np.testing.assert_allclose(t, direct_t, rtol=4 * U, atol=1e-300)
                 np.testing.assert_allclose(c, direct_c, rtol=4 * U, atol=1e-300)
                 np.testing.assert_allclose(t + c, 1.0, rtol=8 * U)
+
+
+def _mix_tails(s: float, w: float, l: float) -> tuple[float, float]:
+    """(P(L' > l), Q(L' < l)) of MixturePair(GaussianPair(s), w), from mpmath."""
+    with mpmath.workdps(50):
+        arg = (mpmath.exp(l) - 1 + w) / w
+        if arg <= 0:  # at or below the floor log(1 - w): all of P and Q lies above
+            return 1.0, 0.0
+        x = mpmath.log(arg)  # the base loss
+        p = w * mpmath.ncdf(s / 2 - x / s) + (1 - w) * mpmath.ncdf(-s / 2 - x / s)
+        return float(p), float(mpmath.ncdf(x / s + s / 2))
+
+
+@pytest.mark.parametrize("s,w", [(0.9, 256 / 60000), (0.25, 1e-3), (2.0, 0.1), (5.0, 0.5)])
+@pytest.mark.parametrize("tail", [7e-18, 1e-12, 1e-6])
+def test_mixture_loss_range_from_closed_form_starts(s, w, tail):
+    """The narrow starts (issue 28) give the range the wide search's precision promises:
+    P(L' > hi) <= tail < P(L' > hi - 1e-4), Q(L' < lo) <= tail < Q(L' < lo + 1e-4)."""
+    pair = MixturePair(GaussianPair(s), w)
+    assert pair.range_starts(tail) is not None
+    lo, hi = pair.loss_range(tail)
+    rel = 1e-9  # (mpmath at the float lo, hi: only the tails' own rounding)
+    assert _mix_tails(s, w, hi)[0] <= tail * (1 + rel)
+    assert _mix_tails(s, w, hi - 1e-4)[0] > tail
+    assert _mix_tails(s, w, lo)[1] <= tail * (1 + rel)
+    assert _mix_tails(s, w, lo + 1e-4)[1] > tail

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from .loss_pair import LossPair, as_array
 from .mechanism_pairs import GaussianPair
@@ -81,6 +82,27 @@ class MixturePair(LossPair):
             return None
         lo, hi = (math.log1p(self.w * math.expm1(x)) for x in base)
         return lo - 1e-9 * abs(lo) - 1e-300, hi + 1e-9 * abs(hi) + 1e-300
+
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """For a Gaussian base (shift s): in base losses x, Q(L' < l) = Phi(x / s + s / 2)
+        (solved exactly: a bracket of relative width 1e-6 around it), and the P-tail
+        ``w Phi(s/2 - x/s) + (1 - w) Phi(-s/2 - x/s)`` lies between ``w Phi(s/2 - x/s)``
+        and ``Phi(s/2 - x/s)`` (the solutions of those two bracket it); mapped by
+        x -> log(1 - w + w e^x).  :meth:`LossPair.loss_range` checks them."""
+        if not isinstance(self.base, GaussianPair) or not 0.0 < tail < 0.5 * self.w:
+            return None
+        s, w = self.base.s, self.w
+        x_lo = s * (float(special.ndtri(tail)) - s / 2)
+        x_a = s * (s / 2 - float(special.ndtri(tail / w)))
+        x_b = s * (s / 2 - float(special.ndtri(tail)))
+        d = 1e-6 * (1.0 + abs(x_lo))
+        xs = np.array([x_lo - d, x_lo + d, x_a - 1e-6 * (1.0 + abs(x_a)),
+                       x_b + 1e-6 * (1.0 + abs(x_b))])
+        if not np.all(np.isfinite(xs)) or xs.max() > 700.0:
+            return None
+        l = np.log1p(w * np.expm1(xs))
+        return (float(l[0]), float(l[1])), (float(l[2]), float(l[3]))
 
     def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`LossPair.bin_masses`, with the preimages and the base tails computed

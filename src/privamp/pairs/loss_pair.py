@@ -15,6 +15,7 @@ each is computed directly (never as 1 - the complement) so that tiny tails stay 
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -92,8 +93,15 @@ class LossPair(ABC):
             return self.tail(x, "Q", False, True) - self.q_minf
 
         big = 1e4
-        hi = bracket(upper_p, key, -big, big, increasing=False, side="hi")
-        lo = bracket(lower_q, key, -big, big, increasing=True, side="lo")
+        starts = self.range_starts(key)
+        hi = lo = None
+        if starts is not None:  # narrow brackets: the same precision in fewer rounds
+            lo = _narrow(lower_q, key, *starts[0], increasing=True, side="lo")
+            hi = _narrow(upper_p, key, *starts[1], increasing=False, side="hi")
+        if hi is None:
+            hi = bracket(upper_p, key, -big, big, increasing=False, side="hi")
+        if lo is None:
+            lo = bracket(lower_q, key, -big, big, increasing=True, side="lo")
         lo = min(lo, hi)
         cache[key] = (lo, hi)
         return lo, hi
@@ -102,6 +110,14 @@ class LossPair(ABC):
     def support(self) -> tuple[float, float] | None:
         """(lo, hi) with P(lo <= L <= hi or L = +-inf) = Q(...) = 1, known in closed form
         (e.g. bounded losses), or None; :meth:`loss_range` then skips its search."""
+        return None
+
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """Optional starting brackets ``((lo_a, lo_b), (hi_a, hi_b))`` for the two searches
+        of :meth:`loss_range` (a pair may know them in closed form), or None.  A heuristic:
+        each is checked to bracket its solution (else the wide search runs), and any range
+        is sound for the callers (mass outside it is accounted)."""
         return None
 
 
@@ -133,6 +149,25 @@ def bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: s
         new_hi = float(xs[k]) if k < len(xs) else hi
         lo, hi = new_lo, new_hi
     return hi if side == "hi" else lo
+
+
+#: the precision of :meth:`LossPair.loss_range`'s wide search (6 rounds of 32 points)
+_RANGE_TOL = 2e4 / 32.0**6
+
+
+def _narrow(f, target: float, a: float, b: float, *, increasing: bool, side: str
+            ) -> float | None:
+    """:func:`bracket` from [a, b] to the wide search's precision, if f(a) and f(b) lie on
+    the bracket's two sides (else None)."""
+    if not (math.isfinite(a) and math.isfinite(b) and a < b):
+        return None
+    with np.errstate(all="ignore"):
+        v = np.asarray(f(np.array([a, b])), dtype=float)
+    ok = (v[0] < target <= v[1]) if increasing else (v[0] > target >= v[1])
+    if not ok:
+        return None
+    rounds = max(1, math.ceil(math.log((b - a) / _RANGE_TOL) / math.log(32.0)))
+    return bracket(f, target, a, b, increasing=increasing, side=side, rounds=rounds)
 
 
 def as_array(l: np.ndarray | float) -> np.ndarray:
