@@ -186,15 +186,14 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     out = np.full(np.shape(x), (_TAIL_ULPS + 1.0) * u)
     if isinstance(base, GaussianPair):
         s = base.s
-        fin = np.isfinite(x)
-        xs = np.abs(np.where(fin, x, 0.0)) / s
-        z = xs + s / 2.0  # >= |x / s -+ s / 2|
-        # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0 or 1
-        # in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
-        near = fin & (z < 64.0)
-        zc = np.where(near, z, 0.0)
-        out = np.where(near, out + (zc + 1.0) * u * (2.0 * np.where(near, xs, 0.0) + zc + s)
-                       * (1.0 + 1e-6), out)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xs = np.abs(x) / s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
+            z = xs + s / 2.0  # >= |x / s -+ s / 2|
+            # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
+            # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
+            term = (z + 1.0) * (2.0 * xs + z + s)
+        term *= u * (1.0 + 1e-6)
+        out = np.where(z < 64.0, out + term, out)
     return out
 
 
