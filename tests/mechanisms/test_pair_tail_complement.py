@@ -83,3 +83,15 @@ def test_mixture_loss_range_from_closed_form_starts(s, w, tail):
     assert _mix_tails(s, w, hi - 1e-4)[0] > tail
     assert _mix_tails(s, w, lo)[1] <= tail * (1 + rel)
     assert _mix_tails(s, w, lo + 1e-4)[1] > tail
+
+
+@pytest.mark.parametrize("s,w", [(0.9, 256 / 60000), (2.0, 0.1)])
+def test_swapped_loss_range_is_the_reflection(s, w):
+    """SwappedPair's starts reflect the base's: its range is the base's reflected (the two
+    searches solve the same equations), to the search's precision."""
+    base = MixturePair(GaussianPair(s), w)
+    pair = SwappedPair(MixturePair(GaussianPair(s), w))
+    assert pair.range_starts(1e-16) is not None
+    lo, hi = pair.loss_range(1e-16)
+    blo, bhi = base.loss_range(1e-16)
+    assert abs(lo + bhi) < 1e-4 and abs(hi + blo) < 1e-4

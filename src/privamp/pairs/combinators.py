@@ -38,6 +38,16 @@ class SwappedPair(LossPair):
         base = self.base.support()
         return None if base is None else (-base[1], -base[0])
 
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The base's, reflected: this pair's P(L > x) is the base's Q(L < -x) and its
+        Q(L < x) the base's P(L > -x)."""
+        base = self.base.range_starts(tail)
+        if base is None:
+            return None
+        (lo_a, lo_b), (hi_a, hi_b) = base
+        return (-hi_b, -hi_a), (-lo_b, -lo_a)
+
 
 class MixturePair(LossPair):
     """(w P + (1 - w) Q, Q) for a base pair (P, Q) and 0 < w < 1.
