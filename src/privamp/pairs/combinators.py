@@ -128,7 +128,8 @@ class MixturePair(LossPair):
         return out[0], out[1]
 
     def split_bin_masses(self, edges: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray] | None:
         """(P-masses, Q-masses, base P-masses) of the cells of :meth:`LossPair.bin_masses`,
         the P-masses formed per cell as ``(1 - w) Q_cell + w P_base_cell`` from the base
         pair's masses on the preimage cells (each a difference of the smaller base tails).
@@ -139,9 +140,11 @@ class MixturePair(LossPair):
         (``w H_{alpha'}(P || Q)``, alpha' = 1 + (a_k - 1) / w), where tails computed for
         the mixture err by ~u against a profile of size ~w
         (:func:`privamp.pld.binning.split_tail_errors`).  Fourth array: per edge, a bound on
-        the relative error of the base tails there (:func:`_tail_accuracy`).  None when the
-        base has an atom at loss -inf (the cells at the mixture's floor need
-        :meth:`bin_masses`)."""
+        the relative error of the base tails there (:func:`_tail_accuracy`).  Fifth:
+        ``Q(L' > e)`` per edge, the value of ``tail(edges, "Q", True, True)`` (the base's
+        Q-tail at the preimage, computed here anyway; at and below the floor both are 1, the
+        base having no atom at -inf).  None when the base has an atom at loss -inf (the
+        cells at the mixture's floor need :meth:`bin_masses`)."""
         if self.base.q_minf != 0.0:
             return None
         edges = np.asarray(edges, dtype=float)
@@ -152,7 +155,7 @@ class MixturePair(LossPair):
             out.append(_cell_masses(up, lo))
         pb, qm = out
         pm = (1.0 - self.w) * qm + self.w * pb
-        return pm, qm, pb, _tail_accuracy(self.base, l0)
+        return pm, qm, pb, _tail_accuracy(self.base, l0), up
 
     def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
                    strict: bool, memo: dict) -> np.ndarray:
