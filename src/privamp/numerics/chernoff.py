@@ -65,9 +65,8 @@ def chernoff_x(lams: np.ndarray, kb: np.ndarray, T: int, c: float) -> int | None
 def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
     """A lambda near the minimiser of x(lam) = (T K(lam) + c) / lam for the measure e^logp at
     idx (a geometric scan around a moment guess, over all scales if the best is at its
-    edge, then Newton steps to convergence, keeping the best lambda seen (issue 28: they
-    replace a finer scan, which cost more than the Newton steps after it and found the same
-    windows to ~1e-7); a heuristic: any lambda gives a valid bound in :func:`chernoff_k`)."""
+    edge, then a finer scan and Newton steps; a heuristic: any lambda gives a valid bound in
+    :func:`chernoff_k`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
     mean = float(np.sum(w0 * idx) / np.sum(w0))
@@ -88,6 +87,9 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
         lam = lam if i is None else float(wide[i])
     else:
         lam = float(near[i])
+    fine = lam * _FINE
+    i = scan(fine)
+    lam = lam if i is None else float(fine[i])
     best, best_lam = math.inf, lam
     for _ in range(8):
         a = logp + lam * (idx - top)
@@ -96,18 +98,14 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
         sw = float(w.sum())
         k = mx + math.log(sw) + lam * top  # K(lam)
         x = (T * k + c) / lam
-        if not math.isfinite(x):
-            break
-        if x < best:  # (the best seen is kept: never worse than the scan's pick)
-            best, best_lam = x, lam
+        if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
+            break  # no longer improving
+        best, best_lam = x, lam
         m1 = float(np.sum(w * idx)) / sw
         m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
         g = lam * T * m1 - T * k - c  # sign of x'(lam)
         gp = lam * T * max(m2, 1e-300)
-        new = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
-        if abs(new - lam) <= 1e-3 * lam:  # converged (x is flat there: ~1e-7 relative)
-            break
-        lam = new
+        lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
     return best_lam
 
 
@@ -117,6 +115,7 @@ CHERNOFF_POINTS = 4096
 #: the scans of :func:`chernoff_lambda` (relative to its guess; wide: absolute), made once
 _NEAR = np.geomspace(1.0 / 8.0, 8.0, 9)
 _WIDE = np.geomspace(1e-12, 50.0, 48)
+_FINE = np.geomspace(1.0 / 1.7, 1.7, 17)
 
 
 #: the wide lambda scan of :func:`chernoff_k` runs on at most this many merged masses
