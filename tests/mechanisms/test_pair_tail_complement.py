@@ -40,6 +40,24 @@ def test_gaussian_tails_match_mpmath(s):
                 assert abs(ci - want_c) <= tol * want_c + 1e-300
 
 
+def test_gaussian_tails_bit_identical_to_ndtr():
+    """The values are scipy's ndtr(-z) and ndtr(z) themselves (so the tails' accuracy
+    allowances are unchanged), also around |z| = 1 where the two forms meet."""
+    from scipy.special import ndtr
+
+    rng = np.random.default_rng(0)
+    z = np.concatenate((rng.uniform(-40, 40, 200_000), rng.uniform(-1.01, 1.01, 100_000),
+                        [-1.0, 1.0, 0.0, -0.0, np.inf, -np.inf]))
+    z = np.concatenate((z, np.nextafter(1.0, 0) * np.array([1, -1]), [1e-300, -1e-300]))
+    pair = GaussianPair(1.0)
+    l = z - 0.5  # Q's standardised argument is l / s + s / 2 = z
+    up, lo = pair.tail_and_complement(l, "Q", True, True)
+    zq = l / 1.0 + 0.5
+    assert np.array_equal(up, ndtr(-zq)) and np.array_equal(lo, ndtr(zq))
+    up0, lo0 = pair.tail_and_complement(np.float64(0.2), "P", False, True)  # 0-d
+    assert float(up0) == ndtr(-0.3) and float(lo0) == ndtr(0.3)
+
+
 @pytest.mark.parametrize("pair", [
     MixturePair(GaussianPair(1.0), 0.01),
     SwappedPair(MixturePair(GaussianPair(0.7), 0.2)),

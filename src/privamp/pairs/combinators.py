@@ -193,10 +193,9 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     the standardised argument z = x / s -+ s / 2 is rounded (|dz| <= u (2 |x| / s + |z| +
     s)), and a tail Phi(-z) moves by at most (|z| + 1) |dz| relatively (Mills ratio
     phi(z) / Phi(-z) <= z + 1 for z >= 0; below 1 otherwise): at z ~ 7 that is ~200 u, far
-    above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp.  Plus u: a larger
-    tail may be formed as 1 - the smaller (:meth:`LossPair.tail_and_complement`)."""
+    above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp."""
     u = float(np.finfo(float).eps) / 2.0
-    out = np.full(np.shape(x), (_TAIL_ULPS + 1.0) * u)
+    out = np.full(np.shape(x), _TAIL_ULPS * u)
     if isinstance(base, GaussianPair):
         s = base.s
         with np.errstate(over="ignore", invalid="ignore"):

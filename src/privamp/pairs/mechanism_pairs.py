@@ -35,19 +35,24 @@ class GaussianPair(LossPair):
         return special.ndtr(-z) if upper else special.ndtr(z)
 
     def tail_and_complement(self, l, dist, upper, strict):
-        """Both tails from one ``ndtr`` pass: the smaller, ``Phi(-|z|)``, directly, the other
-        as ``1 - Phi(-|z|)`` (issue 28: half the special-function work of a
-        discretisation).  For |z| >= 1/sqrt(2) this is bit-identical to ``ndtr(|z|)``
-        (scipy computes it as ``1 - erfc(|z| / sqrt 2) / 2``), below within 1 ulp of it: an
-        absolute error <= (its own relative error) x (the smaller tail) + u, so relative to
-        the larger tail it is within the smaller's accuracy plus u (the extra u is in the
-        tail accuracy of :meth:`privamp.pairs.combinators.MixturePair.split_bin_masses`)."""
+        """Both tails from about one ``ndtr`` pass (issue 28: half the special-function work
+        of a discretisation), with the values of :meth:`tail`: the smaller, ``Phi(-|z|)``,
+        directly, the other as ``1 - Phi(-|z|)`` where |z| >= 1 -- which is how scipy
+        computes ``ndtr(|z|)`` there (``1 - erfc(|z| / sqrt 2) / 2``: the same float) --
+        and by ``ndtr(|z|)`` itself where |z| < 1 (``0.5 + 0.5 erf`` there), so the
+        accuracy assumed of the tails is unchanged."""
         l = as_array(l)
+        if l.ndim == 0:
+            return self.tail(l, dist, upper, strict), self.tail(l, dist, not upper, not strict)
         s = self.s
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             z = l / s + (-s / 2 if dist == "P" else s / 2)
-        small = special.ndtr(-np.abs(z))
+        az = np.abs(z)
+        small = special.ndtr(-az)
         big = 1.0 - small
+        mid = az < 1.0
+        if mid.any():
+            big[mid] = special.ndtr(az[mid])
         pos = z > 0  # the upper tail Phi(-z) is the smaller one
         up = np.where(pos, small, big)
         lo = np.where(pos, big, small)
