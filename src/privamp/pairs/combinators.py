@@ -99,13 +99,20 @@ class MixturePair(LossPair):
         (solved exactly: a bracket of relative width 1e-6 around it), and the P-tail
         ``w Phi(s/2 - x/s) + (1 - w) Phi(-s/2 - x/s)`` lies between ``w Phi(s/2 - x/s)``
         and ``Phi(s/2 - x/s)`` (the solutions of those two bracket it); mapped by
-        x -> log(1 - w + w e^x).  :meth:`LossPair.loss_range` checks them."""
+        x -> log(1 - w + w e^x).  A heuristic: :meth:`LossPair.loss_range` checks the
+        result."""
         if not isinstance(self.base, GaussianPair) or not 0.0 < tail < 0.5 * self.w:
             return None
         s, w = self.base.s, self.w
         x_lo = s * (float(special.ndtri(tail)) - s / 2)
         x_a = s * (s / 2 - float(special.ndtri(tail / w)))
-        x_b = s * (s / 2 - float(special.ndtri(tail)))
+        # (tighter: the ratio R(x) = Phi(-s/2 - x/s) / Phi(s/2 - x/s) decreases, so above
+        # x_a the P-tail is at most Phi(s/2 - x/s) (w + (1 - w) R(x_a)))
+        with np.errstate(all="ignore"):
+            r = float(special.ndtr(-s / 2 - x_a / s) / special.ndtr(s / 2 - x_a / s))
+        c = w + (1.0 - w) * r if math.isfinite(r) else 1.0
+        x_b = s * (s / 2 - float(special.ndtri(min(tail / c, tail / w, 0.5)
+                                               if c < 1.0 else tail)))
         d = 1e-6 * (1.0 + abs(x_lo))
         xs = np.array([x_lo - d, x_lo + d, x_a - 1e-6 * (1.0 + abs(x_a)),
                        x_b + 1e-6 * (1.0 + abs(x_b))])

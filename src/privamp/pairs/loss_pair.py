@@ -92,7 +92,7 @@ class LossPair(ABC):
         def lower_q(x: np.ndarray) -> np.ndarray:
             return self.tail(x, "Q", False, True) - self.q_minf
 
-        big = 1e4
+        big = _WIDE
         starts = self.range_starts(key)
         hi = lo = None
         if starts is not None:  # narrow brackets: the same precision in fewer rounds
@@ -151,23 +151,36 @@ def bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: s
     return hi if side == "hi" else lo
 
 
-#: the precision of :meth:`LossPair.loss_range`'s wide search (6 rounds of 32 points)
-_RANGE_TOL = 2e4 / 32.0**6
+#: :meth:`LossPair.loss_range`'s wide search: [-_WIDE, _WIDE] in 6 rounds of 32 points, so
+#: it ends on a cell of the lattice -_WIDE + k _STEP (up to the rounding of its points)
+_WIDE = 1e4
+_STEP = 2.0 * _WIDE / 32.0**6
 
 
 def _narrow(f, target: float, a: float, b: float, *, increasing: bool, side: str
             ) -> float | None:
-    """:func:`bracket` from [a, b] to the wide search's precision, if f(a) and f(b) lie on
-    the bracket's two sides (else None)."""
+    """The end ``side`` of the lattice cell where monotone f crosses ``target`` -- the cell
+    the wide search of :meth:`LossPair.loss_range` ends on, so both give the same range up
+    to rounding -- found from [a, b] (if f(a) and f(b) lie on the bracket's two sides, and
+    the cell's ends check out; else None)."""
     if not (math.isfinite(a) and math.isfinite(b) and a < b):
         return None
-    with np.errstate(all="ignore"):
-        v = np.asarray(f(np.array([a, b])), dtype=float)
-    ok = (v[0] < target <= v[1]) if increasing else (v[0] > target >= v[1])
-    if not ok:
+
+    def right(x: np.ndarray) -> np.ndarray:  # on the side of the bracket's left end
+        with np.errstate(all="ignore"):
+            v = np.asarray(f(x), dtype=float)
+        return v < target if increasing else v > target
+
+    # (a monotone f crosses the target in one lattice cell: if the check below passes, the
+    # cell is that one whether or not [a, b] held the crossing)
+    rounds = max(1, math.ceil(math.log((b - a) / (_STEP / 8.0)) / math.log(256.0)))
+    x = bracket(f, target, a, b, increasing=increasing, side="hi", rounds=rounds,
+                points=256)
+    k = math.ceil((x + _WIDE) / _STEP)
+    ends = -_WIDE + np.array([k - 1, k], dtype=float) * _STEP
+    if not np.array_equal(right(ends), [True, False]):
         return None
-    rounds = max(1, math.ceil(math.log((b - a) / _RANGE_TOL) / math.log(32.0)))
-    return bracket(f, target, a, b, increasing=increasing, side=side, rounds=rounds)
+    return float(ends[1] if side == "hi" else ends[0])
 
 
 def as_array(l: np.ndarray | float) -> np.ndarray:
