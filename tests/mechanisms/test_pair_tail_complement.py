@@ -113,3 +113,19 @@ def test_swapped_loss_range_is_the_reflection(s, w):
     lo, hi = pair.loss_range(1e-16)
     blo, bhi = base.loss_range(1e-16)
     assert abs(lo + bhi) < 1e-4 and abs(hi + blo) < 1e-4
+
+
+@pytest.mark.parametrize("k,shift", [(2, 0), (2, -3), (3, 1), (1, 5)])
+def test_split_bin_masses_reuse_is_exact(k, shift):
+    """A grid inside the previous one (the optimistic side on k h after the pessimistic on
+    h) reuses its edge tails: the same floats as a fresh pair's (the reuse is only an
+    optimisation, issue 28)."""
+    s, w, h = 0.9, 256 / 60000, 2.7e-4
+    used = MixturePair(GaussianPair(s), w)
+    used.split_bin_masses(np.arange(-20, 9000) * h)
+    coarse = np.arange(-20 // k + shift, 9000 // k + shift + 3) * (k * h)
+    fresh = MixturePair(GaussianPair(s), w).split_bin_masses(coarse)
+    again = used.split_bin_masses(coarse)
+    assert fresh is not None and again is not None
+    for a, b in zip(again, fresh, strict=True):
+        assert np.array_equal(a, b)
