@@ -76,8 +76,9 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
 
     def scan(lams: np.ndarray) -> int | None:
         xs = (T * log_mgf_bounds(logp, idx, lams) + c) / lams
-        return (int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))
-                if np.isfinite(xs).any() else None)
+        fin = np.isfinite(xs)
+        # (no NaN left after the where: argmin is nanargmin's first minimum, without its copy)
+        return int(np.argmin(np.where(fin, xs, np.inf))) if fin.any() else None
 
     near = lam * _NEAR
     i = scan(near)  # the moment guess is good unless the tail is heavy (tiny rates)
