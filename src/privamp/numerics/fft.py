@@ -263,12 +263,9 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     log_tau = math.log(tau)
     key = None if _SPECTRA is None else p.tobytes()
     blocked: list = []  # both ends' blocked masses, from one blocking, on first need
-
     def bounds(i: int) -> tuple[np.ndarray, np.ndarray]:
-        if not blocked:
-            blocked.extend(blocked_log_masses_both(p))
+        blocked[:] = blocked or blocked_log_masses_both(p)
         return chernoff_k(*blocked[i], T, -log_tau)
-
     # (mypy counts a starred Any as filling every parameter: chernoff_k gives (lams, kb))
     x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda i=i: bounds(i)),  # type: ignore[call-arg]
                               T, -log_tau) for i, end in enumerate(("max", "min")))
@@ -428,8 +425,7 @@ def _hermitian_weights(N: int) -> np.ndarray:
     spectrum (1 for the zero and Nyquist frequencies, else 2)."""
     wts = np.full(N // 2 + 1, 2.0)
     wts[0] = 1.0
-    if N % 2 == 0:
-        wts[-1] = 1.0
+    wts[-1] = 1.0 if N % 2 == 0 else wts[-1]
     return wts
 
 
