@@ -191,7 +191,8 @@ class MixturePair(LossPair):
             if not inside.all():
                 for v, f in zip(vals, self._fresh_tails(edges[~inside]), strict=True):
                     v[~inside] = f
-        self.__dict__["_edge_cache"] = (edges, *vals)
+        # (kept only for grids up to _EDGE_CACHE_POINTS: six arrays live as long as the pair)
+        self.__dict__["_edge_cache"] = (edges, *vals) if n <= _EDGE_CACHE_POINTS else None
         return vals
 
     def _fresh_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -225,6 +226,10 @@ class MixturePair(LossPair):
             below_val = 0.0
         val = np.where(l == self.floor, at, val)
         return np.where(l < self.floor, below_val, val)
+
+
+#: :meth:`MixturePair.split_bin_masses` keeps its edge tails for grids up to this size
+_EDGE_CACHE_POINTS = 1 << 18
 
 
 #: relative accuracy assumed of a pair's tail evaluations (scipy's ndtr: a few ulp)
