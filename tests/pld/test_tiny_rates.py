@@ -39,7 +39,7 @@ def test_split_bin_masses_error_bound_vs_mpmath() -> None:
     s, w, h = 1 / 0.3, 1e-5, 2e-3
     pair = MixturePair(GaussianPair(s), w)
     l = np.arange(-3, 7000) * h
-    pm, qm, pb, acc = pair.split_bin_masses(l)
+    pm, qm, pb, acc, _ = pair.split_bin_masses(l)
     errs = split_tail_errors(pm, qm, pb, l, w, acc)
     mp.mp.dps = 60
     ks = sorted({0, 2, 3, 5, 10, 30, 100, 300, 600, 1000, 2000, 3000, 4500, 6000, 6900})

@@ -20,6 +20,7 @@ __all__ = [
     "LAMBDAS",
     "PRODUCT_CHERNOFF_POINTS",
     "blocked_log_masses",
+    "blocked_log_masses_both",
     "chernoff_k",
     "chernoff_lambda",
     "chernoff_tops",
@@ -75,8 +76,9 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
 
     def scan(lams: np.ndarray) -> int | None:
         xs = (T * log_mgf_bounds(logp, idx, lams) + c) / lams
-        return (int(np.nanargmin(np.where(np.isfinite(xs), xs, np.inf)))
-                if np.isfinite(xs).any() else None)
+        fin = np.isfinite(xs)
+        # (no NaN left after the where: argmin is nanargmin's first minimum, without its copy)
+        return int(np.argmin(np.where(fin, xs, np.inf))) if fin.any() else None
 
     near = lam * _NEAR
     i = scan(near)  # the moment guess is good unless the tail is heavy (tiny rates)
@@ -156,19 +158,46 @@ def blocked_log_masses(p: np.ndarray, end: str, points: int = CHERNOFF_POINTS,
     concentrated p (a PLD at a tiny sampling rate, nearly all mass within a few blocks) a
     blocked bulk would cost T block lengths.  ``reverse``: as the measure of the
     reflected positions n - 1 - i (increasing)."""
+    logs, at_max, at_min = _blocks(p, points)
     if reverse:
-        lp, ix = blocked_log_masses(p, end, points)
-        return lp[::-1], (len(p) - 1) - ix[::-1]
+        pos = at_max if end == "max" else at_min
+        return logs[::-1], (len(p) - 1) - pos[::-1]
+    return logs, at_max if end == "max" else at_min
+
+
+def blocked_log_masses_both(p: np.ndarray, points: int = CHERNOFF_POINTS
+                             ) -> tuple[tuple[np.ndarray, np.ndarray],
+                                        tuple[np.ndarray, np.ndarray]]:
+    """``(blocked_log_masses(p, "max"), blocked_log_masses(p, "min", reverse=True))`` from
+    one blocking (the same blocks, sums and order; only the positions differ).
+
+    Args:
+        p: nonnegative masses with a positive entry.
+        points: as :func:`blocked_log_masses`.
+
+    Returns:
+        The upper tail's and the reflected lower tail's (log masses, positions).
+    """
+    logs, at_max, at_min = _blocks(p, points)
+    return (logs, at_max), (logs[::-1], (len(p) - 1) - at_min[::-1])
+
+
+def _blocks(p: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For :func:`blocked_log_masses`: (log masses, positions at the blocks' last index,
+    positions at their first), sorted by position (the same order for both: a block's
+    positions lie inside its own range, disjoint from the other blocks' and entries')."""
     n = len(p)
     if n <= 2 * points:
         nz = np.nonzero(p > 0)[0]
-        return np.log(p[nz]), nz.astype(float)
+        at = nz.astype(float)
+        return np.log(p[nz]), at, at
     b = -(-n // points)
     nb = -(-n // b)
     buf = np.zeros(nb * b)
     buf[:n] = p
     sums = buf.reshape(nb, b).sum(axis=1) * (1.0 + (b + 2) * UNIT_ROUNDOFF)
-    pos = np.minimum(np.arange(nb) * b + (b - 1), n - 1) if end == "max" else np.arange(nb) * b
+    first = np.arange(nb) * b
+    last = np.minimum(first + (b - 1), n - 1)
     k = min(max(1, (2 * points) // b), nb)
     exact = np.zeros(nb, dtype=bool)
     exact[np.argpartition(-sums, k - 1)[:k]] = True
@@ -176,11 +205,12 @@ def blocked_log_masses(p: np.ndarray, end: str, points: int = CHERNOFF_POINTS,
     ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
     ent = ent[ent < n]
     ent = ent[p[ent] > 0]
-    allpos = np.concatenate((pos[keep], ent))
-    order = np.argsort(allpos, kind="stable")
+    order = np.argsort(np.concatenate((last[keep], ent)), kind="stable")
     with np.errstate(divide="ignore"):
         logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
-    return logs[order], allpos[order].astype(float)
+    at_max = np.concatenate((last[keep], ent))[order].astype(float)
+    at_min = np.concatenate((first[keep], ent))[order].astype(float)
+    return logs[order], at_max, at_min
 
 
 #: the Chernoff bounds of :func:`product_windows` minimise over this fixed grid of lambdas

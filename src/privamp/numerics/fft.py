@@ -37,7 +37,7 @@ from scipy import fft as sfft
 from .chernoff import (
     PRODUCT_CHERNOFF_POINTS,
     UNIT_ROUNDOFF,
-    blocked_log_masses,
+    blocked_log_masses_both,
     chernoff_k,
     chernoff_tops,
     chernoff_x,
@@ -262,10 +262,13 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     span = T * (n - 1)
     log_tau = math.log(tau)
     key = None if _SPECTRA is None else p.tobytes()
+    blocked: list = []  # both ends' blocked masses, from one blocking, on first need
+    def bounds(i: int) -> tuple[np.ndarray, np.ndarray]:
+        blocked[:] = blocked or blocked_log_masses_both(p)
+        return chernoff_k(*blocked[i], T, -log_tau)
     # (mypy counts a starred Any as filling every parameter: chernoff_k gives (lams, kb))
-    x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda end=end: chernoff_k(  # type: ignore[call-arg]
-        *blocked_log_masses(p, end, reverse=end == "min"), T, -log_tau)), T, -log_tau)
-        for end in ("max", "min"))
+    x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda i=i: bounds(i)),  # type: ignore[call-arg]
+                              T, -log_tau) for i, end in enumerate(("max", "min")))
     if x_hi is None or x_rev is None:
         return None
     x_lo = span - x_rev
@@ -422,8 +425,7 @@ def _hermitian_weights(N: int) -> np.ndarray:
     spectrum (1 for the zero and Nyquist frequencies, else 2)."""
     wts = np.full(N // 2 + 1, 2.0)
     wts[0] = 1.0
-    if N % 2 == 0:
-        wts[-1] = 1.0
+    wts[-1] = 1.0 if N % 2 == 0 else wts[-1]
     return wts
 
 
@@ -490,10 +492,8 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     log_tau = math.log(tau)
     up, down = {}, {}
     for key, a in arrays.items():
-        n = len(a)
-        up[key] = log_mgf_bounds(*blocked_log_masses(a, "max", PRODUCT_CHERNOFF_POINTS))
-        lp, ix = blocked_log_masses(a, "min", PRODUCT_CHERNOFF_POINTS)
-        down[key] = log_mgf_bounds(lp[::-1], (n - 1) - ix[::-1])
+        hi, rev = blocked_log_masses_both(a, PRODUCT_CHERNOFF_POINTS)
+        up[key], down[key] = log_mgf_bounds(*hi), log_mgf_bounds(*rev)
     x_hi = chernoff_tops([up[g] for g in plan], log_tau)
     x_rev = chernoff_tops([down[g] for g in plan], log_tau)
     if x_hi is None or x_rev is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import special
 
 from .loss_pair import LossPair, as_array
 from .mechanism_pairs import GaussianPair
@@ -28,9 +29,24 @@ class SwappedPair(LossPair):
         other = "Q" if dist == "P" else "P"
         return self.base.tail(-as_array(l), other, not upper, strict)
 
+    def tail_and_complement(self, l, dist, upper, strict):
+        """The base pair's tail and complement at -l (as :meth:`tail`)."""
+        other = "Q" if dist == "P" else "P"
+        return self.base.tail_and_complement(-as_array(l), other, not upper, strict)
+
     def support(self) -> tuple[float, float] | None:
         base = self.base.support()
         return None if base is None else (-base[1], -base[0])
+
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """The base's, reflected: this pair's P(L > x) is the base's Q(L < -x) and its
+        Q(L < x) the base's P(L > -x)."""
+        base = self.base.range_starts(tail)
+        if base is None:
+            return None
+        (lo_a, lo_b), (hi_a, hi_b) = base
+        return (-hi_b, -hi_a), (-lo_b, -lo_a)
 
 
 class MixturePair(LossPair):
@@ -60,6 +76,14 @@ class MixturePair(LossPair):
         return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
                                strict, {})
 
+    def tail_and_complement(self, l, dist, upper, strict):
+        """Both from one preimage and the base's tails and complements."""
+        l = as_array(l)
+        l0 = self._preimage(np.maximum(l, self.floor))
+        memo: dict = {}
+        return (self._tail_from(l, l0, dist, upper, strict, memo),
+                self._tail_from(l, l0, dist, not upper, not strict, memo))
+
     def support(self) -> tuple[float, float] | None:
         """The base's support mapped by l -> log(1 - w + w e^l), widened by a relative 1e-9
         (its rounding), or None."""
@@ -68,6 +92,34 @@ class MixturePair(LossPair):
             return None
         lo, hi = (math.log1p(self.w * math.expm1(x)) for x in base)
         return lo - 1e-9 * abs(lo) - 1e-300, hi + 1e-9 * abs(hi) + 1e-300
+
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """For a Gaussian base (shift s): in base losses x, Q(L' < l) = Phi(x / s + s / 2)
+        (solved exactly: a bracket of relative width 1e-6 around it), and the P-tail
+        ``w Phi(s/2 - x/s) + (1 - w) Phi(-s/2 - x/s)`` lies between ``w Phi(s/2 - x/s)``
+        and ``Phi(s/2 - x/s)`` (the solutions of those two bracket it); mapped by
+        x -> log(1 - w + w e^x).  A heuristic: :meth:`LossPair.loss_range` checks the
+        result."""
+        if not isinstance(self.base, GaussianPair) or not 0.0 < tail < 0.5 * self.w:
+            return None
+        s, w = self.base.s, self.w
+        x_lo = s * (float(special.ndtri(tail)) - s / 2)
+        x_a = s * (s / 2 - float(special.ndtri(tail / w)))
+        # (tighter: the ratio R(x) = Phi(-s/2 - x/s) / Phi(s/2 - x/s) decreases, so above
+        # x_a the P-tail is at most Phi(s/2 - x/s) (w + (1 - w) R(x_a)))
+        with np.errstate(all="ignore"):
+            r = float(special.ndtr(-s / 2 - x_a / s) / special.ndtr(s / 2 - x_a / s))
+        c = w + (1.0 - w) * r if math.isfinite(r) else 1.0
+        x_b = s * (s / 2 - float(special.ndtri(min(tail / c, tail / w, 0.5)
+                                               if c < 1.0 else tail)))
+        d = 1e-6 * (1.0 + abs(x_lo))
+        xs = np.array([x_lo - d, x_lo + d, x_a - 1e-6 * (1.0 + abs(x_a)),
+                       x_b + 1e-6 * (1.0 + abs(x_b))])
+        if not np.all(np.isfinite(xs)) or xs.max() > 700.0:
+            return None
+        l = np.log1p(w * np.expm1(xs))
+        return (float(l[0]), float(l[1])), (float(l[2]), float(l[3]))
 
     def bin_masses(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """As :meth:`LossPair.bin_masses`, with the preimages and the base tails computed
@@ -83,7 +135,8 @@ class MixturePair(LossPair):
         return out[0], out[1]
 
     def split_bin_masses(self, edges: np.ndarray
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                    np.ndarray] | None:
         """(P-masses, Q-masses, base P-masses) of the cells of :meth:`LossPair.bin_masses`,
         the P-masses formed per cell as ``(1 - w) Q_cell + w P_base_cell`` from the base
         pair's masses on the preimage cells (each a difference of the smaller base tails).
@@ -94,21 +147,59 @@ class MixturePair(LossPair):
         (``w H_{alpha'}(P || Q)``, alpha' = 1 + (a_k - 1) / w), where tails computed for
         the mixture err by ~u against a profile of size ~w
         (:func:`privamp.pld.binning.split_tail_errors`).  Fourth array: per edge, a bound on
-        the relative error of the base tails there (:func:`_tail_accuracy`).  None when the
-        base has an atom at loss -inf (the cells at the mixture's floor need
-        :meth:`bin_masses`)."""
+        the relative error of the base tails there (:func:`_tail_accuracy`).  Fifth:
+        ``Q(L' > e)`` per edge, the value of ``tail(edges, "Q", True, True)`` (the base's
+        Q-tail at the preimage, computed here anyway; at and below the floor both are 1, the
+        base having no atom at -inf).  None when the base has an atom at loss -inf (the
+        cells at the mixture's floor need :meth:`bin_masses`)."""
         if self.base.q_minf != 0.0:
             return None
         edges = np.asarray(edges, dtype=float)
-        l0 = self._preimage(np.maximum(edges, self.floor))
-        out = []
-        for dist in ("P", "Q"):
-            up = self.base.tail(l0, dist, True, True)
-            lo = self.base.tail(l0, dist, False, False)
-            out.append(_cell_masses(up, lo))
-        pb, qm = out
+        up_p, lo_p, up_q, lo_q, acc = self._edge_tails(edges)
+        pb, qm = _cell_masses(up_p, lo_p), _cell_masses(up_q, lo_q)
         pm = (1.0 - self.w) * qm + self.w * pb
-        return pm, qm, pb, _tail_accuracy(self.base, l0)
+        return pm, qm, pb, acc, up_q
+
+    def _edge_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per edge: the base's P- and Q-tails (upper strict, lower) at the preimage and
+        their accuracy -- each a function of that edge alone.  The last edges' values are
+        kept: edges found among them (the same floats, e.g. the grid j 2h inside the grid
+        j h, where (2j) h and j (2h) round alike) reuse them (issue 28: the optimistic side
+        of the leading direction is discretised on twice the pessimistic side's step)."""
+        n = len(edges)
+        idx = None
+        cache = self.__dict__.get("_edge_cache")
+        if cache is not None and n >= 2 and len(cache[0]) >= 2:
+            ce = cache[0]
+            d = float(ce[1] - ce[0])
+            if d > 0 and math.isfinite(d):
+                k = round(float(edges[1] - edges[0]) / d)
+                j0 = round(float(edges[0] - ce[0]) / d)
+                if k >= 1 and abs(j0) < 2 * len(ce):
+                    cand = j0 + k * np.arange(n)
+                    inside = (cand >= 0) & (cand < len(ce))
+                    if np.count_nonzero(inside) * 2 >= n and np.array_equal(
+                            ce[cand[inside]], edges[inside]):
+                        idx = cand, inside
+        if idx is None:
+            vals = self._fresh_tails(edges)
+        else:
+            cand, inside = idx
+            vals = tuple(np.empty(n) for _ in range(5))
+            for v, c in zip(vals, cache[1:], strict=True):
+                v[inside] = c[cand[inside]]
+            if not inside.all():
+                for v, f in zip(vals, self._fresh_tails(edges[~inside]), strict=True):
+                    v[~inside] = f
+        # (kept only for grids up to _EDGE_CACHE_POINTS: six arrays live as long as the pair)
+        self.__dict__["_edge_cache"] = (edges, *vals) if n <= _EDGE_CACHE_POINTS else None
+        return vals
+
+    def _fresh_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
+        l0 = self._preimage(np.maximum(edges, self.floor))
+        up_p, lo_p = self.base.tail_and_complement(l0, "P", True, True)
+        up_q, lo_q = self.base.tail_and_complement(l0, "Q", True, True)
+        return up_p, lo_p, up_q, lo_q, _tail_accuracy(self.base, l0)
 
     def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
                    strict: bool, memo: dict) -> np.ndarray:
@@ -116,8 +207,9 @@ class MixturePair(LossPair):
 
         def base_tail(d: str) -> np.ndarray:
             key = (d, upper, strict)
-            if key not in memo:
-                memo[key] = b.tail(l0, d, upper, strict)
+            if key not in memo:  # (the complement comes with it: L > x and L <= x, ...)
+                memo[key], memo[(d, not upper, not strict)] = b.tail_and_complement(
+                    l0, d, upper, strict)
             return memo[key]
 
         qb = base_tail("Q")
@@ -136,6 +228,10 @@ class MixturePair(LossPair):
         return np.where(l < self.floor, below_val, val)
 
 
+#: :meth:`MixturePair.split_bin_masses` keeps its edge tails for grids up to this size
+_EDGE_CACHE_POINTS = 1 << 18
+
+
 #: relative accuracy assumed of a pair's tail evaluations (scipy's ndtr: a few ulp)
 _TAIL_ULPS = 4.0
 
@@ -150,15 +246,14 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     out = np.full(np.shape(x), _TAIL_ULPS * u)
     if isinstance(base, GaussianPair):
         s = base.s
-        fin = np.isfinite(x)
-        xs = np.abs(np.where(fin, x, 0.0)) / s
-        z = xs + s / 2.0  # >= |x / s -+ s / 2|
-        # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0 or 1
-        # in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
-        near = fin & (z < 64.0)
-        zc = np.where(near, z, 0.0)
-        out = np.where(near, out + (zc + 1.0) * u * (2.0 * np.where(near, xs, 0.0) + zc + s)
-                       * (1.0 + 1e-6), out)
+        with np.errstate(over="ignore", invalid="ignore"):
+            xs = np.abs(x) / s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
+            z = xs + s / 2.0  # >= |x / s -+ s / 2|
+            # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
+            # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
+            term = (z + 1.0) * (2.0 * xs + z + s)
+        term *= u * (1.0 + 1e-6)
+        out = np.where(z < 64.0, out + term, out)
     return out
 
 

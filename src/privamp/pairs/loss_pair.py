@@ -15,6 +15,7 @@ each is computed directly (never as 1 - the complement) so that tiny tails stay 
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 
 import numpy as np
@@ -33,6 +34,14 @@ class LossPair(ABC):
     @abstractmethod
     def tail(self, l: np.ndarray, dist: str, upper: bool, strict: bool) -> np.ndarray:
         """dist in {"P", "Q"}; see module docstring."""
+
+    def tail_and_complement(self, l: np.ndarray, dist: str, upper: bool, strict: bool
+                            ) -> tuple[np.ndarray, np.ndarray]:
+        """``(tail(l, dist, upper, strict), tail(l, dist, not upper, not strict))``: a tail
+        and its complement (``L > l`` and ``L <= l``, or ``L >= l`` and ``L < l``; they sum
+        to 1).  Each is computed directly here; a pair may override this to evaluate one
+        special function for both, keeping each within its documented accuracy."""
+        return self.tail(l, dist, upper, strict), self.tail(l, dist, not upper, not strict)
 
     # -- derived quantities -------------------------------------------------------------
     def delta(self, epsilon: np.ndarray | float) -> np.ndarray:
@@ -54,8 +63,7 @@ class LossPair(ABC):
         edges = np.asarray(edges, dtype=float)
         out = []
         for dist in ("P", "Q"):
-            up = self.tail(edges, dist, True, True)  # dist(L > e)
-            lo = self.tail(edges, dist, False, False)  # dist(L <= e)
+            up, lo = self.tail_and_complement(edges, dist, True, True)  # L > e, L <= e
             use_up = up[:-1] < lo[1:]
             inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
             masses = np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
@@ -84,9 +92,16 @@ class LossPair(ABC):
         def lower_q(x: np.ndarray) -> np.ndarray:
             return self.tail(x, "Q", False, True) - self.q_minf
 
-        big = 1e4
-        hi = bracket(upper_p, key, -big, big, increasing=False, side="hi")
-        lo = bracket(lower_q, key, -big, big, increasing=True, side="lo")
+        big = _WIDE
+        starts = self.range_starts(key)
+        hi = lo = None
+        if starts is not None:  # narrow brackets: the same precision in fewer rounds
+            lo = _narrow(lower_q, key, *starts[0], increasing=True, side="lo")
+            hi = _narrow(upper_p, key, *starts[1], increasing=False, side="hi")
+        if hi is None:
+            hi = bracket(upper_p, key, -big, big, increasing=False, side="hi")
+        if lo is None:
+            lo = bracket(lower_q, key, -big, big, increasing=True, side="lo")
         lo = min(lo, hi)
         cache[key] = (lo, hi)
         return lo, hi
@@ -95,6 +110,14 @@ class LossPair(ABC):
     def support(self) -> tuple[float, float] | None:
         """(lo, hi) with P(lo <= L <= hi or L = +-inf) = Q(...) = 1, known in closed form
         (e.g. bounded losses), or None; :meth:`loss_range` then skips its search."""
+        return None
+
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """Optional starting brackets ``((lo_a, lo_b), (hi_a, hi_b))`` for the two searches
+        of :meth:`loss_range` (a pair may know them in closed form), or None.  A heuristic:
+        each is checked to bracket its solution (else the wide search runs), and any range
+        is sound for the callers (mass outside it is accounted)."""
         return None
 
 
@@ -126,6 +149,38 @@ def bracket(f, target: float, lo: float, hi: float, *, increasing: bool, side: s
         new_hi = float(xs[k]) if k < len(xs) else hi
         lo, hi = new_lo, new_hi
     return hi if side == "hi" else lo
+
+
+#: :meth:`LossPair.loss_range`'s wide search: [-_WIDE, _WIDE] in 6 rounds of 32 points, so
+#: it ends on a cell of the lattice -_WIDE + k _STEP (up to the rounding of its points)
+_WIDE = 1e4
+_STEP = 2.0 * _WIDE / 32.0**6
+
+
+def _narrow(f, target: float, a: float, b: float, *, increasing: bool, side: str
+            ) -> float | None:
+    """The end ``side`` of the lattice cell where monotone f crosses ``target`` -- the cell
+    the wide search of :meth:`LossPair.loss_range` ends on, so both give the same range up
+    to rounding -- found from [a, b] (if f(a) and f(b) lie on the bracket's two sides, and
+    the cell's ends check out; else None)."""
+    if not (math.isfinite(a) and math.isfinite(b) and a < b):
+        return None
+
+    def right(x: np.ndarray) -> np.ndarray:  # on the side of the bracket's left end
+        with np.errstate(all="ignore"):
+            v = np.asarray(f(x), dtype=float)
+        return v < target if increasing else v > target
+
+    # (a monotone f crosses the target in one lattice cell: if the check below passes, the
+    # cell is that one whether or not [a, b] held the crossing)
+    rounds = max(1, math.ceil(math.log((b - a) / (_STEP / 8.0)) / math.log(256.0)))
+    x = bracket(f, target, a, b, increasing=increasing, side="hi", rounds=rounds,
+                points=256)
+    k = math.ceil((x + _WIDE) / _STEP)
+    ends = -_WIDE + np.array([k - 1, k], dtype=float) * _STEP
+    if not np.array_equal(right(ends), [True, False]):
+        return None
+    return float(ends[1] if side == "hi" else ends[0])
 
 
 def as_array(l: np.ndarray | float) -> np.ndarray:

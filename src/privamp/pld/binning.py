@@ -247,6 +247,9 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
         fwd = np.empty(nb)
         left = np.empty(nb, dtype=bool)
         both = np.empty(nb, dtype=bool)
+        # rows without a left-end peak / an oversized tent skip those steps (no-ops there)
+        any_at_left = at_left.any(axis=1).tolist()
+        any_too_big = too_big.any(axis=1).tolist()
         for i in range(L):
             c, nxt = chain[i], chain[i + 1]
             # fwd = max((g - (1 - t) c) / t, 0) up
@@ -256,12 +259,15 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
             np.maximum(fwd, 0.0, out=fwd)
             fwd *= up
             np.greater(fwd, cap_right[i], out=left)
-            left |= at_left[i]
-            np.logical_and(left, too_big[i], out=both)
+            if any_at_left[i]:
+                left |= at_left[i]
             np.copyto(nxt, fwd)
-            np.copyto(nxt, 0.0, where=left)
-            np.copyto(nxt, gup[i], where=both)
-            np.maximum(c, new_left[i], out=c, where=left)
+            if left.any():
+                np.copyto(nxt, 0.0, where=left)
+                if any_too_big[i]:
+                    np.logical_and(left, too_big[i], out=both)
+                    np.copyto(nxt, gup[i], where=both)
+                np.maximum(c, new_left[i], out=c, where=left)
     mu = np.zeros(nb * L + 1)
     mu[: nb * L] = chain[:L].T.reshape(-1)
     # a block's last vertex is the next block's first: both values must hold

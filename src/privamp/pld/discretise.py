@@ -122,8 +122,9 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
         l = l[at]
     a = np.exp(l)
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
+    q_gt = None  # Q(L > l) at the grid points, if the masses came with it
     if split is not None:  # float error scaling with the mixture weight
-        pm_all, qm_all, base_p, acc = split
+        pm_all, qm_all, base_p, acc, q_gt = split
         errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc)
     else:
         pm_all, qm_all = pair.bin_masses(l)
@@ -158,8 +159,9 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
                                          "pessimistic", errs, rho_max, at=at))
     if not optimistic:
         return p, None
-    o = optimistic_masses(l, a, dlt, qb, e, pair.tail(l, "Q", True, True),
-                           lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
+    o = optimistic_masses(l, a, dlt, qb, e,
+                          pair.tail(l, "Q", True, True) if q_gt is None else q_gt,
+                          lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
     opt = with_float_allowance(h, i_lo, on_grid(o), pair.p_inf, "optimistic", 2.0 * errs,
                                 rho_max, at=at)
     return p, strip(opt)
