@@ -265,7 +265,8 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     blocked: list = []  # both ends' blocked masses, from one blocking, on first need
     def bounds(i: int) -> tuple[np.ndarray, np.ndarray]:
         blocked[:] = blocked or blocked_log_masses_both(p)
-        return chernoff_k(*blocked[i], T, -log_tau)
+        logp, idx = blocked[i]
+        return chernoff_k(logp, idx, T, -log_tau)
     # (mypy counts a starred Any as filling every parameter: chernoff_k gives (lams, kb))
     x_hi, x_rev = (chernoff_x(*_memo(("K", end, key), lambda i=i: bounds(i)),  # type: ignore[call-arg]
                               T, -log_tau) for i, end in enumerate(("max", "min")))

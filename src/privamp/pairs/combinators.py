@@ -185,6 +185,7 @@ class MixturePair(LossPair):
             vals = self._fresh_tails(edges)
         else:
             cand, inside = idx
+            assert cache is not None  # (idx is set only from a cache)
             vals = tuple(np.empty(n) for _ in range(5))
             for v, c in zip(vals, cache[1:], strict=True):
                 v[inside] = c[cand[inside]]
