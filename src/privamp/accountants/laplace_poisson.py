@@ -41,8 +41,8 @@ LAPLACE_POWER_MIN_T = 500
 LAPLACE_OPTIMISTIC_SPLIT = 2
 
 
-#: ... but on the pessimistic step itself where one step's pessimistic side has at least
-#: this many points: there the finer step bought at most 3.8e-4 of the lower bound (relative)
+#: ... but on the pessimistic step itself where one step's loss range spans at least this
+#: many steps: there the finer step bought at most 3.8e-4 of the lower bound (relative)
 #: on the 36 settings of benchmarks/laplace_speed.py and scan.py's Laplace grid, and cost up
 #: to a third of the run (q 1e-2, b 0.5, T 100: 29 ms against 20 ms; issue 28).  Below it
 #: (coarse steps: tiny rates, large scales) the half step is kept: it bought up to 1.4e-2
@@ -86,8 +86,8 @@ def laplace_single_step(pair: LossPair, h: float, tail: float, rho: float
                         ) -> tuple[PLD, PLD | None]:
     """(pessimistic, optimistic or None) PLDs of one step of a Poisson-subsampled Laplace
     direction: the pessimistic side on step ``h``; the optimistic side on
-    ``h / LAPLACE_OPTIMISTIC_SPLIT`` for the remove direction (on ``h`` where the pessimistic
-    side has ``LAPLACE_SPLIT_MAX_POINTS`` points or more) and None for the add direction
+    ``h / LAPLACE_OPTIMISTIC_SPLIT`` for the remove direction (on ``h`` where one step's loss
+    range spans ``LAPLACE_SPLIT_MAX_POINTS`` steps or more) and None for the add direction
     (Zhu, Dong, Wang 2022, arXiv:2106.08567: the remove pair's lower bound is realised by
     neighbouring datasets, so it is valid for the run; it is also the larger one, the add
     direction's profile lying below on every setting of benchmarks/laplace_speed.py).
@@ -101,10 +101,13 @@ def laplace_single_step(pair: LossPair, h: float, tail: float, rho: float
         The two PLDs."""
     if isinstance(pair, SwappedPair):
         return discretise(pair, h, tail, optimistic=False, rho_max=rho)[0], None
-    p, o = discretise(pair, h, tail, rho_max=rho)  # (both sides at once: tails shared)
-    if len(p.masses) < LAPLACE_SPLIT_MAX_POINTS:
-        o = discretise(pair, h / LAPLACE_OPTIMISTIC_SPLIT, tail, rho_max=rho,
-                       pessimistic=False)[1]
+    lo, hi = pair.loss_range(tail)  # (the range discretise covers; kept by the pair)
+    if (hi - lo) / h + 1 >= LAPLACE_SPLIT_MAX_POINTS:
+        p, o = discretise(pair, h, tail, rho_max=rho)  # (both sides at once: tails shared)
+        return p, o
+    p, _ = discretise(pair, h, tail, optimistic=False, rho_max=rho)
+    o = discretise(pair, h / LAPLACE_OPTIMISTIC_SPLIT, tail, rho_max=rho,
+                   pessimistic=False)[1]
     return p, o
 
 
