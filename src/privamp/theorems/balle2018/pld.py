@@ -332,7 +332,8 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             # the add direction).  On 27 runs (sigma 0.8-3, T 1e2-1e6, rates 1e-3-0.05, delta
             # 1e-3..1e-8, eps 0.1..3) it was above the remove direction only where epsilon
             # exceeds 50 and delta(eps) 0.9998 (by <= 4e-5 there; issue 28)
-            los = [compose(discretise(p, step(p), tail)[1]) for p in self.lower_pairs
+            los = [compose(discretise(p, step(p), tail, pessimistic=False)[1])
+                   for p in self.lower_pairs
                    if not (two and secondary_direction(p))]
             if self.triangle_pairs:
                 h = self.h if self.h is not None else auto_grid(self.triangle_pairs[0], T)
@@ -381,7 +382,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                    for p in self.upper_pairs]
             los = []
             for p in self.lower_pairs:
-                o = discretise(p, h, tail)[1].self_compose(T)
+                o = discretise(p, h, tail, pessimistic=False)[1].self_compose(T)
                 los.append(PLD(o.h, o.offset, o.masses, o.inf_mass, o.kind,
                                o.slack + T * self.rho))
             n = max(len(ups), len(los))
