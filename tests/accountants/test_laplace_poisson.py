@@ -116,6 +116,8 @@ def test_exact_reference_matches_laplace_profile_at_rate_one():
     # issue 28's four rows and tiny rates: at or below dp-accounting's epsilon
     (1e-4, 0.5, 100, 0.0), (1e-3, 0.5, 10, 0.0), (1e-3, 2.0, 10_000, 0.0),
     (1e-2, 2.0, 100, 0.0), (1e-5, 1.0, 1000, 0.0), (1e-3, 0.3, 1000, 0.0),
+    # the lower side in two levels (T >= 5000, session 10)
+    (1e-4, 2.0, 10_000, 0.0), (1e-4, 0.5, 10_000, 0.0),
     # wide losses (rate 0.1): both nearly exact; privamp's certified float allowances
     # and its step (<= 2e-4, against dp-accounting's 1e-4) may put it up to ~5e-7 above
     (0.1, 5.0, 10, 1e-6), (0.1, 0.5, 10, 1e-6),

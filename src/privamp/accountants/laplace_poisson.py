@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..pairs.combinators import SwappedPair
 from ..pairs.loss_pair import LossPair
+from ..pld.budget import TWO_LEVEL_MIN_T
+from ..pld.compose import compose_two_level
 from ..pld.discretise import discretise
 from ..pld.grid import PLD, PowerMethodUnavailable
 from .grid import laplace_direction
@@ -62,7 +64,9 @@ def laplace_compose(pld: PLD, steps: int, pairs: list[LossPair],
     Poisson-subsampled Laplace (``pairs``: the run's step pairs) of at least
     ``LAPLACE_POWER_MIN_T`` steps (falling back to squaring where it does not apply),
     shorter ones by squaring with direct sums of at most ``LAPLACE_DIRECT_BUDGET``
-    multiply-adds.  All are certified the same way (:meth:`PLD.self_compose`).
+    multiply-adds; an optimistic side of at least ``TWO_LEVEL_MIN_T`` steps in two levels
+    (:func:`~privamp.pld.compose.compose_two_level`, its own truncation).  All are certified
+    the same way (:meth:`PLD.self_compose`).
 
     Args:
         pld: one step's PLD.
@@ -74,6 +78,13 @@ def laplace_compose(pld: PLD, steps: int, pairs: list[LossPair],
         The T-fold composition."""
     if not all(laplace_direction(x) for x in pairs):
         return pld.self_compose(steps, truncation)
+    if pld.kind == "optimistic" and steps >= TWO_LEVEL_MIN_T:
+        # the lower side of long runs in two levels (:func:`compose_two_level`: every stage
+        # stays optimistic, so the result is a certified lower side): on q 1e-5..1e-2,
+        # T 1e4..1e5 it lowered the lower bound by <= 4e-5 (relative) and saved 10-20 % of
+        # the call (q 1e-4, b 2, T 1e4: 14.8 -> 12.8 ms; issue 28).  Not the pessimistic
+        # sides: their upper bound would move up (by <= 7e-5 there).
+        return compose_two_level(pld, steps)
     if steps >= LAPLACE_POWER_MIN_T:
         try:
             return pld.self_compose(steps, truncation, method="power")
