@@ -263,9 +263,12 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
 _FLOOR_POINTS = 256
 
 
-#: the symmetrised floor's one-step grid: about this many points over the loss range (a
-#: heuristic; issue 28)
+#: the symmetrised floor's one-step grid: the upper pair's own where it has at most
+#: _SYM_SHARED_POINTS points, else about _SYM_POINTS points over the loss range (heuristics of
+#: cost: any grid gives a certified floor; 512 points were too coarse for 60/60000, sigma 1.5,
+#: T 1e4 to rule the RDP accountant out; issue 28)
 _SYM_POINTS = 2048
+_SYM_SHARED_POINTS = 16384
 
 
 class FixedBatchPLDAnalysis(RunAnalysis):
@@ -321,10 +324,14 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             ups = []
             for p in self.upper_pairs:
                 # where the symmetrised floor applies, the one-step optimistic side of the
-                # upper pair comes from the same discretisation (the grid and tails shared:
-                # a separate one cost ~2.8 ms; issue 28)
-                pess, opt = discretise(p, step(p), tail, optimistic=sym)
-                if sym:
+                # upper pair comes from the same discretisation if its grid is short (the
+                # tails shared: a separate one cost ~2.8 ms), else from a coarse one of its
+                # own when first asked (on 1e5 points it cost 30 ms; issue 28)
+                hp = step(p)
+                lo, hi = p.loss_range(tail)  # (kept by the pair: discretise reads it again)
+                share = sym and (hi - lo) / hp <= _SYM_SHARED_POINTS
+                pess, opt = discretise(p, hp, tail, optimistic=share)
+                if share:
                     self._sym_floor_pld = opt
                 ups.append(compose(pess))
             # there the swapped lower pair (the add direction) is left out: the lower bound
@@ -431,12 +438,12 @@ class FixedBatchPLDAnalysis(RunAnalysis):
         T steps compose RDP additively.  Unlike the realised pair's floor this one converts
         above the PLD's upper bound in runs such as 60/60000, sigma 3, T 1e4 (0.1204; the
         realised pair's exact RDP converts to 0.1188 there), so the RDP accountant (0.134) is
-        skipped.  On the upper pair's own grid (:attr:`plds`): any grid gives a certified
-        floor."""
+        skipped.  On the upper pair's own grid (:attr:`plds`) if it is short, else on about
+        _SYM_POINTS points over the one-step loss range: any grid gives a certified floor."""
         if not self._sym_floor_applies():
             return None
-        _ = self.plds  # (its discretisation keeps the one-step optimistic side)
-        if "_sym_floor_pld" not in self.__dict__:  # pragma: no cover - kept by plds
+        _ = self.plds  # (its discretisation may keep the one-step optimistic side)
+        if "_sym_floor_pld" not in self.__dict__:
             pair = self.upper_pairs[0]
             tail = 1e-16
             lo, hi = pair.loss_range(tail)
