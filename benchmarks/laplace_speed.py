@@ -13,6 +13,7 @@ every call is fresh (no cache survives between calls: a new Training each time).
     python benchmarks/laplace_speed.py [--repeat 5] [--out benchmarks/results/laplace_speed.md]
     python benchmarks/laplace_speed.py --small [--repeat 3]   # SMALL_DELTA rows (review,
                                                                # session 9), own delta each
+    python benchmarks/laplace_speed.py --scan [--repeat 5]    # scan.py's Laplace grid
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ SETTINGS = [
     (1e-2, 0.3, 1000), (1e-2, 1.0, 10), (1e-2, 5.0, 10_000),
     (0.1, 1.0, 1000), (0.1, 5.0, 10), (0.1, 2.0, 100), (0.1, 0.5, 10),
 ]
+
+
+#: benchmarks/scan.py's Laplace grid (issue 28, session 10: five rows there at 0.65-0.99x)
+SCAN = [(q, b, T) for q in (1e-4, 1e-3, 1e-2) for b in (0.5, 1.0, 2.0) for T in (10, 100, 10_000)]
 
 
 #: (rate q, scale b, steps T, delta) at small delta (review, session 9: the fast pass's
@@ -146,13 +151,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--small", action="store_true", help="the SMALL_DELTA rows")
     ap.add_argument("--issue", action="store_true", help="issue 28's four rows only")
+    ap.add_argument("--scan", action="store_true", help="scan.py's 27 Laplace rows")
     args = ap.parse_args()
     try:
         from threadpoolctl import threadpool_limits
         ctx = threadpool_limits(1)
     except ImportError:  # pragma: no cover
         ctx = None
-    rows = run(args.repeat, SMALL_DELTA if args.small
+    rows = run(args.repeat, SMALL_DELTA if args.small else SCAN if args.scan
                else SETTINGS[:4] if args.issue else SETTINGS)
     if ctx is not None:
         ctx.unregister()

@@ -11,7 +11,8 @@ a bound for batches without replacement under add/remove.
 
 Each repetition runs privamp on a fresh Training with its kept Thm 6 profiles cleared (a cold
 call), then dp-accounting, alternating which goes first.  Reported: median CPU seconds of
-each, the ratio privamp / dp-accounting, and the epsilons at delta 1e-5.
+each, the ratio privamp / dp-accounting, and the epsilons at delta 1e-5 (privamp's upper and
+lower bounds).
 
 Run: ``PYTHONPATH=src python benchmarks/wor_speed.py [--reps 7]`` (any privamp tree on the
 path: the before column of benchmarks/results/wor_speed.md ran the same script on the tree
@@ -28,18 +29,18 @@ from collections.abc import Callable
 DELTA = 1e-5
 
 ROWS = [
-    # (batch, n, sigma, T, relation)
-    (60, 60000, 1.5, 100, "sub"),
-    (60, 60000, 1.5, 10_000, "sub"),
+    # (batch, n, sigma, T, relation): benchmarks/scan.py's grid first (issue 28, session 10)
+    *[(m, 60000, sigma, T, "sub") for m in (60, 256) for sigma in (0.8, 1.5, 3.0)
+      for T in (100, 10_000)],
     (60, 60000, 1.5, 1_000_000, "sub"),
-    (256, 60000, 3.0, 10_000, "sub"),
     (256, 60000, 1.1, 14_063, "sub"),
     (60, 60000, 1.5, 10_000, "ar"),
     (256, 60000, 3.0, 10_000, "ar"),
 ]
 
 
-def privamp_call(m: int, n: int, sigma: float, T: int, rel: str) -> Callable[[], float]:
+def privamp_call(m: int, n: int, sigma: float, T: int, rel: str
+                 ) -> Callable[[], tuple[float, float]]:
     import privamp as pa
 
     try:  # absent before issue 28: nothing kept between calls then
@@ -49,12 +50,14 @@ def privamp_call(m: int, n: int, sigma: float, T: int, rel: str) -> Callable[[],
         def clear_profile_cache() -> None:
             return None
 
-    def run() -> float:
+    def run() -> tuple[float, float]:
         clear_profile_cache()
         relation = pa.Substitution() if rel == "sub" else pa.AddRemove()
         t = pa.Training(pa.Gaussian(sigma), pa.WithoutReplacement(m, n), steps=T,
                         relation=relation)
-        return float(t.epsilon(DELTA).upper.value)
+        g = t.epsilon(DELTA)
+        lo = 0.0 if g.lower is None else float(g.lower.value)
+        return float(g.upper.value), lo
 
     return run
 
@@ -74,7 +77,7 @@ def dpa_call(m: int, n: int, sigma: float, T: int, rel: str) -> Callable[[], flo
     return run
 
 
-def cpu(fn: Callable[[], float]) -> tuple[float, float]:
+def cpu(fn: Callable[[], object]) -> tuple[float, object]:
     c0 = time.process_time()
     v = fn()
     return time.process_time() - c0, v
@@ -84,15 +87,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
-    print("| setting | privamp eps (upper) | privamp cpu s | dp-accounting eps | "
+    print("| setting | privamp upper | privamp lower | privamp cpu s | dp-accounting eps | "
           "dp-accounting cpu s | ratio |")
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|")
     for row in ROWS:
         m, n, sigma, T, rel = row
         a, b = privamp_call(*row), dpa_call(*row)
         a(), b()  # warm imports and caches of code (not of this row's results)
         ta, tb = [], []
-        va = vb = float("nan")
+        va: object = None
+        vb = float("nan")
         for r in range(args.reps):
             first, second = ((a, ta), (b, tb)) if r % 2 == 0 else ((b, tb), (a, ta))
             for fn, acc in (first, second):
@@ -101,11 +105,12 @@ def main() -> int:
                 if fn is a:
                     va = v
                 else:
-                    vb = v
+                    vb = float(v)  # type: ignore[arg-type]
         ma, mb = statistics.median(ta), statistics.median(tb)
         name = "subst." if rel == "sub" else "add/remove"
-        print(f"| w/o repl. {m}/{n}, {name}, sigma {sigma:g}, T {T:.0e} | {va:.5g} | "
-              f"{ma:.4f} | {vb:.5g} | {mb:.4f} | {ma / mb:.2f}x |", flush=True)
+        up, lo = va if isinstance(va, tuple) else (float("nan"), float("nan"))
+        print(f"| w/o repl. {m}/{n}, {name}, sigma {sigma:g}, T {T:.0e} | {up:.7g} | "
+              f"{lo:.7g} | {ma:.4f} | {vb:.5g} | {mb:.4f} | {ma / mb:.2f}x |", flush=True)
     return 0
 
 

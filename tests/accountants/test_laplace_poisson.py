@@ -116,6 +116,8 @@ def test_exact_reference_matches_laplace_profile_at_rate_one():
     # issue 28's four rows and tiny rates: at or below dp-accounting's epsilon
     (1e-4, 0.5, 100, 0.0), (1e-3, 0.5, 10, 0.0), (1e-3, 2.0, 10_000, 0.0),
     (1e-2, 2.0, 100, 0.0), (1e-5, 1.0, 1000, 0.0), (1e-3, 0.3, 1000, 0.0),
+    # the lower side in two levels (T >= 5000, session 10)
+    (1e-4, 2.0, 10_000, 0.0), (1e-4, 0.5, 10_000, 0.0),
     # wide losses (rate 0.1): both nearly exact; privamp's certified float allowances
     # and its step (<= 2e-4, against dp-accounting's 1e-4) may put it up to ~5e-7 above
     (0.1, 5.0, 10, 1e-6), (0.1, 0.5, 10, 1e-6),
@@ -148,3 +150,21 @@ def test_loss_range_is_the_closed_form_support(q, b):
         for dist in ("P", "Q"):
             assert float(pair.tail(hi, dist, True, True)) == 0.0
             assert float(pair.tail(lo, dist, False, True)) == 0.0
+
+
+@pytest.mark.parametrize("q, b, T", [(1e-2, 0.5, 100), (1e-2, 1.0, 100), (0.1, 2.0, 100)])
+def test_lower_on_the_pessimistic_step_stays_tight(q, b, T):
+    """Where one step spans >= LAPLACE_SPLIT_MAX_POINTS grid steps the lower side is
+    discretised on the pessimistic step (issue 28, session 10): the lower bound stays within
+    5e-4 (relative) of dp-accounting's estimate (connect-the-dots at 1e-4, an independent
+    near-exact value) and the interval within 5e-4 of the upper bound."""
+    from privamp.accountants.laplace_poisson import LAPLACE_SPLIT_MAX_POINTS
+
+    assert LAPLACE_SPLIT_MAX_POINTS >= 100
+    pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    dp = pld.from_laplace_mechanism(parameter=b, sensitivity=1.0, sampling_prob=q
+                                    ).self_compose(T).get_epsilon_for_delta(DELTA)
+    res = pa.Training(pa.Laplace(b), pa.Poisson(q), steps=T).epsilon(DELTA)
+    up, lo = float(res.upper.value), float(res.lower.value)
+    assert lo >= dp * (1 - 5e-4)
+    assert up - lo <= 5e-4 * up

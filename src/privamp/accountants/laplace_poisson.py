@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from ..pairs.combinators import SwappedPair
 from ..pairs.loss_pair import LossPair
+from ..pld.budget import TWO_LEVEL_MIN_T
+from ..pld.compose import compose_two_level
 from ..pld.discretise import discretise
 from ..pld.grid import PLD, PowerMethodUnavailable
 from .grid import laplace_direction
@@ -19,6 +21,7 @@ __all__ = [
     "LAPLACE_POWER_MIN_T",
     "LAPLACE_DIRECT_BUDGET",
     "LAPLACE_OPTIMISTIC_SPLIT",
+    "LAPLACE_SPLIT_MAX_POINTS",
     "laplace_precise",
     "needs_precise",
     "LAPLACE_ALLOWANCE_FRACTION",
@@ -40,6 +43,15 @@ LAPLACE_POWER_MIN_T = 500
 LAPLACE_OPTIMISTIC_SPLIT = 2
 
 
+#: ... but on the pessimistic step itself where one step's loss range spans at least this
+#: many steps: there the finer step bought at most 3.8e-4 of the lower bound (relative)
+#: on the 36 settings of benchmarks/laplace_speed.py and scan.py's Laplace grid, and cost up
+#: to a third of the run (q 1e-2, b 0.5, T 100: 29 ms against 20 ms; issue 28).  Below it
+#: (coarse steps: tiny rates, large scales) the half step is kept: it bought up to 1.4e-2
+#: there.  A heuristic of width and cost only: both steps give certified lower sides.
+LAPLACE_SPLIT_MAX_POINTS = 150
+
+
 #: shorter runs are composed by squaring with exact direct sums of at most this many
 #: multiply-adds per convolution (the default 3e7 costs q 0.1, b 2, T 100 19 ms against
 #: 9 ms; the FFT rest adds a certified l1 allowance, 3.6e-11 in delta there)
@@ -52,7 +64,9 @@ def laplace_compose(pld: PLD, steps: int, pairs: list[LossPair],
     Poisson-subsampled Laplace (``pairs``: the run's step pairs) of at least
     ``LAPLACE_POWER_MIN_T`` steps (falling back to squaring where it does not apply),
     shorter ones by squaring with direct sums of at most ``LAPLACE_DIRECT_BUDGET``
-    multiply-adds.  All are certified the same way (:meth:`PLD.self_compose`).
+    multiply-adds; an optimistic side of at least ``TWO_LEVEL_MIN_T`` steps in two levels
+    (:func:`~privamp.pld.compose.compose_two_level`, its own truncation).  All are certified
+    the same way (:meth:`PLD.self_compose`).
 
     Args:
         pld: one step's PLD.
@@ -64,6 +78,13 @@ def laplace_compose(pld: PLD, steps: int, pairs: list[LossPair],
         The T-fold composition."""
     if not all(laplace_direction(x) for x in pairs):
         return pld.self_compose(steps, truncation)
+    if pld.kind == "optimistic" and steps >= TWO_LEVEL_MIN_T:
+        # the lower side of long runs in two levels (:func:`compose_two_level`: every stage
+        # stays optimistic, so the result is a certified lower side): on q 1e-5..1e-2,
+        # T 1e4..1e5 it lowered the lower bound by <= 4e-5 (relative) and saved 10-20 % of
+        # the call (q 1e-4, b 2, T 1e4: 14.8 -> 12.8 ms; issue 28).  Not the pessimistic
+        # sides: their upper bound would move up (by <= 7e-5 there).
+        return compose_two_level(pld, steps)
     if steps >= LAPLACE_POWER_MIN_T:
         try:
             return pld.self_compose(steps, truncation, method="power")
@@ -76,7 +97,8 @@ def laplace_single_step(pair: LossPair, h: float, tail: float, rho: float
                         ) -> tuple[PLD, PLD | None]:
     """(pessimistic, optimistic or None) PLDs of one step of a Poisson-subsampled Laplace
     direction: the pessimistic side on step ``h``; the optimistic side on
-    ``h / LAPLACE_OPTIMISTIC_SPLIT`` for the remove direction and None for the add direction
+    ``h / LAPLACE_OPTIMISTIC_SPLIT`` for the remove direction (on ``h`` where one step's loss
+    range spans ``LAPLACE_SPLIT_MAX_POINTS`` steps or more) and None for the add direction
     (Zhu, Dong, Wang 2022, arXiv:2106.08567: the remove pair's lower bound is realised by
     neighbouring datasets, so it is valid for the run; it is also the larger one, the add
     direction's profile lying below on every setting of benchmarks/laplace_speed.py).
@@ -88,9 +110,15 @@ def laplace_single_step(pair: LossPair, h: float, tail: float, rho: float
 
     Returns:
         The two PLDs."""
+    if isinstance(pair, SwappedPair):
+        return discretise(pair, h, tail, optimistic=False, rho_max=rho)[0], None
+    lo, hi = pair.loss_range(tail)  # (the range discretise covers; kept by the pair)
+    if (hi - lo) / h + 1 >= LAPLACE_SPLIT_MAX_POINTS:
+        p, o = discretise(pair, h, tail, rho_max=rho)  # (both sides at once: tails shared)
+        return p, o
     p, _ = discretise(pair, h, tail, optimistic=False, rho_max=rho)
-    o = None if isinstance(pair, SwappedPair) else discretise(
-        pair, h / LAPLACE_OPTIMISTIC_SPLIT, tail, rho_max=rho, pessimistic=False)[1]
+    o = discretise(pair, h / LAPLACE_OPTIMISTIC_SPLIT, tail, rho_max=rho,
+                   pessimistic=False)[1]
     return p, o
 
 

@@ -74,7 +74,7 @@ from ...pairs.mixtures import DisjointMixturePair, GaussianShiftMixturePair, Sym
 from ...pld.compose import compose_two_level
 from ...pld.discretise import discretise
 from ...pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD
-from ...pld.moments import two_sided_renyi_floor
+from ...pld.moments import renyi_floor, two_sided_renyi_floor
 from ...pld.two_sided import TwoSidedPLD
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
@@ -225,6 +225,15 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
         low_mech = (replace(mechanism, sensitivity=mechanism.sensitivity / 2)
                     if isinstance(scheme, Poisson) else mechanism)
         pair, rho = _gaussian_count_pair(low_mech, scheme, relation, _LOWER_TRUNC)
+        if (isinstance(scheme, WithoutReplacement) and relation.group == 1
+                and isinstance(D, MixturePair) and isinstance(pair, MixturePair)
+                and isinstance(D.base, GaussianPair) and isinstance(pair.base, GaussianPair)
+                and D.base.s == pair.base.s and abs(D.w - pair.w) <= 1e-15):
+            # one record without replacement: the realised pair is D itself (J ~ Bernoulli(m/n),
+            # the same shift; its weight m/n within 1e-15 of D's, a total variation the
+            # 1e-15 added to rho below covers), so D's instance serves: its grid and loss
+            # range are computed once (issue 28: they were a fifth of a short run's cost)
+            pair = D
         lower = [pair, SwappedPair(pair)]
         if isinstance(scheme, Poisson):
             realised = ("a record contributing Delta/2 replaced by one contributing 0 "
@@ -252,6 +261,14 @@ def fixed_batch_pairs(mechanism: Mechanism, scheme, relation
 #: same way as on 4096 points at a third of its cost (issue 28; a heuristic: any
 #: coarsening is a certified floor)
 _FLOOR_POINTS = 256
+
+
+#: the symmetrised floor's one-step grid: the upper pair's own where it has at most
+#: _SYM_SHARED_POINTS points, else about _SYM_POINTS points over the loss range (heuristics of
+#: cost: any grid gives a certified floor; 512 points were too coarse for 60/60000, sigma 1.5,
+#: T 1e4 to rule the RDP accountant out; issue 28)
+_SYM_POINTS = 2048
+_SYM_SHARED_POINTS = 16384
 
 
 class FixedBatchPLDAnalysis(RunAnalysis):
@@ -284,10 +301,17 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                 # any grid is sound, a coarser one only widens their side)
                 shared = auto_grid(self.upper_pairs[0], T)
 
+            steps: dict[int, float] = {}
+
             def step(p):  # each pair is composed on its own grid
                 if self.h is not None:
                     return self.h
-                return shared if shared is not None else auto_grid(_grid_pair(p), T)
+                if shared is not None:
+                    return shared
+                g = _grid_pair(p)  # (the same grid pair twice: its step computed once)
+                if id(g) not in steps:
+                    steps[id(g)] = auto_grid(g, T)
+                return steps[id(g)]
 
             # one small-rate Gaussian mixture (one record): in two levels, as the Poisson
             # accountant composes the same pairs (compose_two_level keeps each side's kind)
@@ -296,14 +320,27 @@ class FixedBatchPLDAnalysis(RunAnalysis):
             def compose(x):
                 return compose_two_level(x, T) if two else x.self_compose(T)
 
-            ups = [compose(discretise(p, step(p), tail, optimistic=False)[0])
-                   for p in self.upper_pairs]
+            sym = self._sym_floor_applies()
+            ups = []
+            for p in self.upper_pairs:
+                # where the symmetrised floor applies, the one-step optimistic side of the
+                # upper pair comes from the same discretisation if its grid is short (the
+                # tails shared: a separate one cost ~2.8 ms), else from a coarse one of its
+                # own when first asked (on 1e5 points it cost 30 ms; issue 28)
+                hp = step(p)
+                lo, hi = p.loss_range(tail)  # (kept by the pair: discretise reads it again)
+                share = sym and (hi - lo) / hp <= _SYM_SHARED_POINTS
+                pess, opt = discretise(p, hp, tail, optimistic=share)
+                if share:
+                    self._sym_floor_pld = opt
+                ups.append(compose(pess))
             # there the swapped lower pair (the add direction) is left out: the lower bound
             # stays that of a realised pair, as the Poisson accountant's (no lower side from
             # the add direction).  On 27 runs (sigma 0.8-3, T 1e2-1e6, rates 1e-3-0.05, delta
             # 1e-3..1e-8, eps 0.1..3) it was above the remove direction only where epsilon
             # exceeds 50 and delta(eps) 0.9998 (by <= 4e-5 there; issue 28)
-            los = [compose(discretise(p, step(p), tail)[1]) for p in self.lower_pairs
+            los = [compose(discretise(p, step(p), tail, pessimistic=False)[1])
+                   for p in self.lower_pairs
                    if not (two and secondary_direction(p))]
             if self.triangle_pairs:
                 h = self.h if self.h is not None else auto_grid(self.triangle_pairs[0], T)
@@ -352,7 +389,7 @@ class FixedBatchPLDAnalysis(RunAnalysis):
                    for p in self.upper_pairs]
             los = []
             for p in self.lower_pairs:
-                o = discretise(p, h, tail)[1].self_compose(T)
+                o = discretise(p, h, tail, pessimistic=False)[1].self_compose(T)
                 los.append(PLD(o.h, o.offset, o.masses, o.inf_mass, o.kind,
                                o.slack + T * self.rho))
             n = max(len(ups), len(los))
@@ -377,6 +414,55 @@ class FixedBatchPLDAnalysis(RunAnalysis):
         ups, los = self.plds
         if not los:
             raise NotApplicable("no realised pair of neighbours: no Rényi floor")
+        realised = self._realised_floor(ups, los, alpha)
+        sym = self._symmetrised_floor(alpha)
+        return realised if sym is None else np.maximum(realised, sym)
+
+    def _symmetrised_floor(self, alpha: np.ndarray) -> np.ndarray | None:
+        """T D_alpha of the one-step symmetrised upper pair's optimistic PLD, where that is a
+        floor of the only RDP curve privamp offers for the run (None elsewhere).
+
+        Why a floor (issue 28): for the Gaussian without replacement under substitution,
+        one record, the RDP accountant's only method is Thm 6 of the paper applied to the Thm
+        9 profile ("balle-profile", :mod:`.thm6`): per step, with s = alpha - 1,
+        exp(s R) >= 1 + s (s+1) int_0^inf (e^{s eps} + e^{-(s+1) eps}) delta(eps) d eps, the
+        integral's upper Riemann sum plus an upper bound on its tail, and delta = the
+        mixture profile >= H_{e^eps}(D) (module docstring: the bound is exactly D's profile,
+        rounded up; clipped at 1 >= H).  The symmetrised pair S = SymmetrisedPair(D) has, for
+        eps >= 0, H_{e^eps}(S) = H_{e^eps}(D) in both orders (its definition, and
+        H_a(Q*||P*) = 1 - a + a H_{1/a}(P*||Q*) = H_a(D) for a >= 1), so by Thm 6 (an
+        identity for a pair's exact profiles) D_alpha(S) is that integral with delta =
+        H(D): R >= D_alpha(S).  The optimistic PLD of S is dominated by S (a
+        post-processing), so its Rényi divergence is lower still (data processing;
+        :func:`privamp.pld.moments.renyi_floor` rounds down and drops its slack from the top);
+        T steps compose RDP additively.  Unlike the realised pair's floor this one converts
+        above the PLD's upper bound in runs such as 60/60000, sigma 3, T 1e4 (0.1204; the
+        realised pair's exact RDP converts to 0.1188 there), so the RDP accountant (0.134) is
+        skipped.  On the upper pair's own grid (:attr:`plds`) if it is short, else on about
+        _SYM_POINTS points over the one-step loss range: any grid gives a certified floor."""
+        if not self._sym_floor_applies():
+            return None
+        _ = self.plds  # (its discretisation may keep the one-step optimistic side)
+        if "_sym_floor_pld" not in self.__dict__:
+            pair = self.upper_pairs[0]
+            tail = 1e-16
+            lo, hi = pair.loss_range(tail)
+            h = max(hi - lo, 1e-12) / _SYM_POINTS
+            self._sym_floor_pld = discretise(pair, h, tail, pessimistic=False)[1]
+        one = renyi_floor(self._sym_floor_pld, np.asarray(alpha, dtype=float))
+        return self.steps * one
+
+    def _sym_floor_applies(self) -> bool:
+        """The settings where "balle-profile" is the RDP accountant's only method and the one
+        upper pair is SymmetrisedPair(D) (see :meth:`_symmetrised_floor`)."""
+        return (isinstance(self.mechanism, Gaussian)
+                and isinstance(self.scheme, WithoutReplacement)
+                and type(self.relation) is Substitution and self.relation.group == 1
+                and len(self.upper_pairs) == 1
+                and isinstance(self.upper_pairs[0], SymmetrisedPair))
+
+    def _realised_floor(self, ups: list, los: list, alpha: np.ndarray) -> np.ndarray:
+        """two_sided_renyi_floor of the realised lower pairs (see :meth:`renyi_floor`)."""
         if "_floor_pld" not in self.__dict__:
             # on at most ~_FLOOR_POINTS points (optimistic coarsening merges atoms: a
             # post-processing, still dominated), built once: screening asks many times
