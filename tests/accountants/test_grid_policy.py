@@ -51,13 +51,14 @@ def test_upper_at_or_below_dp_accounting(q: float, sigma: float, T: int) -> None
 @pytest.mark.parametrize("q, sigma, T", LOOSER)
 def test_refined_step_in_range(q: float, sigma: float, T: int) -> None:
     lead, add = poisson_pairs(pa.Gaussian(sigma), q)
-    h, width, _ = grid_plan(lead, T)
-    h_long = grid_plan(lead, 10**4)[0]  # (a long run: not refined)
+    h, width, _ = grid_plan(lead, T, short_run=True)
+    h_long = grid_plan(lead, 10**4, short_run=True)[0]  # (a long run: not refined)
+    assert grid_plan(lead, T)[0] >= SHORT_RUN_MIN_STEP  # (composition: grid_step, not refined)
     assert h_long >= SHORT_RUN_MIN_STEP  # these settings are the policy's (wide losses)
     assert h < SHORT_RUN_MIN_STEP
     assert width / h <= SHORT_RUN_POINTS * (1 + 1e-9)  # (within every memory budget)
     # the add direction keeps its coarse step (its profile lies far below)
-    assert grid_plan(add, T)[0] >= SECONDARY_COST * h
+    assert grid_plan(add, T, short_run=True)[0] >= SECONDARY_COST * h
 
 
 def test_short_run_step_rule() -> None:

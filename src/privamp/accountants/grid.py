@@ -54,7 +54,7 @@ def auto_grid(pair: LossPair, T: int, points: float = 1.5e6) -> float:
     return grid_plan(pair, T, points)[0]
 
 
-def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
+def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = False
                ) -> tuple[float, float, float | None]:
     """A grid step h for composing ``pair`` T times (a heuristic: soundness never depends on
     it, only the width of the certified interval and the cost).
@@ -72,6 +72,12 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
     Third value: for those two directions in long runs whose window one step's range sets
     (tiny rates: rare large losses, a concentrated bulk), the step of a one-level
     pessimistic composition (:func:`one_level_step`), else None.
+
+    ``short_run``: the remove direction of a short run may take a finer step
+    (:func:`short_run_step`).  Only a run's own query asks for it (the Poisson accountant's):
+    a composition brings every phase to its finest phase's step, and a short phase's cheap
+    refinement would make every other phase that much finer (a deterministic-batch phase
+    refused its PLD on the refined step).
     """
     atoms = _atoms(pair)
     if atoms is not None and len(atoms[0]):
@@ -123,7 +129,7 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6
     long = (lead or coarse) and T >= TWO_LEVEL_MIN_T
     ranged = (lead or coarse) and 20.0 * math.sqrt(T) * sd < hi_d - lo_d
     two = long and not ranged
-    if lead and T < TWO_LEVEL_MIN_T:  # (the add direction lies far below: it keeps its step)
+    if short_run and lead and T < TWO_LEVEL_MIN_T:  # (the add direction keeps its step)
         h = short_run_step(h, width)
     h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
     one = one_level_step(h, hi_d - lo_d, coarse) if ranged else None

@@ -111,7 +111,7 @@ class PLDAnalysis(RunAnalysis):
             o: PLD | None
             for i, pair in enumerate(self._pairs):
                 h, width, one = ((self.h, 0.0, None) if self.h is not None
-                                 else grid_plan(pair, self.steps))
+                                 else grid_plan(pair, self.steps, short_run=True))
                 if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
                     # (Laplace: at most halved, see laplace_step)
                     h = aligned_step(pair, h, max(width / MAX_COMPOSED_POINTS,
