@@ -22,6 +22,7 @@ from privamp.accountants.grid import (
     short_run_step,
 )
 from privamp.accountants.poisson import poisson_pairs
+from privamp.pld.budget import MEMORY_BUDGET, TWO_LEVEL_MIN_T, discretise_bytes
 
 DELTA = 1e-5
 
@@ -44,6 +45,7 @@ def test_upper_at_or_below_dp_accounting(q: float, sigma: float, T: int) -> None
     assert g.upper is not None and g.lower is not None
     ref = dp_accounting_epsilon(q, sigma, T)
     assert g.lower.value <= g.upper.value <= ref
+    assert "PLD" in g.upper.source  # (the PLD answered: no refusal, no fallback)
     # dp-accounting's estimate is not certified, but it lies inside the certified interval
     assert g.lower.value <= ref
 
@@ -77,3 +79,22 @@ def test_loss_iqr_gaussian_closed_form(sigma: float) -> None:
     got = loss_iqr(pa.Gaussian(sigma).pair(1))
     assert got == pytest.approx(iqr, rel=1e-4)
     assert math.isfinite(got)
+
+
+def test_refined_grids_within_memory_budget() -> None:
+    """Wherever the policy refines (short runs, wide losses), the window holds at most
+    SHORT_RUN_POINTS points (or the unrefined step's) and one step's grid fits the memory
+    budget; long runs keep their step."""
+    for q in (1e-3, 256 / 60000, 0.01, 0.05, 0.1):
+        for sigma in (0.5, 0.8, 1.0, 2.0, 4.0):
+            lead = poisson_pairs(pa.Gaussian(sigma), q)[0]
+            lo, hi = lead.loss_range(1e-16)
+            for T in (1, 10, 100, 1000, TWO_LEVEL_MIN_T - 1, TWO_LEVEL_MIN_T):
+                h0, width, _ = grid_plan(lead, T)
+                h = grid_plan(lead, T, short_run=True)[0]
+                assert h0 / SHORT_RUN_REFINE * (1 - 1e-12) <= h <= h0
+                assert width / h <= max(SHORT_RUN_POINTS, width / h0) * (1 + 1e-9)
+                points = (hi - lo) / h + 3
+                assert discretise_bytes(points, points) <= MEMORY_BUDGET
+                if T >= TWO_LEVEL_MIN_T:
+                    assert h == h0
