@@ -78,6 +78,15 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     a composition brings every phase to its finest phase's step, and a short phase's cheap
     refinement would make every other phase that much finer (a deterministic-batch phase
     refused its PLD on the refined step).
+
+    Args:
+        pair: one step's dominating pair.
+        T: the number of steps.
+        points: the most points of the T-fold window (before the caps).
+        short_run: whether a short run's remove direction may take :func:`short_run_step`.
+
+    Returns:
+        (step h, composed window width, one-level pessimistic step or None).
     """
     atoms = _atoms(pair)
     if atoms is not None and len(atoms[0]):
