@@ -19,7 +19,19 @@ interleaved (privamp, then its peers, then the next setting), so the ratios with
 are fair while the absolute times are noisy.  A call over ``--timeout`` CPU seconds is
 stopped (SIGPROF) and reported as such.
 
-    python benchmarks/scan.py [--quick] [--out benchmarks/results/scan.md]
+privamp's cell shows its certified interval [lower, upper] (epsilon).  A peer's estimate
+above privamp's upper bound is plain; one strictly between privamp's certified lower and
+upper bounds is marked LOOSER (privamp's certified interval could be tightened towards it);
+one below privamp's certified LOWER bound is marked PEER BELOW CERTIFIED LOWER: that peer
+under-reports epsilon there (some pair of neighbouring datasets realises more), and privamp
+cannot and must not match it.
+
+    python benchmarks/scan.py [--quick] [--rows REGEX] [--repeats N] [--out FILE.md]
+
+``--rows`` keeps the settings whose name (as printed) matches the regular expression
+(``re.search``); without ``--rows`` the table goes to benchmarks/results/scan.md unless
+``--out`` says otherwise, with it only to ``--out`` (if given).  ``--repeats`` runs each
+setting's libraries that many times, interleaved, and reports the median CPU times.
 """
 
 from __future__ import annotations
@@ -27,7 +39,9 @@ from __future__ import annotations
 import argparse
 import gc
 import math
+import re
 import signal
+import statistics
 import sys
 import time
 import warnings
@@ -46,8 +60,13 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise _Timeout
 
 
-def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float, float]:
-    """(epsilon or a short reason, wall seconds, CPU seconds of this process) of one call."""
+Value = float | tuple[float, float] | str
+
+
+def timed(fn: Callable[[], float | tuple[float, float]], timeout: float
+          ) -> tuple[Value, float, float]:
+    """(epsilon, or (lower, upper) for privamp, or a short reason; wall seconds; CPU seconds
+    of this process) of one call."""
     gc.collect()
     signal.signal(signal.SIGPROF, _alarm)
     signal.setitimer(signal.ITIMER_PROF, timeout)  # CPU time: wall time is load-dependent
@@ -55,7 +74,8 @@ def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float, 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            value: float | str = float(fn())
+            out = fn()
+            value: Value = (out if isinstance(out, tuple) else float(out))
     except _Timeout:
         value = f">{timeout:g} s cpu"
     except Exception as exc:  # noqa: BLE001  (a peer's refusal is a result of the scan)
@@ -66,10 +86,11 @@ def timed(fn: Callable[[], float], timeout: float) -> tuple[float | str, float, 
 
 
 # -- the calls -----------------------------------------------------------------------------
-def privamp_call(s: dict) -> Callable[[], float]:
+def privamp_call(s: dict) -> Callable[[], tuple[float, float]]:
+    """privamp's default call: (certified lower, upper) epsilon at DELTA."""
     import privamp as pa
 
-    def run() -> float:
+    def run() -> tuple[float, float]:
         if s["kind"] == "laplace":
             mech = pa.Laplace(s["b"])
         elif s["kind"] == "rr":
@@ -82,7 +103,9 @@ def privamp_call(s: dict) -> Callable[[], float]:
         else:
             run_ = pa.Training(mech, pa.Poisson(s["q"]), steps=s["T"],
                                relation=pa.AddRemove(group=s.get("group", 1)))
-        return run_.epsilon(DELTA).upper.value
+        g = run_.epsilon(DELTA)
+        low = g.lower.value if g.lower is not None else 0.0
+        return float(low), float(g.upper.value)
 
     return run
 
@@ -195,17 +218,61 @@ def label(s: dict) -> str:
     return f"group {s['group']}, Gaussian q {s['q']:.3g}, sigma {s['sigma']:g}, {T}"
 
 
-def _fmt(v: float | str) -> str:
+def _fmt(v: Value) -> str:
+    if isinstance(v, tuple):
+        return f"[{v[0]:.7g}, {v[1]:.7g}]"
     return v if isinstance(v, str) else f"{v:.5g}"
+
+
+BELOW = "PEER BELOW CERTIFIED LOWER"
+
+
+def verdict(v: Value, pv: Value) -> str:
+    """How a peer's estimate ``pv`` sits against privamp's certified interval ``v``:
+    BELOW (``pv`` < the certified lower bound: the peer under-reports), "LOOSER" (``pv``
+    strictly between lower and upper, beyond 1e-9 relative), or ""."""
+    if not isinstance(v, tuple) or not isinstance(pv, float):
+        return ""
+    low, up = v
+    if pv < low:
+        return BELOW
+    return "LOOSER" if up > pv * (1 + 1e-9) else ""
+
+
+def run_setting(s: dict, repeats: int, timeout: float
+                ) -> tuple[Value, float, float, dict[str, tuple[Value, float, float]]]:
+    """privamp and every applicable peer on setting ``s``, ``repeats`` rounds interleaved
+    (privamp, then each peer): (privamp's value, median wall, median CPU, per peer the same)."""
+    calls = {"privamp": privamp_call(s)}
+    for name in PEERS:
+        fn = peer_call(name, s)
+        if fn is not None:
+            calls[name] = fn
+    runs: dict[str, list[tuple[Value, float, float]]] = {k: [] for k in calls}
+    for _ in range(repeats):
+        for k, fn in calls.items():
+            runs[k].append(timed(fn, timeout))
+    med = {k: (r[0][0], statistics.median(x[1] for x in r), statistics.median(x[2] for x in r))
+           for k, r in runs.items()}
+    v, t, c = med.pop("privamp")
+    return v, t, c, med
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="every 17th setting")
     ap.add_argument("--every", type=int, default=1, help="every n-th setting (a shared machine)")
+    ap.add_argument("--rows", default=None,
+                    help="regular expression: only settings whose name matches (re.search)")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="rounds per setting, interleaved; median CPU times")
     ap.add_argument("--timeout", type=float, default=20.0)
-    ap.add_argument("--out", default="benchmarks/results/scan.md")
+    ap.add_argument("--out", default=None,
+                    help="markdown file to write (default: benchmarks/results/scan.md for a "
+                         "full scan, none with --rows)")
     args = ap.parse_args()
+    out = args.out if args.out is not None else (
+        None if args.rows else "benchmarks/results/scan.md")
     from threadpoolctl import threadpool_limits
 
     import privamp as pa
@@ -213,26 +280,30 @@ def main() -> int:
     threadpool_limits(1, user_api="blas")  # every library single-threaded, as privamp's default
     pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=10).epsilon(DELTA)  # warm up
     peer_call("Opacus RDP", {"kind": "gauss", "q": 0.01, "sigma": 1.0, "T": 10})()
-    rows, losses = [], []
+    rows, losses, marks = [], [], []
     todo = settings(args.quick)[:: args.every]
+    if args.rows:
+        pattern = re.compile(args.rows)
+        todo = [s for s in todo if pattern.search(label(s))]
     single: dict[tuple, float] = {}
     start = time.time()
     for n, s in enumerate(todo):
-        v, t, c = timed(privamp_call(s), args.timeout)
+        v, t, c, peers = run_setting(s, args.repeats, args.timeout)
         cells = [f"{_fmt(v)} ({t:.3g} s, cpu {c:.3g} s)"]
         worst = math.inf
         for name in PEERS:
-            fn = peer_call(name, s)
-            if fn is None:
+            if name not in peers:
                 cells.append("-")
                 continue
-            pv, pt, pc = timed(fn, args.timeout)
+            pv, pt, pc = peers[name]
             ratio = pc / max(c, 1e-4)
             if isinstance(pv, float):  # (a refusal is no win)
                 worst = min(worst, ratio)
-            looser = isinstance(v, float) and isinstance(pv, float) and v > pv * (1 + 1e-9)
+            mark = verdict(v, pv)
+            if mark:
+                marks.append((mark, name, label(s)))
             cells.append(f"{_fmt(pv)} ({pt:.3g} s, cpu {pc:.3g} s, {ratio:.2g}x)"
-                         f"{' LOOSER' if looser else ''}")
+                         f"{' ' + mark if mark else ''}")
         if s["kind"] == "group":
             key = (s["q"], s["sigma"], s["T"])
             if key not in single:
@@ -246,21 +317,28 @@ def main() -> int:
             losses.append((worst, label(s)))
         print(f"[{n + 1}/{len(todo)} {time.time() - start:.0f}s] {label(s)}: " + " | ".join(cells),
               flush=True)
+    flags = "".join(f" {f}" for f, on in [("--quick", args.quick),
+                                           (f"--every {args.every}", args.every > 1),
+                                           (f"--rows '{args.rows}'", bool(args.rows)),
+                                           (f"--repeats {args.repeats}", args.repeats > 1)]
+                    if on)
     lines = [
         "# Wide scan: privamp's default call against each peer's single query (issue 28)",
         "",
-        f"Epsilon at delta = {DELTA:g}; `benchmarks/scan.py`{' --quick' if args.quick else ''}"
-        f"{f' --every {args.every}' if args.every > 1 else ''}, {len(todo)} settings, "
-        f"python {sys.version.split()[0]}.  Each cell: epsilon "
+        f"Epsilon at delta = {DELTA:g}; `benchmarks/scan.py{flags}`, {len(todo)} settings, "
+        f"python {sys.version.split()[0]}.  Each cell: epsilon (privamp: its certified "
+        "interval [lower, upper]) "
         "(wall time, CPU time, and the ratio peer CPU time / privamp CPU time: above 1x "
         "privamp is faster; every library ran single-threaded BLAS, privamp by default, so "
-        "CPU time is the load-independent measure).  LOOSER: privamp's "
-        "upper bound above the peer's (dp-accounting's PLD and PRV estimates are not all "
-        "certified upper bounds).",
+        "CPU time is the load-independent measure).  LOOSER: the peer's estimate lies "
+        "strictly between privamp's certified lower and upper bounds (dp-accounting's PLD "
+        f"and PRV estimates are not all certified upper bounds).  {BELOW}: the peer's "
+        "estimate is below privamp's certified lower bound, so the peer under-reports "
+        "epsilon there and privamp cannot (and must not) match it.",
         "",
-        "The machine was shared with other jobs: each setting ran every library once, "
-        "interleaved, so the ratios within one row are fair but the absolute times are noisy "
-        "(1 repeat per setting).",
+        "The machine was shared with other jobs: each setting ran every library "
+        f"{args.repeats} time(s), interleaved, so the ratios within one row are fair but the "
+        "absolute times are noisy (median CPU times).",
         "",
         "| setting | privamp | " + " | ".join(PEERS) + " | group vs single |",
         "|---|---|" + "---|" * len(PEERS) + "---|",
@@ -270,9 +348,17 @@ def main() -> int:
     lines += ["", f"Settings where some peer was faster: {len(losses)} of {len(rows)}.", ""]
     for w, lab in sorted(losses):
         lines.append(f"- {lab}: fastest peer at {w:.2g}x privamp's CPU time")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}; {len(losses)} settings where a peer was faster")
+    for kind in ("LOOSER", BELOW):
+        hit = [(name, lab) for m, name, lab in marks if m == kind]
+        lines += ["", f"{kind}: {len(hit)} peer estimates.", ""]
+        lines += [f"- {lab}: {name}" for name, lab in hit]
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text("\n".join(lines) + "\n")
+        print(f"wrote {out}", end="; ")
+    print(f"{len(losses)} settings where a peer was faster; "
+          f"{sum(m == 'LOOSER' for m, _, _ in marks)} LOOSER, "
+          f"{sum(m == BELOW for m, _, _ in marks)} {BELOW}")
     return 0
 
 

@@ -130,7 +130,7 @@ class PLDAnalysis(RunAnalysis):
                     singles.append((p, None, two))
                     continue
                 h, width, one = ((self.h, 0.0, None) if self.h is not None
-                                 else grid_plan(pair, self.steps))
+                                 else grid_plan(pair, self.steps, short_run=True))
                 if isinstance(self.mechanism, (RandomizedResponse, Laplace)):
                     # (Laplace: at most halved, see laplace_step)
                     h = aligned_step(pair, h, max(width / MAX_COMPOSED_POINTS,
