@@ -26,6 +26,8 @@ __all__ = [
     "CURVE_OPTIMISTIC",
     "CURVE_DIRECT",
     "SPARSE_RATIO",
+    "CURVE_MAX_POINTS",
+    "curve_coarsening",
 ]
 
 
@@ -49,6 +51,21 @@ CURVE_DIRECT = 1e5
 #: epsilon_curve evaluates a pessimistic-only direction at checkpoints about this factor
 #: apart in steps (a heuristic: the others are settled, :func:`settle_partial`)
 SPARSE_RATIO = 1.1
+
+
+#: epsilon_curve: a gap's block is coarsened until the last checkpoint's window, estimated as
+#: the block's length times sqrt(steps / gap) (a Gaussian-like spread), is at most this many
+#: points (a heuristic for speed: every checkpoint takes one inverse transform of that length;
+#: any coarsening keeps the PLD's kind, so the intervals stay certified, only wider)
+CURVE_MAX_POINTS = 1 << 16
+
+
+def curve_coarsening(length: int, gap: int, steps: int) -> int:
+    """The coarsening factor of a gap's block of ``length`` points (``gap`` steps) in an
+    epsilon curve up to ``steps`` steps: the least integer bringing the estimated last window
+    ``length sqrt(steps / gap)`` to CURVE_MAX_POINTS (1 when it already is)."""
+    est = length * math.sqrt(max(steps, gap) / gap)
+    return max(1, math.ceil(est / CURVE_MAX_POINTS))
 
 
 def sparse_checkpoints(ts: np.ndarray) -> list[bool]:

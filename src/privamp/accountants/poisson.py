@@ -50,6 +50,7 @@ from .pld_run import (
     check_finite_upper,
     check_slack,
     checkpoint_plds,
+    curve_coarsening,
     curve_points,
     settle_partial,
     sparse_checkpoints,
@@ -247,7 +248,7 @@ class PLDAnalysis(RunAnalysis):
                     # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
                     # 8M-point windows, 73 s)
                     b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
-                blocks[key] = b
+                blocks[key] = b.coarsen(curve_coarsening(len(b.masses), gap, int(ts[-1])))
             return blocks[key]
 
         ts = np.asarray(steps, dtype=int)
