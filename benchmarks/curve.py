@@ -16,6 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
+import numpy as np
+
 DELTA = 1e-5
 
 ROWS = [
@@ -48,8 +50,6 @@ def cpu(fn) -> tuple[float, object]:
 
 def check(q: float, sigma: float, T: int, curve) -> str:
     """Consistency with single queries at 3 checkpoints (first, middle, last)."""
-    import numpy as np
-
     ts = np.unique(np.round(np.linspace(T / 100, T, 100)).clip(1).astype(int))
     bad = []
     for i in (0, len(ts) // 2, len(ts) - 1):
@@ -78,13 +78,12 @@ def main() -> None:
             order = ("s", "c") if r % 2 == 0 else ("c", "s")
             for w in order:
                 if w == "s":
-                    t, g1 = cpu(lambda: run_of(q, sigma, T).epsilon(DELTA))
+                    t, g1 = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon(DELTA))
                     singles.append(t)
                 else:
-                    t, gc = cpu(lambda: run_of(q, sigma, T).epsilon_curve(DELTA))
+                    t, gc = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon_curve(DELTA))
                     curves.append(t)
         s, c = min(singles), min(curves)
-        import numpy as np
 
         w1 = (float(g1.upper.value) - float(g1.lower.value)) / float(g1.upper.value)
         wc = float(np.max((gc.upper.value - gc.lower.value) / gc.upper.value))

@@ -312,3 +312,30 @@ def test_scalar_epsilon_inversion_matches_the_array_code(kind):
             elif 0 < one < np.inf:
                 assert p.delta(one) >= d
                 assert p.delta(one * (1 + 1e-6) + 1e-9) <= d
+
+
+@pytest.mark.slow
+def test_coarsened_curve_brackets_dp_accounting(monkeypatch):
+    """Many checkpoints of a short, fine-grid run: the gaps' blocks are coarsened (issue 28,
+    curve_coarsening > 1); each checked checkpoint's interval still holds dp-accounting's
+    epsilon and overlaps a single query's interval at that length."""
+    import privamp.accountants.poisson as poisson
+
+    factors = []
+    real = poisson.curve_coarsening
+
+    def spy(blocks, ts):
+        factors.append(real(blocks, ts))
+        return factors[-1]
+
+    monkeypatch.setattr(poisson, "curve_coarsening", spy)
+    q, sigma, T = 0.1, 1.0, 200
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5)
+    assert g.upper.value.shape == (100,) and max(factors) > 1
+    for i, t in [(0, 2), (99, 200)]:
+        ref = _dpa_pld(q, sigma, t, 1e-5)
+        assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-6)
+        assert g.upper.value[i] - g.lower.value[i] <= 1e-5 * g.upper.value[i]
+        one = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=t).epsilon(1e-5)
+        assert g.lower.value[i] <= one.upper.value and one.lower.value <= g.upper.value[i]
+    assert np.all(np.diff(g.upper.value) > 0) and np.all(np.diff(g.lower.value) >= 0)
