@@ -88,7 +88,7 @@ def main() -> None:
         w1 = (float(g1.upper.value) - float(g1.lower.value)) / float(g1.upper.value)
         wc = float(np.max((gc.upper.value - gc.lower.value) / gc.upper.value))
         chk = check(q, sigma, T, gc) if args.check else "-"
-        print(f"| {q:.4g} | {sigma:g} | {T:.0e} | {s:.3f} | {c:.3f} | {c / s:.2f}x | "
+        print(f"| {q:.4g} | {sigma:g} | {T:g} | {s:.3f} | {c:.3f} | {c / s:.2f}x | "
               f"{w1:.2e} | {wc:.2e} | {chk} |", flush=True)
 
 

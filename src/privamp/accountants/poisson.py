@@ -248,6 +248,10 @@ class PLDAnalysis(RunAnalysis):
                 # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
                 # 8M-point windows, 73 s)
                 b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
+            elif coarse and singles[i][1] is None:  # a pessimistic-only direction in one
+                # level: at most on the others' coarse grid
+                b = b.coarsen(max(1, int(min(p.h for p, _, _ in singles) * TWO_LEVEL_FACTOR
+                                         / b.h)))
             return b
 
         def stream(i: int, side: int, want: list[bool] | None = None):
