@@ -223,9 +223,9 @@ class PLDAnalysis(RunAnalysis):
         reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
         composed with the gap's block (each distinct gap composed once, on the fine grid,
         then coarsened like :func:`compose_two_level` when the run is long; the optimistic
-        side ``CURVE_OPTIMISTIC`` times more).  Every block and
-        product keeps its side's kind, so each checkpoint's interval is certified as for a
-        run of that length (a little wider: one coarsening per block).  A checkpoint the grid
+        side ``CURVE_OPTIMISTIC`` times more; all further by :func:`curve_coarsening`).  Every
+        block and product keeps its side's kind, so each checkpoint's interval is certified as
+        for a run of that length (a little wider: one coarsening per block).  A checkpoint the grid
         cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
         is called at each checkpoint (its results are returned alongside)."""
         if self.rate == 0.0:
