@@ -361,3 +361,15 @@ def test_curve_asks_tiny_delta_lower_accountant_only_where_it_answers(monkeypatc
         for i, t in enumerate(steps):
             ref = _dpa_pld(q, sigma, t, delta)
             assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-5)  # (dpa: 1e-4 grid)
+
+
+def test_many_checkpoints_stay_tight():
+    """1000 checkpoints (the ends of 1000 epochs): the blocks are not coarsened further than
+    for 100, so every interval stays under 0.05% wide (1% when the window cap was divided by
+    the checkpoints' number), and the last overlaps a single query's."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), epochs=1000)
+    g = run.epsilon_curve(1e-5)
+    assert g.upper.value.shape == (1000,)
+    assert np.all(g.upper.value - g.lower.value <= 5e-4 * g.upper.value)
+    one = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100_000).epsilon(1e-5)
+    assert g.lower.value[-1] <= one.upper.value and one.lower.value <= g.upper.value[-1]
