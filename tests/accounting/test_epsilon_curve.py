@@ -312,3 +312,64 @@ def test_scalar_epsilon_inversion_matches_the_array_code(kind):
             elif 0 < one < np.inf:
                 assert p.delta(one) >= d
                 assert p.delta(one * (1 + 1e-6) + 1e-9) <= d
+
+
+@pytest.mark.slow
+def test_coarsened_curve_brackets_dp_accounting(monkeypatch):
+    """Many checkpoints of a short, fine-grid run: the gaps' blocks are coarsened (issue 28,
+    curve_coarsening > 1); each checked checkpoint's interval still holds dp-accounting's
+    epsilon and overlaps a single query's interval at that length."""
+    import privamp.accountants.poisson as poisson
+
+    factors = []
+    real = poisson.curve_coarsening
+
+    def spy(blocks, ts):
+        factors.append(real(blocks, ts))
+        return factors[-1]
+
+    monkeypatch.setattr(poisson, "curve_coarsening", spy)
+    q, sigma, T = 0.1, 1.0, 200
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5)
+    assert g.upper.value.shape == (100,) and max(factors) > 1
+    for i, t in [(0, 2), (99, 200)]:
+        ref = _dpa_pld(q, sigma, t, 1e-5)
+        assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-5)  # (dpa: 1e-4 grid)
+        assert g.upper.value[i] - g.lower.value[i] <= 1e-5 * g.upper.value[i]
+        one = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=t).epsilon(1e-5)
+        assert g.lower.value[i] <= one.upper.value and one.lower.value <= g.upper.value[i]
+    assert np.all(np.diff(g.upper.value) > 0) and np.all(np.diff(g.lower.value) >= 0)
+
+
+@pytest.mark.slow
+def test_curve_asks_tiny_delta_lower_accountant_only_where_it_answers(monkeypatch):
+    """The threshold test (lower bounds at deltas below 1e-7 only, for one record) gives no
+    bound for the whole run at delta 1e-5: the curve asks it once, not at every checkpoint;
+    at 1e-9 it answers and is asked at each checkpoint.  Both curves bracket dp-accounting."""
+    from privamp.theorems import threshold_test
+
+    calls = []
+    real = threshold_test.ThresholdTestAnalysis.epsilon
+    monkeypatch.setattr(threshold_test.ThresholdTestAnalysis, "epsilon",
+                        lambda self, d: calls.append(self.steps) or real(self, d))
+    q, sigma, steps = 0.01, 1.0, [50, 100, 200]
+    for delta, least in [(1e-5, 1), (1e-9, 4)]:
+        calls.clear()
+        run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=200)
+        g = run.epsilon_curve(delta, steps)
+        assert len(calls) == least if delta == 1e-5 else len(calls) >= least
+        for i, t in enumerate(steps):
+            ref = _dpa_pld(q, sigma, t, delta)
+            assert g.lower.value[i] <= ref <= g.upper.value[i] * (1 + 1e-5)  # (dpa: 1e-4 grid)
+
+
+def test_many_checkpoints_stay_tight():
+    """1000 checkpoints (the ends of 1000 epochs): the blocks are not coarsened further than
+    for 100, so every interval stays under 0.05% wide (1% when the window cap was divided by
+    the checkpoints' number), and the last overlaps a single query's."""
+    run = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), epochs=1000)
+    g = run.epsilon_curve(1e-5)
+    assert g.upper.value.shape == (1000,)
+    assert np.all(g.upper.value - g.lower.value <= 5e-4 * g.upper.value)
+    one = pa.Training(pa.Gaussian(1.0), pa.Poisson(0.01), steps=100_000).epsilon(1e-5)
+    assert g.lower.value[-1] <= one.upper.value and one.lower.value <= g.upper.value[-1]

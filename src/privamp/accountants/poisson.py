@@ -50,6 +50,7 @@ from .pld_run import (
     check_finite_upper,
     check_slack,
     checkpoint_plds,
+    curve_coarsening,
     curve_points,
     settle_partial,
     sparse_checkpoints,
@@ -222,9 +223,9 @@ class PLDAnalysis(RunAnalysis):
         reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
         composed with the gap's block (each distinct gap composed once, on the fine grid,
         then coarsened like :func:`compose_two_level` when the run is long; the optimistic
-        side ``CURVE_OPTIMISTIC`` times more).  Every block and
-        product keeps its side's kind, so each checkpoint's interval is certified as for a
-        run of that length (a little wider: one coarsening per block).  A checkpoint the grid
+        side ``CURVE_OPTIMISTIC`` times more; all further by :func:`curve_coarsening`).  Every
+        block and product keeps its side's kind, so each checkpoint's interval is certified as
+        for a run of that length (a little wider: one coarsening per block).  A checkpoint the grid
         cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
         is called at each checkpoint (its results are returned alongside)."""
         if self.rate == 0.0:
@@ -232,29 +233,33 @@ class PLDAnalysis(RunAnalysis):
             return [self._query(x, which) for _ in steps], [False for _ in steps]
         singles = self._single_steps()
         coarse = self.steps >= TWO_LEVEL_MIN_T
-        blocks: dict[tuple[int, int, int], PLD] = {}
-
-        def block(i: int, side: int, gap: int) -> PLD:
-            key = (i, side, gap)
-            if key not in blocks:
-                one, two_level = cast(PLD, singles[i][side]), singles[i][2][side]
-                b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
-                if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
-                    b = b.coarsen(round(one.h * TWO_LEVEL_FACTOR * (
-                        CURVE_OPTIMISTIC if side else 1) / b.h))
-                elif side and not two_level:  # one level: on the pessimistic side's grid
-                    # at most (the optimistic side's finer one-level grid would make every
-                    # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
-                    # 8M-point windows, 73 s)
-                    b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
-                blocks[key] = b
-            return blocks[key]
-
+        blocks: dict[tuple[int, int], dict[int, PLD]] = {}
         ts = np.asarray(steps, dtype=int)
         gaps = np.diff(np.concatenate(([0], ts))).tolist()
 
+        def block(i: int, side: int, gap: int) -> PLD:
+            one, two_level = cast(PLD, singles[i][side]), singles[i][2][side]
+            b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
+            if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
+                b = b.coarsen(round(one.h * TWO_LEVEL_FACTOR * (
+                    CURVE_OPTIMISTIC if side else 1) / b.h))
+            elif side and not two_level:  # one level: on the pessimistic side's grid
+                # at most (the optimistic side's finer one-level grid would make every
+                # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
+                # 8M-point windows, 73 s)
+                b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
+            elif coarse and singles[i][1] is None:  # a pessimistic-only direction in one
+                # level: at most on the others' coarse grid
+                b = b.coarsen(max(1, int(min(p.h for p, _, _ in singles) * TWO_LEVEL_FACTOR
+                                         / b.h)))
+            return b
+
         def stream(i: int, side: int, want: list[bool] | None = None):
-            return checkpoint_plds({g: block(i, side, g) for g in set(gaps)}, gaps, want)
+            if (i, side) not in blocks:  # the gaps' blocks, on one grid (curve_coarsening)
+                bs = {g: block(i, side, g) for g in set(gaps)}
+                k = curve_coarsening([(len(b.masses), g) for g, b in bs.items()], ts)
+                blocks[i, side] = {g: b.coarsen(k) for g, b in bs.items()}
+            return checkpoint_plds(blocks[i, side], gaps, want)
 
         # a pessimistic-only direction (optimistic side 0) matters only where its upper
         # bound exceeds the others': for epsilon it is evaluated at a few checkpoints

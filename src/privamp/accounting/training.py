@@ -307,6 +307,14 @@ class Training:
         if fast is None or any(offers(an, "curve") for _, an in others):
             return [self._at(int(t))._query(accountant, "epsilon", d)[0] for t in order]
         rdp_ok = accountant == "best" and bool(screened)
+        # an accountant giving no bound at all at this delta for the whole run (e.g. a lower
+        # accountant answering tiny deltas only) is not built at every checkpoint: leaving it
+        # out only leaves out bounds, so every checkpoint stays certified (a heuristic for
+        # speed: one asked by name is always asked)
+        if accountant == "best":
+            others = [(a, an) for a, an in others
+                      if any(u is not None or lo is not None
+                             for u, lo in last._pairs_of([a], accountant, d))]
 
         bases: list[_Floor] = []
 

@@ -551,10 +551,9 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     idx = np.arange(N // 2 + 1)
     divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
     rows = {g: (spec[g], beta[g]) for g in arrays}  # the factors at the kept coefficients
-    C: Any
-    E: Any
-    G: Any
-    C = E = G = None
+    C: Any = None
+    E: Any = None
+    G: Any = None
     s1 = s2 = 0.0
     for k, g in enumerate(plan):
         A, b = rows[g]
