@@ -36,6 +36,10 @@ __all__ = [
     "SHORT_RUN_REFINE",
     "SHORT_RUN_MIN_STEP",
     "short_run_step",
+    "long_run_step",
+    "LONG_SD_POINTS",
+    "LONG_HEAVY",
+    "LONG_MAX_STEP",
     "SPARSE_TAIL",
     "ONE_LEVEL_LOST",
     "MAX_COMPOSED_POINTS",
@@ -113,9 +117,11 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     mean = float(np.sum(w * mid)) / tot
     sd = math.sqrt(max(float(np.sum(w * (mid - mean) ** 2)) / tot, 0.0))
     width = 20.0 * math.sqrt(T) * sd + (hi_d - lo_d)
+    iqr = math.inf
     if lead or coarse:
         base = cast(MixturePair, pair).base if coarse else pair
-        h = min(_LEAD_STEP, loss_iqr(base) / _LEAD_IQR_BINS)
+        iqr = loss_iqr(base)
+        h = min(_LEAD_STEP, iqr / _LEAD_IQR_BINS)
         h *= SECONDARY_COST if coarse else 1.0
         if T >= TWO_LEVEL_MIN_T:  # the long window is composed on the coarse grid
             points *= TWO_LEVEL_FACTOR
@@ -138,11 +144,54 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     long = (lead or coarse) and T >= TWO_LEVEL_MIN_T
     ranged = (lead or coarse) and 20.0 * math.sqrt(T) * sd < hi_d - lo_d
     two = long and not ranged
+    if two and sd > LONG_HEAVY * iqr:  # heavy tail, long run: see long_run_step
+        h = max(h, long_run_step(sd, T) * (SECONDARY_COST if coarse else 1.0))
     if short_run and lead and T < TWO_LEVEL_MIN_T:  # (the add direction keeps its step)
         h = short_run_step(h, width)
     h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
     one = one_level_step(h, hi_d - lo_d, coarse) if ranged else None
     return h, width, one
+
+
+#: long two-level runs of a heavy-tailed direction (:func:`long_run_step`): the composed
+#: loss's standard deviation spans at least about this many grid steps ...
+LONG_SD_POINTS = 3e4
+
+
+#: ... where the single-step loss's standard deviation exceeds this many interquartile ranges
+#: (Gaussian sigma <= ~0.65: 5.3 at sigma 0.6, 14 at 0.5, 90 at 0.4; 3.1 at 0.7, 1.5 at 1) ...
+LONG_HEAVY = 4.0
+
+
+#: ... and the step stays at most this (a fifth of dp-accounting's default resolution 1e-4:
+#: a coarser step let the certified upper bound pass dp-accounting's estimate, q 1e-3,
+#: sigma 0.5, T 1e6: 52.3478 against 52.3421)
+LONG_MAX_STEP = 2e-5
+
+
+def long_run_step(sd: float, T: int) -> float:
+    """The least grid step of a long run (two-level composition, the composed spread setting
+    the window) of a heavy-tailed small-rate Gaussian direction: ``sqrt(T) sd /
+    LONG_SD_POINTS``, at most ``LONG_MAX_STEP``.
+
+    Why: the automatic step (the loss's interquartile range / 15) resolves the single
+    step's bulk, but when the loss's standard deviation is many interquartile ranges (rare
+    large losses, sigma <= ~0.65) the T-fold composition is shaped by the rare large losses
+    and its spread is ``sqrt(T) sd``; the step from the bulk put ~1.6e5 grid steps per
+    standard deviation (q 1e-4, sigma 0.5, T 1e6: 5.2M-point windows, 3.1 s against
+    dp-accounting's 0.96 s).  On this step: 0.31 s, [3.89695, 3.89833] against
+    [3.89803, 3.898216] (relative width 3.5e-4; dp-accounting 3.900304); q 1e-4, sigma 0.4,
+    T 1e6: 2.8 -> 1.1 s, [13.1022, 13.10423] (dp-accounting 13.10485).  A heuristic:
+    soundness never depends on the step.
+
+    Args:
+        sd: the single-step loss's standard deviation under P.
+        T: the number of steps.
+
+    Returns:
+        The step (the automatic step is coarsened to it, never refined).
+    """
+    return min(math.sqrt(T) * sd / LONG_SD_POINTS, LONG_MAX_STEP)
 
 
 #: short runs (one-level composition) of small-rate Gaussian: the composed window gets at
