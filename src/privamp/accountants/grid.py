@@ -37,6 +37,9 @@ __all__ = [
     "SHORT_RUN_MIN_STEP",
     "short_run_step",
     "long_run_step",
+    "short_optimistic_step",
+    "OPTIMISTIC_SHORT_T",
+    "OPTIMISTIC_BULK_STEPS",
     "LONG_SD_POINTS",
     "LONG_HEAVY",
     "LONG_MAX_STEP",
@@ -146,6 +149,8 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     two = long and not ranged
     if two and sd > LONG_HEAVY * iqr:  # heavy tail, long run: see long_run_step
         h = max(h, long_run_step(sd, T) * (SECONDARY_COST if coarse else 1.0))
+    if lead and ranged and T < OPTIMISTIC_SHORT_T:  # short one-level runs
+        h = short_optimistic_step(h, hi_d - lo_d, iqr / _LEAD_IQR_BINS)
     if short_run and lead and T < TWO_LEVEL_MIN_T:  # (the add direction keeps its step)
         h = short_run_step(h, width)
     h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
@@ -240,6 +245,45 @@ def short_run_step(h: float, width: float) -> float:
     if h < SHORT_RUN_MIN_STEP:
         return h
     return float(min(h, max(h / SHORT_RUN_REFINE, width / SHORT_RUN_POINTS)))
+
+
+#: runs shorter than this in the one-level regime (tiny rates) may take a coarser lead step
+#: (:func:`short_optimistic_step`; the Poisson accountant's ``SHORT_RUN`` keeps its
+#: optimistic side on that step) ...
+OPTIMISTIC_SHORT_T = 100
+
+
+#: ... where the coarser step is at most this many of the bulk's steps (the loss's
+#: interquartile range / 15)
+OPTIMISTIC_BULK_STEPS = 6.0
+
+
+def short_optimistic_step(h: float, span: float, bulk: float) -> float:
+    """The lead step of a short run (``T < OPTIMISTIC_SHORT_T``) of a small-rate Gaussian
+    remove direction in the one-level regime (one step's loss range ``span`` sets the
+    window): ``span / _ONE_LEVEL_POINTS`` (the pessimistic side's one-level step, which
+    this leaves unchanged) where that is at most ``OPTIMISTIC_BULK_STEPS`` bulk steps, else
+    h.
+
+    Why: such runs compose their optimistic side on the lead step, over the whole range
+    (q 1e-4, sigma 0.5, T 10: 877k points, 0.57 s of the call's 0.74 s, against
+    dp-accounting's 0.72 s), on a grid ~4x finer than the pessimistic side's, and the
+    interval was ~1e-6 relative wide.  On the coarser step: 0.26 s, [0.03943574,
+    0.03943584] (upper unchanged, dp-accounting 0.03943616); T 50: 0.68 -> 0.33 s, width
+    6e-6 -> 1.5e-5; sigma 0.55: 0.47 -> 0.25 s.  Where the range asks for 10 bulk steps or
+    more (q 1e-5, sigma 0.5, T 10) the lower bound fell from 6.8e-4 to 3.4e-2 relative
+    below the upper: kept.  A heuristic: soundness never depends on the step.
+
+    Args:
+        h: the automatic step.
+        span: one step's loss range (the discretisation's).
+        bulk: the bulk's step (interquartile range / ``_LEAD_IQR_BINS``).
+
+    Returns:
+        The step (h or coarser).
+    """
+    coarse = span / _ONE_LEVEL_POINTS
+    return max(h, coarse) if coarse <= OPTIMISTIC_BULK_STEPS * bulk else h
 
 
 #: one-level pessimistic composition (tiny rates): about this many points over one step's
