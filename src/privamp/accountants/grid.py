@@ -80,6 +80,9 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     (tiny rates: rare large losses, a concentrated bulk), the step of a one-level
     pessimistic composition (:func:`one_level_step`), else None.
 
+    Heavy-tailed long runs take at least :func:`long_run_step`, and short one-level runs'
+    remove direction :func:`short_optimistic_step` (both coarser, issue 28).
+
     ``short_run``: the remove direction of a short run may take a finer step
     (:func:`short_run_step`).  Only a run's own query asks for it (the Poisson accountant's):
     a composition brings every phase to its finest phase's step, and a short phase's cheap
