@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import log_ndtr, ndtri
 
 from ..errors import NotApplicable
 from ..mechanisms.gaussian import Gaussian
@@ -123,7 +124,16 @@ def gaussian_profile(eps: np.ndarray, s: float) -> np.ndarray:
 
 
 def gaussian_epsilon(delta: np.ndarray, s: float) -> np.ndarray:
-    """The smallest eps with :func:`gaussian_profile` <= delta (bisection, rounded up).
+    """The smallest eps with :func:`gaussian_profile` <= delta (rounded up).
+
+    The search: Newton's method on log delta(eps), whose slope is -e^eps
+    Phi(-eps/s - s/2) / delta(eps) (Balle & Wang 2018, arXiv:1805.06530, Thm 8), from
+    s^2/2 + s Phi^-1(1 - delta) (at or right of the root: the profile is below
+    Phi(s/2 - eps/s)); then a bracket of relative width ~1e-13 around its answer, widened
+    until :func:`gaussian_profile` exceeds delta at its lower end and not at its upper end,
+    bisected to float resolution.  The answer is certified as before (the profile evaluated
+    at it is <= delta); only the search is faster (the former doubling and bisection from
+    [0, max(1, s^2)] took ~3.3 ms, about 60 profile evaluations).
 
     Args:
         delta: deltas in (0, 1) (array).
@@ -133,16 +143,43 @@ def gaussian_epsilon(delta: np.ndarray, s: float) -> np.ndarray:
         Epsilons (upper bounds for the exact Gaussian pair).
     """
     delta = np.asarray(delta, dtype=float)
-    hi = np.full(delta.shape, max(1.0, s * s))
+    zero = gaussian_profile(np.zeros_like(delta), s) <= delta
+    with np.errstate(all="ignore"):
+        x = np.maximum(s * s / 2.0 - s * ndtri(delta), 0.0)
+        x = np.where(np.isfinite(x), x, 0.0)
+        for _ in range(_NEWTON_STEPS):
+            f = gaussian_profile(x, s)
+            step = (np.log(f) - np.log(delta)) * f * np.exp(-x - log_ndtr(-x / s - s / 2.0))
+            step = np.where(np.isfinite(step) & ~zero & (f > 0), step, 0.0)
+            x = np.maximum(x + step, 0.0)
+            if not np.any(np.abs(step) > 1e-15 * np.maximum(x, 1.0)):
+                break
+    x = np.where(zero, 0.0, x)
+    width = np.where(zero, 0.0, 1e-13 * x + 1e-300)
+    hi = x + width
     for _ in range(1100):
         bad = gaussian_profile(hi, s) > delta
         if not bad.any():
             break
-        hi = np.where(bad, hi * 2.0, hi)
+        width = np.where(bad, 2.0 * width, width)
+        hi = np.where(bad, x + width, hi)
     else:  # pragma: no cover - delta below the float floor of the profile
         return np.full(delta.shape, np.inf)
-    eps = bisect_monotone(lambda e: gaussian_profile(e, s), delta, 0.0, hi, increasing=False)
-    return np.where(gaussian_profile(np.zeros_like(delta), s) <= delta, 0.0, eps)
+    width = np.where(zero, 0.0, 1e-13 * x + 1e-300)
+    lo = np.maximum(x - width, 0.0)
+    for _ in range(1100):
+        low = (gaussian_profile(lo, s) <= delta) & (lo > 0.0)
+        if not low.any():
+            break
+        width = np.where(low, 2.0 * width, width)
+        lo = np.where(low, np.maximum(x - width, 0.0), lo)
+    eps = bisect_monotone(lambda e: gaussian_profile(e, s), delta, lo, hi, increasing=False)
+    return np.where(zero, 0.0, eps)
+
+
+#: Newton steps of :func:`gaussian_epsilon` at most (the bracket check after them keeps the
+#: answer certified whatever the count)
+_NEWTON_STEPS = 30
 
 
 def _distance(relation) -> int:

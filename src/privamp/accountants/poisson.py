@@ -360,11 +360,12 @@ class PLDAnalysis(RunAnalysis):
     def _one_level(self, i: int, x: PLD, truncation: float | None = None) -> PLD:
         """``x`` composed over the run in one level (:func:`laplace_compose`); for a
         small-rate Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of
-        direction ``i``) by the power method first (``auto`` squares PLDs of under 256
-        atoms: q 1e-4, sigma 8, T 1e4: 6.5 against 1.8 ms)."""
-        h, width, one = self._plans[i] if self.h is None else (0.0, math.inf, 0.0)
+        direction ``i``) or in the one-level regime (T >= SHORT_RUN) by the power method first
+        (``auto`` squares PLDs of under 256 atoms: q 1e-4, sigma 8, T 1e4: 6.5 against 1.8 ms;
+        and of under 2^18 points: q 1e-7, sigma 0.5, T 1e4: add direction 151 -> 18 ms)."""
+        h, width, one = self._plans[i] if self.h is None else (0.0, math.inf, None)
         pair = self._pairs[i]
-        if one is None and self._small_window(h, width) and (
+        if (self.steps >= SHORT_RUN if one is not None else self._small_window(h, width)) and (
                 lead_direction(pair) or secondary_direction(pair)):
             try:
                 return x.self_compose(self.steps, truncation, method="power")
