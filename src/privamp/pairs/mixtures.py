@@ -163,6 +163,18 @@ class GaussianShiftMixturePair(LossPair):
             cache[tail] = self._loss_range(tail)
         return cache[tail]
 
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Narrow starting brackets for :meth:`LossPair.loss_range`'s searches around this
+        pair's closed-form range (:meth:`loss_range`: Q(L < lo) = tail exactly, and
+        P(L > hi) = tail to the bisection's precision), 1e-5 (1 + |value|) either side:
+        they serve its swap (:class:`privamp.pairs.combinators.SwappedPair` reflects them;
+        issue 28: the wide search's six rounds of mixture tails were 80% of the add
+        direction's discretisation).  A heuristic: the search checks that they bracket."""
+        lo, hi = self.loss_range(tail)
+        dl, dh = 1e-5 * (1.0 + abs(lo)), 1e-5 * (1.0 + abs(hi))
+        return (lo - dl, lo + dl), (hi - dh, hi + dh)
+
     def _loss_range(self, tail: float) -> tuple[float, float]:
         z = -float(special.ndtri(tail))
         shifts = self.j * self.s
@@ -234,8 +246,15 @@ class GaussianShiftMixturePair(LossPair):
         if ok.any():
             tgt = flat[ok]
             J = self.j[-1]
-            # L(x) >= log b_J + J s x - J^2 s^2 / 2, so x(l) <= hi
-            hi = (tgt - self.logb[-1]) / (J * self.s) + J * self.s / 2 + 1.0
+            # L(x) >= c_j + j s x for every j (c_j = log b_j - j^2 s^2 / 2), so
+            # x(l) <= min_{j >= 1, b_j > 0} (l - c_j) / (j s): where L(hi) is within log(J + 1)
+            # of l (issue 28: the old start, from j = J alone, lay far above the root where
+            # b_J is tiny, and small arrays took 15 Newton steps); a hair above, for rounding
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = (tgt[None, :] - self._c[1:, None]) / self._slope[1:, None]
+            cand = np.where(np.isfinite(self._c[1:, None]), cand, np.inf)
+            hi = cand.min(axis=0)
+            hi = hi + 1e-9 * (1.0 + np.abs(hi))
             # L(x) <= log(sum b) + max_j (j s x - j^2 s^2/2) <= J s max(x, 0): x(l) >= lo
             lo = np.where(tgt > 0, tgt / (J * self.s), -60.0 - 1.0 / self.s) - 1.0
             lo = np.minimum(lo, hi - 1.0)
@@ -273,13 +292,19 @@ class GaussianShiftMixturePair(LossPair):
             xa = x[act]
             e, top = self._terms(xa)
             ssum = e.sum(axis=0)
-            val = top + np.log(ssum)
+            logs = np.log(ssum)
+            val = top + logs
             deriv = (self._slope @ e) / ssum
+            gap = val - tgt[act]
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(deriv > 0, (val - tgt[act]) / deriv, 0.0)
+                step = np.where(deriv > 0, gap / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
-            new = np.maximum(xa - step, lo[act])
-            done = np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa))
+            # L(xa) within the rounding of its evaluation of the target (top + log(sum),
+            # sum >= 1 computed to a few ulps): xa is kept (an iterate from above, as the
+            # bisection's side="hi"); the rest step on
+            flat = gap <= 4.0 * np.finfo(float).eps * (1.0 + np.abs(top) + np.abs(logs))
+            new = np.where(flat, xa, np.maximum(xa - step, lo[act]))
+            done = flat | (np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa)))
             x[act] = new
             act = act[~done]
             if not act.size:
