@@ -80,6 +80,8 @@ __all__ = [
     "ADD_COARSE",
     "TWO_LEVEL_STEP",
     "GROUP_IQR_BINS",
+    "GRID_POINTS_LONG",
+    "LONG_RUN",
     "group_step",
 ]
 
@@ -93,6 +95,13 @@ MAX_GROUP = 256
 
 #: the automatic grid has at most this many points over one step's loss range
 GRID_POINTS = 10_000
+
+#: runs of at least LONG_RUN steps: at most GRID_POINTS_LONG points over one step's loss range
+#: (issue 28: at sigma 1, q 1e-3, T 1e4 the GRID_POINTS floor set the step and the interval
+#: was 0.9e-3..2.8e-3 relative, up to 5x the single record's; twice the points bring it to
+#: 2e-4..7e-4 for 1.4-1.6x the time, still at most 1.5x the single record's)
+GRID_POINTS_LONG = 20_000
+LONG_RUN = 1000
 
 #: the largest K Delta / sigma handled (the losses must fit the PLD grid's range; past 60
 #: the grid is coarse and often cannot certify small deltas, then it declines at query time,
@@ -168,7 +177,8 @@ def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6
     GROUP_IQR_BINS (or sd / 120 where the standard deviation is more than ten times the
     interquartile range), at least the composed window (20 sqrt(T) sd + one step's range) over
     ``points``, at most 0.05 (unless the window asks for more), and at least one step's loss
-    range over :data:`GRID_POINTS` (short runs at small rates: the step then follows the
+    range over :data:`GRID_POINTS` (:data:`GRID_POINTS_LONG` from :data:`LONG_RUN` steps;
+    short runs at small rates: the step then follows the
     tiny interquartile range of a rare loss, 150k points per direction at K = 8,
     q = 1e-3, T = 100, for an interval 1e-6 wide; this keeps it ~1e-4 wide in a tenth of
     the time).
@@ -191,7 +201,7 @@ def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6
     fine = iqr / GROUP_IQR_BINS if iqr > 0.1 * sd else max(sd, 1e-9) / 120.0
     width = 20.0 * math.sqrt(steps) * sd + span
     h = cap_composed(min(max(fine, width / points), 0.05), width)
-    return float(max(h, span / GRID_POINTS))
+    return float(max(h, span / (GRID_POINTS_LONG if steps >= LONG_RUN else GRID_POINTS)))
 
 
 def group_pld_applies(run) -> bool:
