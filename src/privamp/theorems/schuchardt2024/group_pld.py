@@ -116,8 +116,12 @@ ADD_COARSE = 4
 #: (a heuristic: every stage keeps its side's kind.  q 1e-3, T 1e4: the second level's
 #: coarse grid, 8 h, moved the upper bound by 6.4e-7..7.4e-7 relative at sigma 2 and 4, K 2..16,
 #: h 4.4e-5..9.3e-5, and cut the composition 2-3x; at the coarser steps of sigma <= 1,
-#: h >= 2.7e-4, it moved it by 2e-5..8e-5 and gained nothing)
-TWO_LEVEL_STEP = 1e-4
+#: h >= 2.7e-4, it moved it by 2e-5..8e-5 and gained nothing.  Issue 28, part 2: on the
+#: coarser group grid (h 2.2e-5..3.2e-4 at sigma 2 and 4) a 1e-4 limit left K >= 8 one-level,
+#: 3-4x slower at T 1e5..1e6 (sigma 4, K 16, T 1e6: 0.21 s against 0.05 s two-level); two
+#: levels at every automatic step below 1e-2 moved the upper by +5e-6..+1.3e-5 relative,
+#: sigma 1..4, T 1e4..1e6, K 16, and cost nothing at T 1e4)
+TWO_LEVEL_STEP = 1e-2
 
 #: up to this K Delta / sigma the group witness uses this accountant's lower side (above, its
 #: own witness pair, which answers where the coarse grid declines)
