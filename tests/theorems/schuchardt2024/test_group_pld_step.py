@@ -125,17 +125,18 @@ def test_group_step_keeps_the_range_floor_at_large_shifts():
     assert h <= 0.05 or h == pytest.approx((hi - lo) / 10_000)
 
 
-@pytest.mark.parametrize("sigma,k", [(2.0, 2), (4.0, 16)])
-def test_coarse_group_interval_at_most_1e3_and_contains_fine(sigma, k):
-    """The automatic (coarser) grid: the certified interval is at most 1e-3 relative, and it
-    contains the interval of a 4x finer grid (both certified: they bracket the same true
+@pytest.mark.parametrize("sigma,k,steps", [(2.0, 2, 100), (4.0, 16, 100), (1.0, 2, 10_000)])
+def test_coarse_group_interval_at_most_1e3_and_contains_fine(sigma, k, steps):
+    """The automatic grid (coarser at sigma 2 and 4, finer for long runs at sigma 1): the
+    certified interval is at most 1e-3 relative, and it contains the interval of a 4x finer
+    grid (both certified: they bracket the same true
     epsilon, so the coarse one must overlap the fine one; here it contains it)."""
     clear_shared()
-    auto = GroupPLDAnalysis(pa.Gaussian(sigma), 1e-3, 100, k)
+    auto = GroupPLDAnalysis(pa.Gaussian(sigma), 1e-3, steps, k)
     up, lo = auto.epsilon(np.array([1e-5]))
     u, v = float(up.value[0]), float(lo.value[0])
     assert 0 < v <= u and (u - v) / u <= 1e-3
-    fine = GroupPLDAnalysis(pa.Gaussian(sigma), 1e-3, 100, k, h=auto.grid_step() / 4)
+    fine = GroupPLDAnalysis(pa.Gaussian(sigma), 1e-3, steps, k, h=auto.grid_step() / 4)
     fu, fl = (float(b.value[0]) for b in fine.epsilon(np.array([1e-5])))
     assert v <= fl <= fu <= u
     assert (fu - fl) / fu < (u - v) / u
