@@ -4,6 +4,8 @@ Gaussian shift mixtures of fixed-size batches (used by Balle et al. 2018's pairs
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import special
 
@@ -19,6 +21,13 @@ __all__ = [
 
 def _arr(x) -> np.ndarray:
     return np.asarray(x, dtype=float)
+
+
+@functools.lru_cache(maxsize=4)
+def _hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Hermite nodes and weights for the standard normal (weights summing to 1)."""
+    z, w = np.polynomial.hermite_e.hermegauss(nodes)
+    return z, w / w.sum()
 
 
 class DisjointMixturePair(LossPair):
@@ -154,6 +163,18 @@ class GaussianShiftMixturePair(LossPair):
             cache[tail] = self._loss_range(tail)
         return cache[tail]
 
+    def range_starts(self, tail: float
+                     ) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Narrow starting brackets for :meth:`LossPair.loss_range`'s searches around this
+        pair's closed-form range (:meth:`loss_range`: Q(L < lo) = tail exactly, and
+        P(L > hi) = tail to the bisection's precision), 1e-5 (1 + |value|) either side:
+        they serve its swap (:class:`privamp.pairs.combinators.SwappedPair` reflects them;
+        issue 28: the wide search's six rounds of mixture tails were 80% of the add
+        direction's discretisation).  A heuristic: the search checks that they bracket."""
+        lo, hi = self.loss_range(tail)
+        dl, dh = 1e-5 * (1.0 + abs(lo)), 1e-5 * (1.0 + abs(hi))
+        return (lo - dl, lo + dl), (hi - dh, hi + dh)
+
     def _loss_range(self, tail: float) -> tuple[float, float]:
         z = -float(special.ndtri(tail))
         shifts = self.j * self.s
@@ -167,6 +188,47 @@ class GaussianShiftMixturePair(LossPair):
         lo = float(self.loss(np.array(-z)))
         hi = float(self.loss(np.array(x_hi)))
         return min(lo, hi), hi
+
+    def loss_quantiles(self, probs: np.ndarray) -> np.ndarray:
+        """Quantiles of the loss under P: L is increasing in the output x, so the
+        p-quantile of L is L(x_p), x_p the p-quantile of P = sum_j b_j N(j s, 1) (bisection
+        on its distribution function, 200 halvings of a bracket [-40, J s + 40]).
+
+        Args:
+            probs: probabilities in (0, 1).
+
+        Returns:
+            The loss at the P-quantiles of the output, shaped as ``probs``.
+        """
+        p = _arr(probs)
+        shifts = self.j * self.s
+
+        def cdf(x: np.ndarray) -> np.ndarray:
+            return (self.b[:, None] * special.ndtr(np.atleast_1d(x)[None, :] - shifts[:, None])
+                    ).sum(axis=0).reshape(np.shape(x))
+
+        flat = p.reshape(-1)
+        x = bisect_monotone(cdf, flat, np.full(flat.shape, -40.0),
+                            np.full(flat.shape, shifts[-1] + 40.0), increasing=True,
+                            iterations=200)
+        return self.loss(x).reshape(p.shape)
+
+    def loss_sd(self, nodes: int = 96) -> float:
+        """Standard deviation of the loss under P, by Gauss-Hermite quadrature per component
+        (``nodes`` nodes; an estimate, for grid heuristics only).
+
+        Args:
+            nodes: quadrature nodes per component.
+
+        Returns:
+            The standard deviation (>= 0).
+        """
+        z, w = _hermite(int(nodes))
+        vals = self.loss((z[None, :] + (self.j * self.s)[:, None]).ravel()).reshape(
+            self.j.size, z.size)
+        mean = float(self.b @ (vals @ w))
+        var = float(self.b @ (((vals - mean) ** 2) @ w))
+        return float(np.sqrt(max(var, 0.0)))
 
     def _preimage(self, l: np.ndarray) -> np.ndarray:
         l = _arr(l)
@@ -184,8 +246,15 @@ class GaussianShiftMixturePair(LossPair):
         if ok.any():
             tgt = flat[ok]
             J = self.j[-1]
-            # L(x) >= log b_J + J s x - J^2 s^2 / 2, so x(l) <= hi
-            hi = (tgt - self.logb[-1]) / (J * self.s) + J * self.s / 2 + 1.0
+            # L(x) >= c_j + j s x for every j (c_j = log b_j - j^2 s^2 / 2), so
+            # x(l) <= min_{j >= 1, b_j > 0} (l - c_j) / (j s): where L(hi) is within log(J + 1)
+            # of l (issue 28: the old start, from j = J alone, lay far above the root where
+            # b_J is tiny, and small arrays took 15 Newton steps); a hair above, for rounding
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = (tgt[None, :] - self._c[1:, None]) / self._slope[1:, None]
+            cand = np.where(np.isfinite(self._c[1:, None]), cand, np.inf)
+            hi = cand.min(axis=0)
+            hi = hi + 1e-9 * (1.0 + np.abs(hi))
             # L(x) <= log(sum b) + max_j (j s x - j^2 s^2/2) <= J s max(x, 0): x(l) >= lo
             lo = np.where(tgt > 0, tgt / (J * self.s), -60.0 - 1.0 / self.s) - 1.0
             lo = np.minimum(lo, hi - 1.0)
@@ -223,13 +292,19 @@ class GaussianShiftMixturePair(LossPair):
             xa = x[act]
             e, top = self._terms(xa)
             ssum = e.sum(axis=0)
-            val = top + np.log(ssum)
+            logs = np.log(ssum)
+            val = top + logs
             deriv = (self._slope @ e) / ssum
+            gap = val - tgt[act]
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(deriv > 0, (val - tgt[act]) / deriv, 0.0)
+                step = np.where(deriv > 0, gap / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
-            new = np.maximum(xa - step, lo[act])
-            done = np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa))
+            # L(xa) within the rounding of its evaluation of the target (top + log(sum),
+            # sum >= 1 computed to a few ulps): xa is kept (an iterate from above, as the
+            # bisection's side="hi"); the rest step on
+            flat = gap <= 4.0 * np.finfo(float).eps * (1.0 + np.abs(top) + np.abs(logs))
+            new = np.where(flat, xa, np.maximum(xa - step, lo[act]))
+            done = flat | (np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa)))
             x[act] = new
             act = act[~done]
             if not act.size:

@@ -45,7 +45,7 @@ from typing import cast
 import numpy as np
 from scipy import stats
 
-from ...accountants.grid import grid_plan
+from ...accountants.grid import cap_composed
 from ...accountants.pld_run import check_slack
 from ...accountants.poisson import PLDAnalysis, check_steps
 from ...accountants.registry import BoundPair, run_accountant
@@ -79,6 +79,10 @@ __all__ = [
     "TIGHT_LOWER",
     "ADD_COARSE",
     "TWO_LEVEL_STEP",
+    "GROUP_IQR_BINS",
+    "GRID_POINTS_LONG",
+    "LONG_RUN",
+    "group_step",
 ]
 
 SRC_GROUP_PLD = ("; group of {K}: dominating pair sum_k Binom(k | {K}, q) N(k Delta, sigma^2) vs "
@@ -91,6 +95,13 @@ MAX_GROUP = 256
 
 #: the automatic grid has at most this many points over one step's loss range
 GRID_POINTS = 10_000
+
+#: runs of at least LONG_RUN steps: at most GRID_POINTS_LONG points over one step's loss range
+#: (issue 28: at sigma 1, q 1e-3, T 1e4 the GRID_POINTS floor set the step and the interval
+#: was 0.9e-3..2.8e-3 relative, up to 5x the single record's; twice the points bring it to
+#: 2e-4..7e-4 for 1.4-1.6x the time, still at most 1.5x the single record's)
+GRID_POINTS_LONG = 20_000
+LONG_RUN = 1000
 
 #: the largest K Delta / sigma handled (the losses must fit the PLD grid's range; past 60
 #: the grid is coarse and often cannot certify small deltas, then it declines at query time,
@@ -105,8 +116,12 @@ ADD_COARSE = 4
 #: (a heuristic: every stage keeps its side's kind.  q 1e-3, T 1e4: the second level's
 #: coarse grid, 8 h, moved the upper bound by 6.4e-7..7.4e-7 relative at sigma 2 and 4, K 2..16,
 #: h 4.4e-5..9.3e-5, and cut the composition 2-3x; at the coarser steps of sigma <= 1,
-#: h >= 2.7e-4, it moved it by 2e-5..8e-5 and gained nothing)
-TWO_LEVEL_STEP = 1e-4
+#: h >= 2.7e-4, it moved it by 2e-5..8e-5 and gained nothing.  Issue 28, part 2: on the
+#: coarser group grid (h 2.2e-5..3.2e-4 at sigma 2 and 4) a 1e-4 limit left K >= 8 one-level,
+#: 3-4x slower at T 1e5..1e6 (sigma 4, K 16, T 1e6: 0.21 s against 0.05 s two-level); two
+#: levels at every automatic step below 1e-2 moved the upper by +5e-6..+1.3e-5 relative,
+#: sigma 1..4, T 1e4..1e6, K 16, and cost nothing at T 1e4)
+TWO_LEVEL_STEP = 1e-2
 
 #: up to this K Delta / sigma the group witness uses this accountant's lower side (above, its
 #: own witness pair, which answers where the coarse grid declines)
@@ -145,6 +160,54 @@ def group_mixture_pairs(k: int, q: float, s: float) -> list[LossPair]:
     return [mix, SwappedPair(mix)]
 
 
+#: the group's automatic grid step: the interquartile range of one step's loss under P over
+#: this many bins (the generic rule's 120 made the group's interval 40-70x narrower,
+#: relatively, than the single record's at sigma 2 and 4: 2e-5..4e-5 against 1.3e-3..2e-3.
+#: The interval's width is second order in h, so 4x coarser makes it 16x wider:
+#: 3e-4..5.7e-4 relative at q 1e-3, sigma 2 and 4, T 1e2..1e4, K 2..16, still 2.5-4x
+#: narrower than the single record's and below 1e-3 (issue 28).  A heuristic: the upper bound
+#: is a dominating pair's PLD on any grid, the lower a realised pair's)
+GROUP_IQR_BINS = 30.0
+
+
+def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6) -> float:
+    """The automatic grid step of the group PLD (a heuristic: soundness never depends on it).
+
+    The generic rule of :func:`privamp.accountants.grid.grid_plan` for a pair without a
+    dedicated rule, with the loss's exact quartiles and its quadrature standard deviation
+    (:meth:`GaussianShiftMixturePair.loss_quantiles`, ``loss_sd``: the generic rule's
+    4001-point tabulation of the mixture's tail took a third of a group query at sigma 4),
+    and :data:`GROUP_IQR_BINS` bins per interquartile range instead of 120: h = iqr /
+    GROUP_IQR_BINS (or sd / 120 where the standard deviation is more than ten times the
+    interquartile range), at least the composed window (20 sqrt(T) sd + one step's range) over
+    ``points``, at most 0.05 (unless the window asks for more), and at least one step's loss
+    range over :data:`GRID_POINTS` (:data:`GRID_POINTS_LONG` from :data:`LONG_RUN` steps;
+    short runs at small rates: the step then follows the
+    tiny interquartile range of a rare loss, 150k points per direction at K = 8,
+    q = 1e-3, T = 100, for an interval 1e-6 wide; this keeps it ~1e-4 wide in a tenth of
+    the time).
+
+    Args:
+        pair: the remove direction's pair (B_K, N(0, 1)).
+        steps: the run's length T >= 1.
+        points: the composed window's point budget.
+
+    Returns:
+        The grid step h > 0.
+    """
+    lo_d, hi_d = pair.loss_range(min(1e-16, 1e-13 / steps))  # the range discretise() uses
+    span = hi_d - lo_d
+    sd = pair.loss_sd()
+    q1, q3 = (float(v) for v in pair.loss_quantiles(np.array([0.25, 0.75])))
+    iqr = q3 - q1
+    # (where the quartiles nearly coincide, most of P's mass sits at the loss's floor, large
+    # shifts: there the standard deviation over the generic 120 bins, as before)
+    fine = iqr / GROUP_IQR_BINS if iqr > 0.1 * sd else max(sd, 1e-9) / 120.0
+    width = 20.0 * math.sqrt(steps) * sd + span
+    h = cap_composed(min(max(fine, width / points), 0.05), width)
+    return float(max(h, span / (GRID_POINTS_LONG if steps >= LONG_RUN else GRID_POINTS)))
+
+
 def group_pld_applies(run) -> bool:
     """Poisson (0 < q < 1) + Gaussian + add/remove or zero-out of a group of K >= 2, with
     K <= :data:`MAX_GROUP`, K Delta / sigma <= :data:`MAX_GROUP_SHIFT` and every weight
@@ -179,12 +242,7 @@ class GroupPLDAnalysis(PLDAnalysis):
         #: the automatic grid: the add direction starts pessimistic-only on a coarser grid
         self.auto_grid = h is None
         if h is None:
-            # the automatic step, but at most GRID_POINTS points over one step's loss range
-            # (short runs: the generic rule's step follows the tiny interquartile range of
-            # a small-rate loss, 150k points per direction at K = 8, q = 1e-3, T = 100, for
-            # an interval 1e-6 wide; this keeps it ~1e-4 wide in a tenth of the time)
-            lo, hi = pairs[0].loss_range(min(1e-16, 1e-13 / steps))
-            h = max(grid_plan(pairs[0], int(steps))[0], (hi - lo) / GRID_POINTS)
+            h = group_step(cast(GaussianShiftMixturePair, pairs[0]), int(steps))
         super().__init__(mechanism, rate, steps, h)
         self.group = int(group)
         self._group_pairs = pairs
