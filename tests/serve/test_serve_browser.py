@@ -16,6 +16,7 @@ from test_serve_server import started_server
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium not installed "
                                 "(pip install selenium): browser tests skipped")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as ec  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -66,6 +67,13 @@ def fill(drv, name: str, value: str) -> None:
 def submit_and_wait(drv, what: str) -> None:
     drv.find_element(By.ID, "go").click()
     WebDriverWait(drv, 90).until(ec.presence_of_element_located((By.ID, what)))
+
+
+def settled(drv, read, timeout: float = 30):
+    """``read(drv)``'s first truthy value, read again while the page re-renders the element
+    (a stale reference is a re-render under way, not a failure)."""
+    return WebDriverWait(drv, timeout, ignored_exceptions=(StaleElementReferenceException,)
+                         ).until(read)
 
 
 def shot(drv, width: int, path: Path) -> None:
@@ -128,12 +136,11 @@ def test_field_error_is_shown_next_to_the_field(browser, url):
     drv.get(url + "/")
     fill(drv, "sigma", "-1")
     submit_and_wait(drv, "err-sigma")
-    WebDriverWait(drv, 30).until(lambda d: d.find_element(By.ID, "err-sigma").text)
-    msg = drv.find_element(By.ID, "err-sigma").text
+    msg = settled(drv, lambda d: d.find_element(By.ID, "err-sigma").text)
     assert msg.startswith("sigma must be a number in [0.1, 1000]")
-    box = drv.find_element(By.ID, "box-sigma")
-    assert "invalid" in box.get_attribute("class")
-    assert drv.find_element(By.ID, "f-sigma").get_attribute("value") == "-1"
+    box_class = settled(drv, lambda d: d.find_element(By.ID, "box-sigma").get_attribute("class"))
+    assert "invalid" in box_class
+    assert settled(drv, lambda d: d.find_element(By.ID, "f-sigma").get_attribute("value")) == "-1"
     assert not drv.find_elements(By.ID, "interval-value")
 
 
