@@ -76,3 +76,64 @@ def test_tv_bound_above_two_step_integral() -> None:
     bound = hellinger_tv_bound(poisson_pairs(Gaussian(1 / s), q), 2)
     assert bound >= tv + err
     assert tv > 0.1  # (the integral is not degenerate)
+
+
+def _group_delta_exact(k: int, q: float, s: float, eps: float) -> float:
+    """delta(eps) of one step of a Poisson group of k (the larger of both directions'),
+    from mpmath at 40 digits: the loss preimage by bisection, then the components' normal
+    tails."""
+    with mp.workdps(40):
+        return _group_delta_mp(k, q, s, eps)
+
+
+def _group_delta_mp(k: int, q: float, s: float, eps: float) -> float:
+    b = [mp.binomial(k, j) * mp.mpf(q) ** j * (1 - mp.mpf(q)) ** (k - j) for j in range(k + 1)]
+    sm, e = mp.mpf(s), mp.e ** mp.mpf(eps)
+
+    def loss(x):
+        return mp.log(sum(b[j] * mp.exp(j * sm * x - (j * sm) ** 2 / 2) for j in range(k + 1)))
+
+    lo, hi = mp.mpf(-80), k * sm + 80
+    for _ in range(300):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if loss(mid) > eps else (mid, hi)
+    x = (lo + hi) / 2
+    rem = sum(b[j] * mp.ncdf(j * sm - x) for j in range(k + 1)) - e * mp.ncdf(-x)
+    # add direction: (N, B_k), its loss -L, the region L < -eps
+    lo, hi = mp.mpf(-80), k * sm + 80
+    for _ in range(300):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if loss(mid) >= -eps else (mid, hi)
+    x = (lo + hi) / 2
+    add = mp.ncdf(x) - e * sum(b[j] * mp.ncdf(x - j * sm) for j in range(k + 1))
+    return float(max(rem, add, 0))
+
+
+@pytest.mark.parametrize(("k", "q", "sigma"), [(8, 1e-6, 0.08), (4, 0.5, 0.5), (3, 0.3, 2.0)])
+def test_group_one_step_brackets_mpmath(k: int, q: float, sigma: float) -> None:
+    """One step of the group PLD (extreme shift K s = 100 with tiny weights, and ordinary
+    settings): its interval brackets the exact delta(eps) from mpmath."""
+    from privamp.theorems.schuchardt2024.group_pld import GroupPLDAnalysis
+
+    eps = np.array([0.0, 0.1, 1.0, 5.0])
+    up, lo = GroupPLDAnalysis(Gaussian(sigma), q, 1, k).delta(eps)
+    assert up is not None and lo is not None
+    for i, e in enumerate(eps):
+        ref = _group_delta_exact(k, q, 1 / sigma, float(e))
+        assert float(up.value[i]) >= ref * (1 - 1e-12)
+        assert float(lo.value[i]) <= ref * (1 + 1e-12)
+
+
+def test_wor_substitution_renyi_floor_below_rdp_curve() -> None:
+    """The without-replacement substitution Rényi floor (screening only) stays below the
+    RDP accountant's curve it claims to floor (balle-profile, T steps)."""
+    from privamp.accountants.registry import rdp_curve
+    from privamp.sampling.relations import Substitution
+    from privamp.sampling.schemes import WithoutReplacement
+    from privamp.theorems.balle2018.pld import FixedBatchPLDAnalysis
+
+    mech, scheme, steps = Gaussian(1.0), WithoutReplacement(10, 1000), 10
+    alpha = np.array([1.5, 2.0, 4.0, 8.0, 32.0])
+    floor = FixedBatchPLDAnalysis(mech, scheme, Substitution(), steps).renyi_floor(alpha)
+    curve = steps * rdp_curve(mech, scheme, alpha, Substitution()).epsilon
+    assert np.all(floor <= curve)
