@@ -137,3 +137,37 @@ def test_wor_substitution_renyi_floor_below_rdp_curve() -> None:
     floor = FixedBatchPLDAnalysis(mech, scheme, Substitution(), steps).renyi_floor(alpha)
     curve = steps * rdp_curve(mech, scheme, alpha, Substitution()).epsilon
     assert np.all(floor <= curve)
+
+
+def test_reused_privacy_engine_does_not_calibrate_with_the_first_loader() -> None:
+    """A PrivacyEngine(accountant="privamp") reused: make_private_with_epsilon with a Poisson
+    loader, then again with a shuffled one.  Before the fix the second calibration took the
+    first loader's scheme (sigma 1.2048 for Poisson(0.25), target 4) while the batches were
+    shuffled (privamp's certified lower bound 5.0955 > 4 at that sigma), and the engine kept
+    reporting Poisson.  Now the second call refuses."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("opacus")
+    import warnings
+
+    from opacus import PrivacyEngine
+
+    import privamp.opacus  # noqa: F401  (registers the "privamp" accountant)
+
+    def private(engine, poisson: bool) -> None:
+        torch.manual_seed(0)
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(64, 5, generator=g)
+        data = torch.utils.data.TensorDataset(x, (x[:, 0] > 0).long())
+        model = torch.nn.Linear(5, 2)
+        loader = torch.utils.data.DataLoader(data, batch_size=16, shuffle=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            engine.make_private_with_epsilon(
+                module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                data_loader=loader, target_epsilon=4.0, target_delta=1e-5, epochs=2,
+                max_grad_norm=1.0, poisson_sampling=poisson)
+
+    engine = PrivacyEngine(accountant="privamp")
+    private(engine, True)
+    with pytest.raises(ValueError, match="bound to"):
+        private(engine, False)
