@@ -198,10 +198,10 @@ def test_a_shuffling_loader_cannot_pass_for_poisson():
     n, b = 600, 60
     loader = torch.utils.data.DataLoader(_data(n), batch_size=b, shuffle=True)
     acc = PrivampAccountant(PoissonBatchSampler(n, b / n, steps_per_epoch=10))
-    with pytest.raises(ValueError, match="batches of exactly 60 examples in a row"):
+    with pytest.raises(ValueError, match="batches of exactly 60 examples in a row|bound to"):
         _opacus_engine_run(loader, acc)
     # Binomial(600, 0.1): P(two equal sizes) < 0.06, so 9 in a row is < 1e-9: refused by then
-    assert 1 <= len(acc) < 9
+    assert len(acc) < 9  # (refused at make_private now: the loader's law is known)
     with pytest.raises(ValueError, match="samples Shuffle"):
         acc.check_data_loader(loader)
 
@@ -209,7 +209,7 @@ def test_a_shuffling_loader_cannot_pass_for_poisson():
 def test_a_fixed_batch_accountant_refuses_other_batch_sizes():
     loader = torch.utils.data.DataLoader(_data(48), batch_size=6, shuffle=True)
     acc = PrivampAccountant(ShuffleBatchSampler(8, 48, epochs=1))
-    with pytest.raises(ValueError, match="a batch of 6 examples, but Shuffle"):
+    with pytest.raises(ValueError, match="a batch of 6 examples, but Shuffle|bound to"):
         _opacus_engine_run(loader, acc)
     assert len(acc) == 0
 
@@ -477,7 +477,7 @@ def test_a_poisson_loader_at_another_rate_is_refused():
     base = torch.utils.data.DataLoader(_data(n), batch_size=40)  # Poisson rate 0.1
     loader = dl.DPDataLoader.from_data_loader(base, generator=torch.Generator().manual_seed(1))
     acc = PrivampAccountant(PoissonBatchSampler(n, 0.05, steps_per_epoch=10))  # claims rate 0.05
-    with pytest.raises(ValueError, match="averages 20.0"):
+    with pytest.raises(ValueError, match="averages 20.0|bound to"):
         _opacus_engine_run(loader, acc)
     # mean 40 vs 20 (sd 4.4 per batch): refused within a few steps
     assert len(acc) < 5

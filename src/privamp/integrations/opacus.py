@@ -53,7 +53,13 @@ from ..sampling.schemes import Poisson, Scheme
 from ._phases import compose_phases
 from .dp_accounting import as_relation, clipped_sensitivity, is_replace_one
 from .loaders import accumulated, scheme_of
-from .opacus_checks import BatchSizes, batch_check, calibration_loader, empty_safe_collate
+from .opacus_checks import (
+    BatchSizes,
+    batch_check,
+    calibration_loader,
+    empty_safe_collate,
+    known_law_conflict,
+)
 from .opacus_history import from_opacus_history, runs_from_opacus_history
 
 __all__ = [
@@ -182,6 +188,10 @@ class PrivampAccountant(IAccountant):
             self.relation, self.sensitivity = mine.relation, mine.sensitivity
             self.accountant, self.accumulation_steps = mine.accountant, mine.accumulation_steps
             if mine.scheme is not None:
+                why = known_law_conflict(mine.scheme, lambda: accumulated(
+                    scheme_of(loader), mine.accumulation_steps))
+                if why:
+                    raise ValueError(f"PrivampAccountant: {why}")
                 self.scheme, self.dataset_size = mine.scheme, mine.dataset_size
                 return
         self.attach(loader)
@@ -234,11 +244,14 @@ class PrivampAccountant(IAccountant):
         ``ValueError``; the logical steps of ``BatchMemoryManager`` (the optimizer skipped the
         physical batches before it) count once, without a batch-size check (the hook sees
         only the last physical batch)."""
-        if self.scheme is None:
-            caller = getattr(inspect.currentframe(), "f_back", None)
-            loader = caller.f_locals.get("data_loader") if caller is not None else None
-            if isinstance(loader, DataLoader):
+        caller = getattr(inspect.currentframe(), "f_back", None)
+        loader = caller.f_locals.get("data_loader") if caller is not None else None
+        if isinstance(loader, DataLoader):
+            if self.scheme is None:
                 self.attach(loader)
+            elif why := known_law_conflict(self.scheme, lambda: accumulated(
+                    scheme_of(loader), self.accumulation_steps)):
+                raise ValueError(f"PrivampAccountant: {why}")
 
         def hook_fn(optim: Any) -> None:
             scheme = self._bound()

@@ -7,12 +7,13 @@ from __future__ import annotations
 import inspect
 import math
 import warnings
+from collections.abc import Callable
 from typing import Any, cast
 
 from ..sampling.schemes import Deterministic, Poisson, Scheme, Shuffle
 
-__all__ = ["BatchSizes", "FALSE_ALARM", "batch_check", "calibration_loader", "poisson_check",
-           "empty_safe_collate"]
+__all__ = ["BatchSizes", "FALSE_ALARM", "batch_check", "calibration_loader",
+           "known_law_conflict", "poisson_check", "empty_safe_collate"]
 
 
 class BatchSizes:
@@ -147,3 +148,30 @@ def _distributed(module: Any) -> bool:
     names = {"DifferentiallyPrivateDistributedDataParallel", "DistributedDataParallel"}
     return any(c.__name__ in names or c.__name__ == "FSDPModule"
                for c in type(module).__mro__)
+
+
+def known_law_conflict(scheme: Scheme | None, found: Callable[[], Scheme]) -> str | None:
+    """Why a data loader cannot run under an accountant already bound to ``scheme``: the
+    loader's law ``found()`` is known and differs (e.g. a PrivacyEngine reused with another
+    loader: calibrating or reporting with the first loader's scheme would under-report);
+    None where ``scheme`` is unset, the laws agree, or privamp cannot read the loader (then
+    the accountant's declared scheme stands).
+
+    Args:
+        scheme: the accountant's scheme, or None.
+        found: returns the loader's law (raises ``ValueError`` when unknown).
+
+    Returns:
+        The reason, or None.
+    """
+    if scheme is None:
+        return None
+    try:
+        law = found()
+    except ValueError:
+        return None
+    if law == scheme:
+        return None
+    return (f"the data loader samples {law} but the accountant is bound to {scheme} (an "
+            "engine or accountant reused with another loader); use a fresh PrivacyEngine "
+            "or PrivampAccountant.for_data_loader(loader)")

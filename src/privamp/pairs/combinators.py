@@ -172,10 +172,12 @@ class MixturePair(LossPair):
         if cache is not None and n >= 2 and len(cache[0]) >= 2:
             ce = cache[0]
             d = float(ce[1] - ce[0])
-            if d > 0 and math.isfinite(d):
-                k = round(float(edges[1] - edges[0]) / d)
-                j0 = round(float(edges[0] - ce[0]) / d)
-                if k >= 1 and abs(j0) < 2 * len(ce):
+            r0 = float(edges[0] - ce[0]) / d if d > 0 and math.isfinite(d) else math.nan
+            r1 = float(edges[1] - edges[0]) / d if d > 0 and math.isfinite(d) else math.nan
+            # (inf, NaN or huge ratios fail these tests: round() would raise on them)
+            if abs(r0) < 2 * len(ce) and 0.0 < r1 < 2 * len(ce) + 1:
+                k, j0 = round(r1), round(r0)
+                if k >= 1:
                     cand = j0 + k * np.arange(n)
                     inside = (cand >= 0) & (cand < len(ce))
                     if np.count_nonzero(inside) * 2 >= n and np.array_equal(
