@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -285,6 +286,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     # sum of n nonnegative terms: relative error <= (n - 1) u (Higham 2002, eq. (4.4))
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
+    X = None
     if low is not None:  # long double only where the power is kept
         N, Xk, b, d_all, d = low
     else:
@@ -293,7 +295,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
         # <= u), rounded up
-        b, lb = _memo(("b", N, key), lambda: _moduli(X, d))
+        b, lb = _memo(("b", N, key), partial(_moduli, X, d))
         Xk = X
     if low is not None:
         lb = np.log(b)
@@ -301,31 +303,48 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
             low is not None and len(keep) and keep[-1] >= len(Xk)):
         return None
-    Yk = np.exp(T * np.log(Xk[keep])).astype(complex)  # power in long double, then cast
-    absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    # Memory (issue 28): every step below is elementwise, so it runs in place or on chunks
+    # of the kept coefficients (the same operations on the same values: the same results)
+    # and the spectrum is released (unless memoised) before the inverse transform.
     with np.errstate(over="ignore", under="ignore"):
-        pw = np.exp((T - 1) * lb)  # b^(T-1)
+        coef = np.multiply(lb, T - 1)
+        pw = np.exp(coef, out=coef)  # b^(T-1)
     # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
-    coef = pw * (T * d_all + b)
-    # |log|Xhat|| <= |log b| + d / (b - d)
-    lx = np.abs(lb[keep]) + d / np.maximum(b[keep] - d, 1e-300)
-    rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
-    coef[keep] = pw[keep] * (T * d) + rel * absYk * (1.0 + 1e-6)
-    wts = _hermitian_weights(N)
+    coef = b + T * d_all
+    coef *= pw
     absy = np.zeros(len(b))
-    absy[keep] = absYk
-    err = _inverse_error(wts, coef, absy, N, W)
-    if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
-        return None
     Yd = np.zeros(len(b), dtype=complex)
-    Yd[keep] = Yk
-    out = sfft.irfft(Yd, N)
+    for i in range(0, len(keep), _CHUNK):
+        ks = keep[i : i + _CHUNK]
+        Yc = np.log(Xk[ks])
+        Yc *= T
+        Yk = np.exp(Yc, out=Yc).astype(complex)  # power in long double, then cast
+        del Yc
+        absYk = np.abs(Yk)
+        absYk *= 1.0 + 4.0 * UNIT_ROUNDOFF
+        # |log|Xhat|| <= |log b| + d / (b - d)
+        lx = np.abs(lb[ks]) + d / np.maximum(b[ks] - d, 1e-300)
+        rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
+        coef[ks] = pw[ks] * (T * d) + rel * absYk * (1.0 + 1e-6)
+        absy[ks] = absYk
+        Yd[ks] = Yk
+    del pw, X, Xk, b, lb  # (the memoised ones stay in the cache)
+    wts = _hermitian_weights(N)
+    err = _inverse_error(wts, coef, absy, N, W)
+    del wts, coef, absy
+    if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
+        return None
+    out = sfft.irfft(Yd, N, overwrite_x=True)
+    del Yd
     return int(x_lo), _circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
 
 
 #: :func:`self_convolve_power` tries the low-frequency spectrum (:func:`_low_spectrum`) for
 #: transforms of at least this length
 _LOW_MIN_LEN = 1 << 19
+
+#: :func:`self_convolve_power` powers the kept coefficients in chunks of this many
+_CHUNK = 1 << 16
 
 #: ... with blocks of B <= _LOW_BLOCK entries (aligned at p's largest entry) whose phases
 #: vary by <= _LOW_THETA radians at the kept frequencies, and the phase's Taylor series to
