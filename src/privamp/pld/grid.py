@@ -382,7 +382,7 @@ class PLD:
             inc = -math.expm1(-self.h) * r
             g_up = np.zeros_like(m)
             if len(m) > 1:
-                g_up[1:] = np.cumsum(inc[:0:-1])
+                np.cumsum(inc[:0:-1], out=g_up[1:])  # (no temporary: issue 28)
             self._tables = (self.losses, r, g_up[::-1], g_up)
         return self._tables
 
