@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -169,7 +170,6 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 _FFT_C = 8.0
 _MAX_POWER_LEN = 2**23  # ~96 B/point (long doubles, moduli, output): <= ~800 MB (2^25: 3 GB)
 
-
 #: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their
 #: moduli, and its certified log-MGF bounds (at the lambdas picked for the first T asked)
 _SPECTRA: dict[tuple, object] | None = None
@@ -178,11 +178,10 @@ _SPECTRA: dict[tuple, object] | None = None
 @contextmanager
 def shared_spectra():
     """Within this block :func:`self_convolve_power` memoises its long-double transforms by
-    (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths,
-    often with the same FFT length (the same transform, so the same results).  Likewise its
-    Chernoff windows' log-MGF bounds (valid for every T; the lambdas are those picked for the
-    first T, any lambda giving a valid window).  Released on exit, so separate queries never
-    share work."""
+    (length, input bytes): an epsilon curve powers each step's PLD to two nearby lengths, often
+    with the same FFT length (the same transform, so the same results); likewise its Chernoff
+    windows' log-MGF bounds (valid for every T; the lambdas are those picked for the first T,
+    any lambda giving a valid window).  Released on exit: separate queries never share work."""
     global _SPECTRA
     outer = _SPECTRA
     _SPECTRA = {} if outer is None else outer
@@ -198,9 +197,7 @@ def _memo(key: tuple, make):
     cache = _SPECTRA
     if cache is None or None in key:
         return make()
-    if key not in cache:
-        cache[key] = make()
-    return cache[key]
+    return cache[key] if key in cache else cache.setdefault(key, make())
 
 
 def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
@@ -287,39 +284,41 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
     if low is not None:  # long double only where the power is kept
         N, Xk, b, d_all, d = low
+        lb = np.log(b)
     else:
         N = sfft.next_fast_len(max(W, n), real=True)
-        X = _long_double_spectrum(p, N, key)
+        Xk = _long_double_spectrum(p, N, key)
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
-        # b >= |Xhat| + d >= |X_exact|: |Xhat| from its complex128 rounding (relative error
-        # <= u), rounded up
-        b, lb = _memo(("b", N, key), lambda: _moduli(X, d))
-        Xk = X
-    if low is not None:
-        lb = np.log(b)
+        # b >= |Xhat| + d >= |X_exact| (|Xhat| from its complex128 rounding, rounded up)
+        b, lb = _memo(("b", N, key), partial(_moduli, Xk, d))
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
             low is not None and len(keep) and keep[-1] >= len(Xk)):
         return None
-    Yk = np.exp(T * np.log(Xk[keep])).astype(complex)  # power in long double, then cast
-    absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+    # Memory (issue 28): elementwise steps on chunks of the kept coefficients or in place (the
+    # same operations, so the same results); the spectrum released before the inverse FFT
     with np.errstate(over="ignore", under="ignore"):
-        pw = np.exp((T - 1) * lb)  # b^(T-1)
+        pw = np.exp(np.multiply(lb, T - 1))  # b^(T-1)
     # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
-    coef = pw * (T * d_all + b)
-    # |log|Xhat|| <= |log b| + d / (b - d)
-    lx = np.abs(lb[keep]) + d / np.maximum(b[keep] - d, 1e-300)
-    rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
-    coef[keep] = pw[keep] * (T * d) + rel * absYk * (1.0 + 1e-6)
-    wts = _hermitian_weights(N)
-    absy = np.zeros(len(b))
-    absy[keep] = absYk
-    err = _inverse_error(wts, coef, absy, N, W)
-    if not (math.isfinite(err) and np.all(np.isfinite(Yk))):
+    coef = b + T * d_all
+    coef *= pw
+    absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
+    for i in range(0, len(keep), 1 << 16):
+        ks = keep[i : i + (1 << 16)]
+        Yk = np.exp(T * np.log(Xk[ks])).astype(complex)  # power in long double, then cast
+        absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
+        # |log|Xhat|| <= |log b| + d / (b - d)
+        lx = np.abs(lb[ks]) + d / np.maximum(b[ks] - d, 1e-300)
+        rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
+        coef[ks] = pw[ks] * (T * d) + rel * absYk * (1.0 + 1e-6)
+        absy[ks], Yd[ks] = absYk, Yk
+    del pw, Xk, b, lb  # (the memoised ones stay in the cache)
+    err = _inverse_error(_hermitian_weights(N), coef, absy, N, W)
+    del coef, absy
+    if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
         return None
-    Yd = np.zeros(len(b), dtype=complex)
-    Yd[keep] = Yk
-    out = sfft.irfft(Yd, N)
+    out = sfft.irfft(Yd, N, overwrite_x=True)
+    del Yd  # (before the window's copy, if it wraps)
     return int(x_lo), _circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
 
 

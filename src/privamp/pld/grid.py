@@ -56,12 +56,7 @@ from ..numerics.fft import (
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
-from .tables import (
-    band_tables,
-    discounted_suffix,
-    product_allowances,
-    profile_at,
-)
+from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
 
 __all__ = [
     "PLD",
@@ -382,8 +377,8 @@ class PLD:
             inc = -math.expm1(-self.h) * r
             g_up = np.zeros_like(m)
             if len(m) > 1:
-                g_up[1:] = np.cumsum(inc[:0:-1])
-            self._tables = (self.losses, r, g_up[::-1], g_up)
+                np.cumsum(inc[:0:-1], out=g_up[1:])  # (no temporary: issue 28)
+            self._tables = (GridLosses(self.offset, self.h, len(m)), r, g_up[::-1], g_up)
         return self._tables
 
     def _raw_delta(self, eps: np.ndarray) -> np.ndarray:

@@ -36,10 +36,12 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if pld.inf_mass > 0:
         return np.full(a.shape, np.inf)
-    m = _drop_top_mass(pld.masses, pld.slack)
-    k = max(1, math.ceil(len(m) / _FLOOR_BLOCKS))
-    pad = (-len(m)) % k
-    mb = np.concatenate([m, np.zeros(pad)]).reshape(-1, k)
+    n = len(pld.masses)
+    k = max(1, math.ceil(n / _FLOOR_BLOCKS))
+    pad = (-n) % k
+    mb = np.zeros(n + pad)  # (one copy, the masses' drop done in it: issue 28)
+    _drop_top_mass(pld.masses, pld.slack, out=mb[:n])
+    mb = mb.reshape(-1, k)
     blocks = mb.sum(axis=1)
     keep = blocks > 0
     if not keep.any():
@@ -56,11 +58,17 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     return np.maximum(out, 0.0)
 
 
-def _drop_top_mass(masses: np.ndarray, amount: float) -> np.ndarray:
+def _drop_top_mass(masses: np.ndarray, amount: float, out: np.ndarray | None = None
+                   ) -> np.ndarray:
     """``masses`` with ``amount`` of mass removed from the highest indices down: the smallest
-    E[f(L)] for increasing f >= 0 over all mass vectors within l1 distance ``amount``."""
+    E[f(L)] for increasing f >= 0 over all mass vectors within l1 distance ``amount``
+    (written into ``out`` if given, else a copy; ``masses`` itself if nothing is removed
+    and no ``out`` is given)."""
     if amount <= 0:
-        return masses
+        if out is None:
+            return masses
+        out[:] = masses
+        return out
     # Only the top entries change: float cumsums of nonnegative terms are nondecreasing, so
     # below the first index (from the top) whose mass above reaches ``amount`` nothing is
     # removed.  The cumsum runs over a top window doubled until it gets there; its values
@@ -70,12 +78,21 @@ def _drop_top_mass(masses: np.ndarray, amount: float) -> np.ndarray:
     width = min(n, 1024)
     while True:
         top = masses[n - width:]
-        above = np.cumsum(top[::-1])[::-1] - top  # mass strictly above each index
+        above = np.cumsum(top[::-1])[::-1]
+        above -= top  # mass strictly above each index
         if width == n or above[0] >= amount:
             break
         width = min(n, 4 * width)
-    out = masses.copy()
-    out[n - width:] = np.clip(top - np.maximum(amount - above, 0.0), 0.0, None)
+    if out is None:
+        out = masses.copy()
+    else:
+        out[:] = masses
+    # clip(top - max(amount - above, 0), 0, None), in place in ``above``
+    np.subtract(amount, above, out=above)
+    np.maximum(above, 0.0, out=above)
+    np.subtract(top, above, out=above)
+    np.maximum(above, 0.0, out=above)
+    out[n - width:] = above
     return out
 
 

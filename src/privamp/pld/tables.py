@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .grid import PLD
 
 __all__ = [
+    "GridLosses",
     "band_tables",
     "decay_weights",
     "discounted_suffix",
@@ -30,6 +31,46 @@ __all__ = [
 
 
 _U = UNIT_ROUNDOFF
+
+
+class GridLosses:
+    """The losses ``(offset + i) h``, 0 <= i < n, of a grid PLD, computed on access by the
+    float operations of ``PLD.losses`` (so the same values) instead of stored: the query
+    tables of a long PLD hold n floats fewer (issue 28).  Supports ``len``, indexing by
+    integers and arrays of integers in [0, n), ``np.asarray`` (the stored array), and
+    ``np.searchsorted(losses, v, side="right")``: exact, as the losses are nondecreasing
+    in i (an integer-to-float conversion and a product by h > 0, both monotone), so a guess
+    from ``v / h`` is moved to the count of losses <= v by comparisons with those values."""
+
+    def __init__(self, offset: int, h: float, n: int) -> None:
+        self.offset, self.h, self.n = offset, h, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        return (self.offset + np.asarray(i)) * self.h
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray((self.offset + np.arange(self.n)) * self.h, dtype=dtype)
+
+    def searchsorted(self, v, side: str = "right", sorter=None):
+        va = np.asarray(v, dtype=float)
+        n = self.n
+        if side != "right" or sorter is not None or n == 0:
+            return np.searchsorted(np.asarray(self), va, side=side, sorter=sorter)
+        x = va.reshape(-1)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            f = np.floor(x / self.h) - self.offset + 1.0
+        g = np.clip(np.nan_to_num(f, nan=n, posinf=n, neginf=0.0), 0, n).astype(np.intp)
+        g[np.isnan(x)] = n  # (numpy sorts NaN last)
+        for _ in range(64):
+            inc = (g < n) & (self[np.minimum(g, n - 1)] <= x)
+            dec = (g > 0) & (self[np.maximum(g - 1, 0)] > x)
+            if not (inc.any() or dec.any()):
+                return g.reshape(va.shape)[()]
+            g = g + inc.astype(np.intp) - dec.astype(np.intp)
+        return np.searchsorted(np.asarray(self), va, side="right")
 
 
 @functools.lru_cache(maxsize=16)
