@@ -41,13 +41,13 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     pad = (-n) % k
     mb = np.zeros(n + pad)  # (one copy, the masses' drop done in it: issue 28)
     _drop_top_mass(pld.masses, pld.slack, out=mb[:n])
-    mb = mb.reshape(-1, k)
-    blocks = mb.sum(axis=1)
+    mb2 = mb.reshape(-1, k)
+    blocks = mb2.sum(axis=1)
     keep = blocks > 0
     if not keep.any():
         return np.zeros(a.shape)
     # P-weighted mean loss of each block (Jensen: sum p e^{tl} >= P_block e^{t mean})
-    index = (mb @ np.arange(k, dtype=float))[keep] / blocks[keep]
+    index = (mb2 @ np.arange(k, dtype=float))[keep] / blocks[keep]
     lm = (pld.offset + k * np.flatnonzero(keep) + index) * pld.h
     lw = np.log(blocks[keep])
     t = (a - 1.0)[:, None]

@@ -58,7 +58,8 @@ class GridLosses:
         va = np.asarray(v, dtype=float)
         n = self.n
         if side != "right" or sorter is not None or n == 0:
-            return np.searchsorted(np.asarray(self), va, side=side, sorter=sorter)
+            return np.searchsorted(np.asarray(self), va, side=side,  # type: ignore[call-overload]
+                                   sorter=sorter)
         x = va.reshape(-1)
         with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
             f = np.floor(x / self.h) - self.offset + 1.0
