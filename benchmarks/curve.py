@@ -14,9 +14,9 @@ the path: the before column of benchmarks/results/curve.md ran the same script o
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import cpu
 
 DELTA = 1e-5
 
@@ -40,13 +40,6 @@ def run_of(q: float, sigma: float, T: int):
     import privamp as pa
 
     return pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T)
-
-
-def cpu(fn) -> tuple[float, object]:
-    t0 = time.process_time()
-    out = fn()
-    return time.process_time() - t0, out
-
 
 def check(q: float, sigma: float, T: int, curve) -> str:
     """Consistency with single queries at 3 checkpoints (first, middle, last)."""
@@ -78,10 +71,10 @@ def main() -> None:
             order = ("s", "c") if r % 2 == 0 else ("c", "s")
             for w in order:
                 if w == "s":
-                    t, g1 = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon(DELTA))
+                    g1, t = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon(DELTA))
                     singles.append(t)
                 else:
-                    t, gc = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon_curve(DELTA))
+                    gc, t = cpu(lambda q=q, s=sigma, T=T: run_of(q, s, T).epsilon_curve(DELTA))
                     curves.append(t)
         s, c = min(singles), min(curves)
 

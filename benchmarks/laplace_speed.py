@@ -19,11 +19,10 @@ every call is fresh (no cache survives between calls: a new Training each time).
 from __future__ import annotations
 
 import argparse
-import gc
 import statistics
-import time
-import warnings
 from pathlib import Path
+
+from timing import cpu
 
 DELTA = 1e-5
 
@@ -63,17 +62,6 @@ def dp_call(q: float, b: float, T: int, delta: float = DELTA) -> float:
     return float(pld.from_laplace_mechanism(parameter=b, sensitivity=1.0, sampling_prob=q)
                  .self_compose(T).get_epsilon_for_delta(delta))
 
-
-def cpu(fn):
-    """(result, CPU seconds) of one call."""
-    gc.collect()
-    t0 = time.process_time()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        out = fn()
-    return out, time.process_time() - t0
-
-
 def run(repeat: int, settings=SETTINGS) -> list[dict]:
     """One row per setting: both libraries' epsilons and median CPU times."""
     privamp_call(1e-3, 1.0, 10)  # imports and first-call costs out of the timings
@@ -83,9 +71,9 @@ def run(repeat: int, settings=SETTINGS) -> list[dict]:
         d = rest[0] if rest else DELTA
         tp, td = [], []
         for _ in range(repeat):
-            res, t = cpu(lambda q=q, b=b, T=T, d=d: privamp_call(q, b, T, d))
+            res, t = cpu(lambda q=q, b=b, T=T, d=d: privamp_call(q, b, T, d), quiet=True)
             tp.append(t)
-            eps_dp, t = cpu(lambda q=q, b=b, T=T, d=d: dp_call(q, b, T, d))
+            eps_dp, t = cpu(lambda q=q, b=b, T=T, d=d: dp_call(q, b, T, d), quiet=True)
             td.append(t)
         up, lo = float(res.upper.value), float(res.lower.value)
         rows.append(dict(q=q, b=b, T=T, delta=d, src=res.upper.source.split(",")[0],

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 import warnings
 from collections.abc import Callable
+
+from timing import cpu
 
 DELTA = 1e-5
 SETTINGS = [(1e-5, 0.3, 10), (1e-4, 0.3, 10), (1e-3, 0.3, 10), (1e-5, 1.0, 10),
@@ -53,13 +54,6 @@ def prv_call(q: float, sigma: float, T: int) -> Callable[[], float]:
             return float(acc.get_epsilon(DELTA))
 
     return run
-
-
-def cpu(fn: Callable[[], object]) -> tuple[object, float]:
-    t0 = time.process_time()
-    v = fn()
-    return v, time.process_time() - t0
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

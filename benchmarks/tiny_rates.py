@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 from collections.abc import Callable
+
+from timing import cpu
 
 DELTA = 1e-5
 QS = (1e-7, 1e-6, 1e-5, 1e-4)
@@ -46,13 +47,6 @@ def dpa_call(q: float, sigma: float, T: int) -> Callable[[], float]:
         return float(acc.get_epsilon(DELTA))
 
     return run
-
-
-def cpu(fn: Callable[[], object]) -> tuple[object, float]:
-    t0 = time.process_time()
-    v = fn()
-    return v, time.process_time() - t0
-
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
+
+from timing import cpu
 
 DELTA = 1e-5
 
@@ -76,13 +77,6 @@ def dpa_call(m: int, n: int, sigma: float, T: int, rel: str) -> Callable[[], flo
 
     return run
 
-
-def cpu(fn: Callable[[], object]) -> tuple[float, object]:
-    c0 = time.process_time()
-    v = fn()
-    return time.process_time() - c0, v
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=7)
@@ -100,7 +94,7 @@ def main() -> int:
         for r in range(args.reps):
             first, second = ((a, ta), (b, tb)) if r % 2 == 0 else ((b, tb), (a, ta))
             for fn, acc in (first, second):
-                t, v = cpu(fn)
+                v, t = cpu(fn)
                 acc.append(t)
                 if fn is a:
                     va = v

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from dpa_peer import dp_accounting_epsilon
 from scipy.stats import norm
 
 import privamp as pa
@@ -29,14 +30,6 @@ DELTA = 1e-5
 #: (q, sigma, T): the LOOSER rows of benchmarks/results/scan_session9.md that the policy
 #: targets (privamp answered in <= 1/10 of dp-accounting's CPU time there)
 LOOSER = [(0.001, 1.0, 100), (256 / 60000, 0.8, 100), (256 / 60000, 1.1, 100)]
-
-
-def dp_accounting_epsilon(q: float, sigma: float, T: int) -> float:
-    """dp-accounting's PLD estimate (its defaults: value_discretization_interval 1e-4)."""
-    dpa = pytest.importorskip("dp_accounting")
-    acc = dpa.pld.PLDAccountant()
-    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
-    return float(acc.get_epsilon(DELTA))
 
 
 @pytest.mark.parametrize("q, sigma, T", LOOSER)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from dpa_peer import dp_accounting_epsilon
 from scipy.stats import norm
 
 import privamp as pa
@@ -24,14 +25,6 @@ from privamp.accountants.poisson import poisson_pairs
 from privamp.pld.budget import TWO_LEVEL_MIN_T
 
 DELTA = 1e-5
-
-
-def dp_accounting_epsilon(q: float, sigma: float, T: int) -> float:
-    """dp-accounting's PLD estimate (its defaults: value_discretization_interval 1e-4)."""
-    dpa = pytest.importorskip("dp_accounting")
-    acc = dpa.pld.PLDAccountant()
-    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
-    return float(acc.get_epsilon(DELTA))
 
 
 def test_heavy_long_run_against_dp_accounting() -> None:

@@ -6,6 +6,7 @@ and the rule leaves the step alone where the range asks for too many bulk steps.
 from __future__ import annotations
 
 import pytest
+from dpa_peer import dp_accounting_epsilon
 
 import privamp as pa
 from privamp.accountants.grid import (
@@ -16,14 +17,6 @@ from privamp.accountants.grid import (
 from privamp.accountants.poisson import poisson_pairs
 
 DELTA = 1e-5
-
-
-def dp_accounting_epsilon(q: float, sigma: float, T: int) -> float:
-    """dp-accounting's PLD estimate (its defaults: value_discretization_interval 1e-4)."""
-    dpa = pytest.importorskip("dp_accounting")
-    acc = dpa.pld.PLDAccountant()
-    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
-    return float(acc.get_epsilon(DELTA))
 
 
 def test_short_run_against_dp_accounting() -> None:
