@@ -70,6 +70,7 @@ def test_estimate_refuses_huge_shifts():
 @pytest.mark.parametrize("q, sigma, T", [(1e-7, 0.3, 10), (1e-5, 0.3, 10**4),
                                          (1e-5, 1.0, 10**4), (1e-3, 1.0, 10**7),
                                          (0.1, 4.0, 10**7), (0.1, 8.0, 10)])
+@pytest.mark.filterwarnings("ignore:Optimal order is the")  # (Opacus's notice on its orders)
 def test_public_call_never_looser_than_opacus(q, sigma, T):
     rdp = pytest.importorskip("opacus.accountants.analysis.rdp")
     orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 64))

@@ -139,6 +139,7 @@ def test_wor_substitution_renyi_floor_below_rdp_curve() -> None:
     assert np.all(floor <= curve)
 
 
+@pytest.mark.filterwarnings("ignore:Secure RNG turned off")  # (Opacus's own notice)
 def test_reused_privacy_engine_does_not_calibrate_with_the_first_loader() -> None:
     """A PrivacyEngine(accountant="privamp") reused: make_private_with_epsilon with a Poisson
     loader, then again with a shuffled one.  Before the fix the second calibration took the
