@@ -172,3 +172,33 @@ def test_reused_privacy_engine_does_not_calibrate_with_the_first_loader() -> Non
     private(engine, True)
     with pytest.raises(ValueError, match="bound to"):
         private(engine, False)
+
+
+@pytest.mark.parametrize("K, q, s", [(8, 1e-6, 12.5), (2, 1e-8, 3.0)])
+def test_group_mixture_tails_a_hair_above_the_loss_floor_match_mpmath(K, q, s) -> None:
+    """The session-10 review's open concern, closed: Q(L > floor + d) for d down to 1e-15,
+    where a float log(sum) rounded the loss onto its floor (errors of 1e-5 to 1e-1 relative
+    before: the loss is now top + log1p(the other terms) and the preimage's stopping rule has
+    no absolute term).  Reference: the preimage by 60-digit bisection, Q's tail in mpmath."""
+    import mpmath as mp
+    from scipy.stats import binom
+
+    from privamp.pairs.mixtures import GaussianShiftMixturePair
+
+    pair = GaussianShiftMixturePair(binom.pmf(np.arange(K + 1), K, q), s)
+    with mp.workdps(60):
+        b = [mp.mpf(float(x)) for x in pair.b]
+
+        def loss(x):
+            return mp.log(mp.fsum(b[j] * mp.exp(j * s * x - (j * s) ** 2 / 2)
+                                  for j in range(K + 1)))
+
+        for d in (1e-15, 1e-13, 1e-12, 1e-10):
+            level = pair.floor + d
+            lo, hi = mp.mpf(-200), mp.mpf(200)
+            for _ in range(260):
+                mid = (lo + hi) / 2
+                lo, hi = (lo, mid) if loss(mid) > mp.mpf(level) else (mid, hi)
+            exact = float(mp.ncdf(-hi))
+            got = float(pair.tail(np.array([level]), "Q", True, True)[0])
+            assert got == pytest.approx(exact, rel=1e-6), (d, got, exact)

@@ -132,13 +132,14 @@ class GaussianShiftMixturePair(LossPair):
         """The privacy loss log dP/dQ at output x (vectorised)."""
         x = _arr(x)
         flat = x.reshape(-1)
-        terms, top = self._terms(flat)
+        terms, top, _ = self._terms(flat)
         with np.errstate(invalid="ignore"):
-            out = top + np.log(terms.sum(axis=0))
+            out = top + np.log1p(terms.sum(axis=0))
         return np.where(np.isfinite(top), out, top).reshape(x.shape)
 
-    def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(exp(c_j + j s x - top), top) with top = max_j (c_j + j s x), c_j = log b_j -
+    def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(exp(c_j + j s x - top), top, j_top) but for the top term itself (0 in the array;
+        its value is 1) with top = max_j (c_j + j s x) reached at j_top, c_j = log b_j -
         j^2 s^2 / 2, per point of the flat array x (the component j = 0 is c_0 at every x,
         also at x = +-inf); computed in place (issue 28: the temporaries of the
         vectorised form were half of the group PLD's discretisation time)."""
@@ -147,11 +148,17 @@ class GaussianShiftMixturePair(LossPair):
             np.multiply(self._slope[1:, None], x[None, :], out=terms[1:])
         terms[0] = 0.0
         terms += self._c[:, None]
-        top = terms.max(axis=0)
+        jt = terms.argmax(axis=0)
+        cols = np.arange(x.size)
+        top = terms[jt, cols]
         with np.errstate(invalid="ignore"):
             terms -= top
             np.exp(terms, out=terms)
-        return terms, top
+        # the top term (exactly 1) left out: L = top + log1p(sum of the rest), so a loss a
+        # hair above the floor (the rest far below one ulp of 1) is not rounded onto the
+        # floor (session 10 review: tails within 1e-12 of the floor lost their digits)
+        terms[jt, cols] = 0.0
+        return terms, top, jt
 
     def loss_range(self, tail: float) -> tuple[float, float]:
         """Loss quantiles through the output x: with z = Phi^{-1}(1 - tail),
@@ -290,19 +297,20 @@ class GaussianShiftMixturePair(LossPair):
         act = np.arange(x.size)
         for _ in range(60):
             xa = x[act]
-            e, top = self._terms(xa)
-            ssum = e.sum(axis=0)
-            logs = np.log(ssum)
+            e, top, jt = self._terms(xa)
+            rest = e.sum(axis=0)
+            logs = np.log1p(rest)
             val = top + logs
-            deriv = (self._slope @ e) / ssum
+            deriv = (self._slope @ e + self._slope[jt]) / (1.0 + rest)
             gap = val - tgt[act]
             with np.errstate(divide="ignore", invalid="ignore"):
                 step = np.where(deriv > 0, gap / deriv, 0.0)
             step = np.maximum(step, 0.0)  # rounding can put val a hair below tgt
-            # L(xa) within the rounding of its evaluation of the target (top + log(sum),
-            # sum >= 1 computed to a few ulps): xa is kept (an iterate from above, as the
-            # bisection's side="hi"); the rest step on
-            flat = gap <= 4.0 * np.finfo(float).eps * (1.0 + np.abs(top) + np.abs(logs))
+            # L(xa) within the rounding of its evaluation of the target (top + log1p(rest),
+            # each to a few ulps of its own size: no absolute term, so a target a hair above
+            # the floor is resolved): xa is kept (an iterate from above, as the bisection's
+            # side="hi"); the rest step on
+            flat = gap <= 4.0 * np.finfo(float).eps * (np.abs(top) + np.abs(logs))
             new = np.where(flat, xa, np.maximum(xa - step, lo[act]))
             done = flat | (np.abs(new - xa) <= 4e-16 * np.maximum(1.0, np.abs(xa)))
             x[act] = new
