@@ -33,8 +33,8 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-from scipy import fft as sfft
 
+from . import fft_plans as sfft
 from .chernoff import (
     PRODUCT_CHERNOFF_POINTS,
     UNIT_ROUNDOFF,

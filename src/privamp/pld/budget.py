@@ -38,8 +38,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 
-import numpy as np
-import scipy.fft as sfft
+from ..numerics.fft_plans import release_fft_plans
 
 __all__ = [
     "BUDGET",
@@ -157,28 +156,6 @@ def discretise_bytes(dense: float, full: float) -> float:
         The estimate, in bytes.
     """
     return DENSE_POINT_BYTES * dense + GRID_POINT_BYTES * full
-
-
-#: scipy's FFT (pocketfft) keeps the plans of its last 16 transform lengths per kind of
-#: transform (real / complex, float64 / long double), outside numpy and tracemalloc: about
-#: 20 bytes per point for a long-double real transform (three plans of 4-6M points: 360 MB
-#: of resident memory after every array was freed)
-FFT_PLAN_CACHE = 16
-
-
-def release_fft_plans() -> None:
-    """Evict the large transforms' plans from scipy's FFT plan caches by transforming
-    :data:`FFT_PLAN_CACHE` + 1 tiny lengths of every kind the engines use (a few hundred
-    microseconds; pocketfft has no call to empty its caches).  Between queries that each fit
-    the memory budget, the plans of earlier ones would otherwise pile up: calibrating a rate
-    at delta 1e-12 reached 1.1 GB peak RSS over 8 probes of at most 500 MB each (session 9).
-    """
-    for dtype in (np.float64, np.longdouble):
-        for n in range(64, 65 + FFT_PLAN_CACHE):
-            x = np.ones(n, dtype=dtype)
-            sfft.irfft(sfft.rfft(x), n)
-            sfft.ifft(sfft.fft(x.astype(np.complex128 if dtype is np.float64
-                                        else np.clongdouble)))
 
 
 def release_memory() -> None:
