@@ -15,32 +15,11 @@ import math
 import warnings
 from collections.abc import Callable
 
-from timing import cpu
+from timing import cpu, dpa_call, privamp_call
 
 DELTA = 1e-5
 SETTINGS = [(1e-5, 0.3, 10), (1e-4, 0.3, 10), (1e-3, 0.3, 10), (1e-5, 1.0, 10),
             (1e-4, 1.0, 10), (1e-5, 0.3, 100)]
-
-
-def privamp_call(q: float, sigma: float, T: int) -> Callable[[], tuple[float, float]]:
-    import privamp as pa
-
-    def run() -> tuple[float, float]:
-        r = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(DELTA)
-        return float(r.upper.value), float(r.lower.value)
-
-    return run
-
-
-def dpa_call(q: float, sigma: float, T: int) -> Callable[[], float]:
-    import dp_accounting as dpa
-
-    def run() -> float:
-        acc = dpa.pld.PLDAccountant()
-        acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
-        return float(acc.get_epsilon(DELTA))
-
-    return run
 
 
 def prv_call(q: float, sigma: float, T: int) -> Callable[[], float]:
@@ -54,6 +33,7 @@ def prv_call(q: float, sigma: float, T: int) -> Callable[[], float]:
             return float(acc.get_epsilon(DELTA))
 
     return run
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable
 
-from timing import cpu
+from timing import cpu, dpa_call, privamp_call
 
 DELTA = 1e-5
 QS = (1e-7, 1e-6, 1e-5, 1e-4)
@@ -28,25 +27,6 @@ SIGMAS = (0.5, 1.0, 2.0, 4.0, 8.0)
 TS = (10, 100, 10**4, 10**6)
 
 
-def privamp_call(q: float, sigma: float, T: int) -> Callable[[], tuple[float, float]]:
-    import privamp as pa
-
-    def run() -> tuple[float, float]:
-        r = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(DELTA)
-        return float(r.upper.value), float(0.0 if r.lower is None else r.lower.value)
-
-    return run
-
-
-def dpa_call(q: float, sigma: float, T: int) -> Callable[[], float]:
-    import dp_accounting as dpa
-
-    def run() -> float:
-        acc = dpa.pld.PLDAccountant()
-        acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), T)
-        return float(acc.get_epsilon(DELTA))
-
-    return run
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
