@@ -15,7 +15,7 @@ import math
 import warnings
 from collections.abc import Callable
 
-from timing import cpu, dpa_call, privamp_call
+from timing import cpu, dpa_call, emit, privamp_call
 
 DELTA = 1e-5
 SETTINGS = [(1e-5, 0.3, 10), (1e-4, 0.3, 10), (1e-3, 0.3, 10), (1e-5, 1.0, 10),
@@ -65,11 +65,7 @@ def main() -> None:
             flag = " LOOSER" if up > v else ""
             cells.append(f"{v:.8g} ({t:.4f}, {t / tp:.2f}x){flag}")
         lines.append("| " + " | ".join(cells) + " |")
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    emit("\n".join(lines), a.out)
 
 
 if __name__ == "__main__":

@@ -53,3 +53,11 @@ def dpa_call(q: float, sigma: float, T: int, delta: float = 1e-5) -> Callable[[]
         return float(acc.get_epsilon(delta))
 
     return run
+
+
+def emit(text: str, out: str = "") -> None:
+    """Print a benchmark's table, and write it to ``out`` when given."""
+    print(text)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from timing import cpu, dpa_call, privamp_call
+from timing import cpu, dpa_call, emit, privamp_call
 
 DELTA = 1e-5
 QS = (1e-7, 1e-6, 1e-5, 1e-4)
@@ -72,11 +72,7 @@ def main() -> None:
                      f"{vals[s]['dp-accounting']:.7g} | {1e3 * td:.2f} | {ratio:.2f}x"
                      f"{' SLOWER' if ratio < 1.0 else ''} |")
     lines += ["", f"{slower} of {len(settings)} settings slower than dp-accounting."]
-    text = "\n".join(lines)
-    print(text)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text + "\n")
+    emit("\n".join(lines), a.out)
 
 
 if __name__ == "__main__":
