@@ -300,8 +300,11 @@ def main() -> int:
             if isinstance(pv, float):  # (a refusal is no win)
                 worst = min(worst, ratio)
             mark = verdict(v, pv)
-            if mark:
-                marks.append((mark, name, label(s)))
+            if mark:  # (full digits: the table rounds peers to 5 significant digits)
+                assert isinstance(v, tuple) and isinstance(pv, float)
+                marks.append((mark, name, f"{label(s)}: privamp [{v[0]!r}, {v[1]!r}], "
+                                          f"{name} {pv!r} (upper - peer {v[1] - pv:.3g}, "
+                                          f"{(v[1] - pv) / pv:.3g} relative)"))
             cells.append(f"{_fmt(pv)} ({pt:.3g} s, cpu {pc:.3g} s, {ratio:.2g}x)"
                          f"{' ' + mark if mark else ''}")
         if s["kind"] == "group":
@@ -351,7 +354,7 @@ def main() -> int:
     for kind in ("LOOSER", BELOW):
         hit = [(name, lab) for m, name, lab in marks if m == kind]
         lines += ["", f"{kind}: {len(hit)} peer estimates.", ""]
-        lines += [f"- {lab}: {name}" for name, lab in hit]
+        lines += [f"- {lab}" for _, lab in hit]
     if out:
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text("\n".join(lines) + "\n")

@@ -100,3 +100,10 @@ def test_scan_row_q1e4_sigma03_t1e6_against_dp_accounting():
     r = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(1e-5)
     assert float(r.lower.value) <= peer
     assert float(r.upper.value) <= peer * (1 + 1e-9)
+
+
+def test_first_level_length_is_capped():
+    """Very long runs: blocks of at most 1.4 x 32000 steps (the window grows with them)."""
+    seen = compose_mod._first_level_length(10**7, min(10**7 // 32, 32000))
+    assert 22400 <= seen <= 44800
+    assert compose_mod._first_level_length(10**6, 31250) == 31250  # no remainder

@@ -23,13 +23,20 @@ _TWO_LEVEL_T1 = 1000
 
 
 #: ... and at most about this many first-level blocks: a longer run takes T1 near
-#: T / _TWO_LEVEL_BLOCKS (issue 28).  The coarse stage charges the first level's certified
-#: FFT allowance (its slack) once per block and pays one coarsening's discretisation error
-#: per block, so fewer, longer blocks are tighter: q 1e-4, sigma 0.3, T 1e6 (T1 1000 ->
-#: 31250): slack 1.9e-9 -> 2.6e-10, upper 71.234390 -> 71.233871 (dp-accounting 71.233872),
-#: lower 71.226291 -> 71.226825, at the same CPU time.  If the first level's power method
-#: is unavailable (window too long), the blocks of _TWO_LEVEL_T1 steps are used.
+#: T / _TWO_LEVEL_BLOCKS, up to _TWO_LEVEL_MAX_T1 (issue 28).  The coarse stage charges the
+#: first level's certified FFT allowance (its slack) once per block and pays one
+#: coarsening's discretisation error per block, so fewer, longer blocks are tighter:
+#: q 1e-4, sigma 0.3, T 1e6 (T1 1000 -> 31250): slack 1.9e-9 -> 2.6e-10, upper
+#: 71.234390 -> 71.233871 (dp-accounting 71.233872), lower 71.226291 -> 71.226825, at the
+#: same CPU time.  If the first level's power method is unavailable (window too long), the
+#: blocks of _TWO_LEVEL_T1 steps are used.
 _TWO_LEVEL_BLOCKS = 32
+
+
+#: ... the longest first level: its window grows about as sqrt(T1) where the steps' sum
+#: spreads (q 1e-3, sigma 0.5, T 1e7: T1 312500 took 0.6 s CPU against 0.34 s at 1000,
+#: T1 32000 0.4 s with nearly the same interval, [309.05489, 309.07284])
+_TWO_LEVEL_MAX_T1 = 32000
 
 
 #: direct-sum budget of the remainder steps' products: their FFT allowance (~1e-13 each) is
@@ -71,11 +78,11 @@ def _first_level_length(T: int, target: int) -> int:
 
 def compose_two_level(p: PLD, T: int) -> PLD:
     """The T-fold composition of a PLD in two levels: ``T1`` (0.7..1.4 times
-    ``max(1000, T / 32)``, the one leaving the smallest remainder r = T mod T1; blocks of
-    700..1400 steps where the power method cannot take the longer ones) steps on p's grid,
-    then that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its atoms for
-    a pessimistic PLD, merged atoms and chained lowered chords for an optimistic one) and
-    composed ``T // T1`` times, times r coarsened single steps.
+    ``min(max(1000, T / 32), 32000)``, the one leaving the smallest remainder r = T mod T1;
+    blocks of 700..1400 steps where the power method cannot take the longer ones) steps on
+    p's grid, then that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its
+    atoms for a pessimistic PLD, merged atoms and chained lowered chords for an optimistic
+    one) and composed ``T // T1`` times, times r coarsened single steps.
 
     Every stage keeps the PLD's kind, so the result bounds the truth the same way.  The
     coarse stage's discretisation error (second order in the step, once per T1 steps) adds
@@ -88,7 +95,7 @@ def compose_two_level(p: PLD, T: int) -> PLD:
         return p.self_compose(T)
     tau = TRUNC_BUDGET / (2.0 * T)
     k = TWO_LEVEL_FACTOR
-    target = max(_TWO_LEVEL_T1, T // _TWO_LEVEL_BLOCKS)
+    target = min(max(_TWO_LEVEL_T1, T // _TWO_LEVEL_BLOCKS), _TWO_LEVEL_MAX_T1)
     fine = None
     if target > _TWO_LEVEL_T1:  # long blocks: by the power method only, else short ones
         t1 = _first_level_length(T, target)
