@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from .grid import PLD
+from .jensen_blocks import block_sums
 
 __all__ = [
     "renyi_floor",
@@ -16,6 +17,10 @@ __all__ = [
 
 #: the grid is summed in at most this many blocks (each at its lowest loss)
 _FLOOR_BLOCKS = 1024
+
+
+#: orders per chunk of the floor's (orders x blocks) tables
+_ORDER_CHUNK = 64
 
 
 def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
@@ -38,23 +43,23 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
         return np.full(a.shape, np.inf)
     n = len(pld.masses)
     k = max(1, math.ceil(n / _FLOOR_BLOCKS))
-    pad = (-n) % k
-    mb = np.zeros(n + pad)  # (one copy, the masses' drop done in it: issue 28)
-    _drop_top_mass(pld.masses, pld.slack, out=mb[:n])
-    mb2 = mb.reshape(-1, k)
-    blocks = mb2.sum(axis=1)
+    # the block sums of the masses with the top drop done, without a copy (issue 28)
+    blocks, weighted = block_sums(pld.masses, pld.slack, k)
     keep = blocks > 0
     if not keep.any():
         return np.zeros(a.shape)
     # P-weighted mean loss of each block (Jensen: sum p e^{tl} >= P_block e^{t mean})
-    index = (mb2 @ np.arange(k, dtype=float))[keep] / blocks[keep]
+    index = weighted[keep] / blocks[keep]
     lm = (pld.offset + k * np.flatnonzero(keep) + index) * pld.h
     lw = np.log(blocks[keep])
-    t = (a - 1.0)[:, None]
-    e = t * lm[None, :] + lw[None, :]
-    top = e.max(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore"):
-        out = (top[:, 0] + np.log(np.exp(e - top).sum(axis=1))) / t[:, 0]
+    out = np.empty(a.shape)
+    for i in range(0, a.size, _ORDER_CHUNK):  # (orders x blocks) tables a chunk at a time
+        t = (a[i : i + _ORDER_CHUNK] - 1.0)[:, None]
+        e = t * lm[None, :] + lw[None, :]
+        top = e.max(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore"):
+            lse = top[:, 0] + np.log(np.exp(e - top).sum(axis=1))
+        out[i : i + _ORDER_CHUNK] = lse / t[:, 0]
     return np.maximum(out, 0.0)
 
 

@@ -90,6 +90,10 @@ def decay_weights(h: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     return w[:n], om[:n]
 
 
+#: entries per chunk of :func:`discounted_suffix`'s in-place passes
+_SUFFIX_CHUNK = 1 << 16
+
+
 def discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
     """r_j = sum_{i >= j} m_i e^{-(i - j) h} for nonnegative m, in blocks of B <= 1024 points
     with B h <= 30: within a block, weights e^{-(i - s) h} >= e^{-30} and one reversed cumsum
@@ -105,19 +109,31 @@ def discounted_suffix(m: np.ndarray, h: float, up: bool) -> np.ndarray:
     wrev, tailrev, decay = suffix_weights(B, h)
     mm = np.zeros(nb * B)
     mm[:n] = m
-    # the blocks from the top down, each read backwards (contiguous rows): the same products
-    # and the same chains of additions as summing each block backwards in place
-    inner = np.cumsum(mm[::-1].reshape(nb, B) * wrev, axis=1)
-    inner /= wrev
-    starts = inner[:, -1]
+    # the blocks from the top down, each read backwards (rows of a view of mm): the same
+    # products and the same chains of additions as summing each block backwards in place;
+    # done in mm a chunk of rows at a time (issue 28: no temporaries of the grid's length)
+    inner = mm[::-1].reshape(nb, B)
+    rows = max(1, _SUFFIX_CHUNK // B)
+    for c in range(0, nb, rows):
+        blk = np.cumsum(inner[c : c + rows] * wrev, axis=1)
+        blk /= wrev
+        inner[c : c + rows] = blk
+    starts = inner[:, -1].copy()
     carry = np.zeros(nb)
     acc = 0.0
     for b in range(nb):  # r at the start of the block above, chained
         carry[b] = acc
         acc = float(starts[b]) + decay * acc
-    inner += carry[:, None] * tailrev
-    r = inner.ravel()[::-1][:n]
-    return underflow(r, n * math.exp(30.0), up)
+    for c in range(0, nb, rows):
+        inner[c : c + rows] += carry[c : c + rows, None] * tailrev
+    r = mm[:n]
+    a = n * math.exp(30.0) * 5e-324  # the allowance of :func:`underflow`, in place
+    if up:
+        r += a
+    else:
+        r -= a
+        np.maximum(r, 0.0, out=r)
+    return r
 
 
 def underflow(x, count: float, up: bool):
