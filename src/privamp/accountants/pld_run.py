@@ -30,6 +30,7 @@ __all__ = [
     "CURVE_MAX_POINTS",
     "curve_coarsening",
     "gap_blocks",
+    "DECIDING_RUN",
 ]
 
 
@@ -96,17 +97,34 @@ def sparse_checkpoints(ts: np.ndarray) -> list[bool]:
     return out
 
 
-def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
-                  ) -> tuple[list, list, dict[int, dict[int, np.ndarray]]]:
+#: epsilon_curve: a pessimistic-only direction with a finer version that decides the upper
+#: bound at this many checkpoints in a row from its first is not evaluated further on its
+#: coarse grid (a heuristic for speed: settle_partial then evaluates the finer version at
+#: every later checkpoint, as it would where the coarse one decides; q 1e-3, sigma 4,
+#: T 1e6: 29 -> 3 coarse evaluations, each on a transform twice as long as the finer one's)
+DECIDING_RUN = 3
+
+
+def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook,
+                 sparse: list[bool] | None = None, finer: Container[int] = ()
+                 ) -> tuple[list, list, dict[int, dict[int, tuple]]]:
     """The checkpoints' bounds from the directions' PLD streams (a stream yields None where
     its direction is not evaluated: those bounds cover the other directions only); also,
     per pessimistic-only direction, at the checkpoints where it was evaluated, its upper
-    bound and the other directions' largest one (``(own, rest)``)."""
+    bound and the other directions' largest one (``(own, rest)``).  ``sparse``: the
+    checkpoints where the pessimistic-only directions are evaluated (read by their streams
+    as they go); once each of them is in ``finer`` and decided at its first
+    ``DECIDING_RUN`` evaluations, the later ones are cleared."""
     out: list[BoundPair | NotApplicable] = []
     extra: list[object] = []
-    partial: dict[int, dict[int, np.ndarray]] = {}
+    partial: dict[int, dict[int, tuple]] = {}
     hints: dict[int, tuple] = {}  # the last answers: later epsilons lie above these
+    zeros: dict[float, PLD] = {}  # one zero optimistic PLD per grid step
     for k, t in enumerate(ts):
+        if sparse is not None and partial and any(sparse[k:]) and all(
+                i in finer and len(v) >= DECIDING_RUN and all(
+                    bool(np.any(a > b)) for a, b in v.values()) for i, v in partial.items()):
+            sparse[k:] = [False] * (len(ts) - k)
         dirs, present = [], []
         for i, (pess_side, opt_side) in enumerate(streams):
             pess = next(pess_side)
@@ -114,7 +132,8 @@ def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
                 partial.setdefault(i, {})
             if pess is None:
                 continue
-            dirs.append((pess, zero_pld(pess.h) if opt_side is None else next(opt_side)))
+            dirs.append((pess, zeros.setdefault(pess.h, zero_pld(pess.h)) if opt_side is None
+                         else next(opt_side)))
             present.append(i)
         pld = TwoSidedPLD(dirs)
         try:

@@ -270,7 +270,7 @@ class PLDAnalysis(RunAnalysis):
             streams = [(stream(i, 0, sparse if o is None else None),
                         None if o is None else stream(i, 1))
                        for i, (_, o, _) in enumerate(singles)]
-        out, extra, partial = curve_points(ts, streams, which, x, hook)
+        out, extra, partial = curve_points(ts, streams, which, x, hook, sparse, fine)
         if sparse is not None:
             settle_partial(out, partial, sparse, lambda i, want, f: stream(i, 2 * f, want), x,
                            fine)
