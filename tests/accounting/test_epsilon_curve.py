@@ -280,6 +280,13 @@ def test_settle_on_a_finer_grid_takes_the_least_bound():
     for k, loss in ((1, 3.0), (2, 3.5)):  # the fine grid's bound, below the coarse one
         assert eps(loss) <= out[k][0].value <= eps(loss) * (1 + 1e-9)
     assert all(o[1].value == 1.9 for o in out)
+    # the coarse grid decided nowhere: it settles the missing checkpoints itself
+    out = [(Bound(4.0, "upper", "a"), Bound(1.9, "lower", "a")) for _ in range(3)]
+    partial = {1: {2: (np.asarray(eps(3.6)), np.asarray(4.0))}}
+    asked.clear()
+    settle_partial(out, partial, [False, True, True], stream, np.asarray(delta), {1})
+    assert asked == [(1, [True, False, False], False)]
+    assert [o[0].value for o in out] == [4.0, 4.0, 4.0]
 
 
 @pytest.mark.slow

@@ -168,11 +168,11 @@ def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list
     wanted).
 
     A direction ``i`` in ``finer`` has a version on a finer grid (``stream(i, want,
-    True)``): it is used instead, and also at the evaluated checkpoints where the
-    direction decides the upper bound; each of the direction's certified upper bounds
-    there (the finer one, the coarse one at that checkpoint or at the next evaluated one)
-    bounds its epsilon, so the least of them is taken (session 11: q 1e-3, sigma 4,
-    T 1e6: the add direction decides at every checkpoint)."""
+    True)``): if the coarse one decided the upper bound at some evaluated checkpoint, the
+    finer one is used instead, and also at those checkpoints; each of the direction's
+    certified upper bounds there (the finer one, the coarse one at that checkpoint or at
+    the next evaluated one) bounds its epsilon, so the least of them is taken (session 11:
+    q 1e-3, sigma 4, T 1e6: the add direction decides at every checkpoint)."""
     n = len(out)
     nxt, s = [0] * n, n - 1
     for k in range(n - 1, -1, -1):
@@ -185,11 +185,12 @@ def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list
             for k in range(n)]
         decide = [i in finer and ok[k] and sparse[k] and k in vals and
                   bool(np.any(vals[k][0] > vals[k][1])) for k in range(n)]
+        fine = any(decide)  # (else the coarse grid, which decided nowhere, settles)
         want = [a or b for a, b in zip(miss, decide, strict=True)]
         if not any(want):
             continue
         hints, last = None, max(k for k in range(n) if want[k])
-        for k, pess in zip(range(last + 1), stream(i, want, i in finer), strict=False):
+        for k, pess in zip(range(last + 1), stream(i, want, fine), strict=False):
             if not want[k]:
                 continue
             one = TwoSidedPLD([(pess, zero_pld(pess.h))])
