@@ -126,8 +126,9 @@ def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook,
                     bool(np.any(a > b)) for a, b in v.values()) for i, v in partial.items()):
             sparse[k:] = [False] * (len(ts) - k)
         dirs, present = [], []
+        done = sparse is not None and not any(sparse[k:])  # (its products: no further)
         for i, (pess_side, opt_side) in enumerate(streams):
-            pess = next(pess_side)
+            pess = None if done and opt_side is None else next(pess_side)
             if opt_side is None:
                 partial.setdefault(i, {})
             if pess is None:
