@@ -237,9 +237,10 @@ def test_settled_checkpoint_takes_a_larger_direction():
     atoms = [(1000, 0.5), (3000, 0.5), (3500, 0.5)]  # loss 1, 3, 3.5
     plds = [PLD(h, off, np.array([p]), 0.0, "pessimistic") for off, p in atoms]
     out = [(Bound(2.0, "upper", "a"), Bound(1.9, "lower", "a")) for _ in atoms]
-    partial = {1: {2: np.asarray(3.5 + np.log1p(-delta / 0.5))}}
+    partial = {1: {2: (np.asarray(3.5 + np.log1p(-delta / 0.5)), np.asarray(2.0))}}
 
-    def stream(i, want):
+    def stream(i, want, finer):
+        assert not finer
         return iter([p if w else None for p, w in zip(plds, want, strict=True)])
 
     _settle_partial(out, partial, [False, False, True], stream, np.asarray(delta))
@@ -247,6 +248,61 @@ def test_settled_checkpoint_takes_a_larger_direction():
     want = 3.0 + np.log1p(-delta / 0.5)
     assert want <= out[1][0].value <= want * (1 + 1e-9)
     assert out[2][0].value == 2.0 and out[1][1].value == 1.9
+
+
+def test_settle_on_a_finer_grid_takes_the_least_bound():
+    """settle_partial with a finer version of the direction: it is evaluated at the missing
+    checkpoints and where the coarse evaluation decided, and the least certified bound of
+    the direction is kept there (one atom of P-mass p at loss l: epsilon l + log(1 - delta /
+    p), closed form)."""
+    from privamp.accountants.pld_run import settle_partial
+    from privamp.pld.grid import PLD
+    from privamp.results import Bound
+
+    h, delta = 1e-3, 1e-5
+
+    def eps(loss):
+        return loss + np.log1p(-delta / 0.5)
+
+    fine = [PLD(h, off, np.array([0.5]), 0.0, "pessimistic") for off in (1000, 3000, 3500)]
+    out = [(Bound(2.0, "upper", "a"), Bound(1.9, "lower", "a")) for _ in range(2)]
+    out.append((Bound(eps(3.6), "upper", "a"), Bound(1.9, "lower", "a")))
+    partial = {1: {2: (np.asarray(eps(3.6)), np.asarray(2.0))}}  # coarse: loss 3.6, decides
+    asked = []
+
+    def stream(i, want, finer):
+        asked.append((i, list(want), finer))
+        return iter([p if w else None for p, w in zip(fine, want, strict=True)])
+
+    settle_partial(out, partial, [False, False, True], stream, np.asarray(delta), {1})
+    assert asked == [(1, [True, True, True], True)]
+    assert out[0][0].value == 2.0  # loss 1 on the fine grid: the others' bound 2 stands
+    for k, loss in ((1, 3.0), (2, 3.5)):  # the fine grid's bound, below the coarse one
+        assert eps(loss) <= out[k][0].value <= eps(loss) * (1 + 1e-9)
+    assert all(o[1].value == 1.9 for o in out)
+    # the coarse grid decided nowhere: it settles the missing checkpoints itself
+    out = [(Bound(4.0, "upper", "a"), Bound(1.9, "lower", "a")) for _ in range(3)]
+    partial = {1: {2: (np.asarray(eps(3.6)), np.asarray(4.0))}}
+    asked.clear()
+    settle_partial(out, partial, [False, True, True], stream, np.asarray(delta), {1})
+    assert asked == [(1, [True, False, False], False)]
+    assert [o[0].value for o in out] == [4.0, 4.0, 4.0]
+
+
+@pytest.mark.slow
+def test_deciding_add_direction_refined_in_the_curve():
+    """q 1e-3, sigma 4: the add direction (pessimistic only, on a 4x coarser grid) decides
+    the curve's upper bounds; refined on the remove direction's grid (session 11) the last
+    checkpoint's interval is as narrow as a single query's (2.0e-3 relative; 6.0e-3 before)
+    and still holds dp-accounting's connect-the-dots epsilon above its lower bound."""
+    q, sigma, T = 1e-3, 4.0, 20_000
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5)
+    up, lo = float(g.upper.value[-1]), float(g.lower.value[-1])
+    assert lo <= _dpa_pld(q, sigma, T, 1e-5)
+    one = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon(1e-5)
+    assert one.lower.value <= up and lo <= one.upper.value
+    assert up - lo <= 2.5e-3 * up
+    assert np.all(np.diff(g.upper.value) > 0)
 
 
 def test_shared_spectra_change_no_result_and_are_released():
@@ -319,16 +375,16 @@ def test_coarsened_curve_brackets_dp_accounting(monkeypatch):
     """Many checkpoints of a short, fine-grid run: the gaps' blocks are coarsened (issue 28,
     curve_coarsening > 1); each checked checkpoint's interval still holds dp-accounting's
     epsilon and overlaps a single query's interval at that length."""
-    import privamp.accountants.poisson as poisson
+    import privamp.accountants.pld_run as pld_run
 
     factors = []
-    real = poisson.curve_coarsening
+    real = pld_run.curve_coarsening
 
     def spy(blocks, ts):
         factors.append(real(blocks, ts))
         return factors[-1]
 
-    monkeypatch.setattr(poisson, "curve_coarsening", spy)
+    monkeypatch.setattr(pld_run, "curve_coarsening", spy)
     q, sigma, T = 0.1, 1.0, 200
     g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5)
     assert g.upper.value.shape == (100,) and max(factors) > 1

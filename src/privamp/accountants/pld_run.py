@@ -4,6 +4,7 @@ allowances, an uncertified infinite epsilon) and the checkpoints of an epsilon c
 from __future__ import annotations
 
 import math
+from collections.abc import Container
 
 import numpy as np
 
@@ -28,6 +29,8 @@ __all__ = [
     "SPARSE_RATIO",
     "CURVE_MAX_POINTS",
     "curve_coarsening",
+    "gap_blocks",
+    "DECIDING_RUN",
 ]
 
 
@@ -74,6 +77,14 @@ def curve_coarsening(blocks: list[tuple[int, int]], ts: np.ndarray) -> int:
     return max(1, math.ceil(est / cap))
 
 
+def gap_blocks(block, gaps: list[int], ts: np.ndarray) -> dict[int, PLD]:
+    """The blocks ``block(gap)`` of the distinct ``gaps`` between checkpoints ``ts``, all
+    coarsened by :func:`curve_coarsening` (one grid: their running products share it)."""
+    bs = {g: block(g) for g in set(gaps)}
+    k = curve_coarsening([(len(b.masses), g) for g, b in bs.items()], ts)
+    return {g: b.coarsen(k) for g, b in bs.items()}
+
+
 def sparse_checkpoints(ts: np.ndarray) -> list[bool]:
     """The checkpoints (increasing steps ``ts``) where a pessimistic-only direction is
     evaluated: the last, and going down, each whose next evaluated one has more than
@@ -86,33 +97,55 @@ def sparse_checkpoints(ts: np.ndarray) -> list[bool]:
     return out
 
 
-def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
-                  ) -> tuple[list, list, dict[int, dict[int, np.ndarray]]]:
+#: epsilon_curve: a pessimistic-only direction with a finer version that decides the upper
+#: bound at this many checkpoints in a row from its first is not evaluated further on its
+#: coarse grid (a heuristic for speed: settle_partial then evaluates the finer version at
+#: every later checkpoint, as it would where the coarse one decides; q 1e-3, sigma 4,
+#: T 1e6: 29 -> 3 coarse evaluations, each on a transform twice as long as the finer one's)
+DECIDING_RUN = 3
+
+
+def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook,
+                 sparse: list[bool] | None = None, finer: Container[int] = ()
+                 ) -> tuple[list, list, dict[int, dict[int, tuple]]]:
     """The checkpoints' bounds from the directions' PLD streams (a stream yields None where
     its direction is not evaluated: those bounds cover the other directions only); also,
-    per pessimistic-only direction, its upper bounds at the checkpoints where it was."""
+    per pessimistic-only direction, at the checkpoints where it was evaluated, its upper
+    bound and the other directions' largest one (``(own, rest)``).  ``sparse``: the
+    checkpoints where the pessimistic-only directions are evaluated (read by their streams
+    as they go); once each of them is in ``finer`` and decided at its first
+    ``DECIDING_RUN`` evaluations, the later ones are cleared."""
     out: list[BoundPair | NotApplicable] = []
     extra: list[object] = []
-    partial: dict[int, dict[int, np.ndarray]] = {}
+    partial: dict[int, dict[int, tuple]] = {}
     hints: dict[int, tuple] = {}  # the last answers: later epsilons lie above these
+    zeros: dict[float, PLD] = {}  # one zero optimistic PLD per grid step
     for k, t in enumerate(ts):
+        if sparse is not None and partial and any(sparse[k:]) and all(
+                i in finer and len(v) >= DECIDING_RUN and all(
+                    bool(np.any(a > b)) for a, b in v.values()) for i, v in partial.items()):
+            sparse[k:] = [False] * (len(ts) - k)
         dirs, present = [], []
+        done = sparse is not None and not any(sparse[k:])  # (its products: no further)
         for i, (pess_side, opt_side) in enumerate(streams):
-            pess = next(pess_side)
+            pess = None if done and opt_side is None else next(pess_side)
             if opt_side is None:
                 partial.setdefault(i, {})
             if pess is None:
                 continue
-            dirs.append((pess, zero_pld(pess.h) if opt_side is None else next(opt_side)))
+            dirs.append((pess, zeros.setdefault(pess.h, zero_pld(pess.h)) if opt_side is None
+                         else next(opt_side)))
             present.append(i)
         pld = TwoSidedPLD(dirs)
         try:
             if which == "epsilon":
                 sides = pld.epsilon_sides(x, [hints.get(i, (np.nan, np.nan)) for i in present])
-                for i, side in zip(present, sides, strict=True):
+                for n, (i, side) in enumerate(zip(present, sides, strict=True)):
                     hints[i] = side
                     if i in partial:
-                        partial[i][k] = side[0]
+                        rest = [v[0] for m, v in enumerate(sides) if m != n]
+                        partial[i][k] = (side[0], np.max(rest, axis=0) if rest else
+                                         np.zeros_like(side[0]))
                 up, lo = (np.max(v, axis=0) for v in zip(*sides, strict=True))
             else:
                 up, lo = pld.delta(x)
@@ -125,32 +158,48 @@ def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook
     return out, extra, partial
 
 
-def settle_partial(out: list, partial: dict[int, dict[int, np.ndarray]], sparse: list[bool],
-                    stream, x: np.ndarray) -> None:
+def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list[bool],
+                    stream, x: np.ndarray, finer: Container[int] = ()) -> None:
     """Complete the upper bounds of the checkpoints where a pessimistic-only direction was
     not evaluated.  Each direction's epsilon grows with the steps (the first t steps'
     outputs are a post-processing of the first t' > t steps'), so its certified upper bound
     at the next evaluated checkpoint bounds it at this one: where that is <= the bound
     already there, the bound stands (at most the old max over directions); elsewhere the
-    direction is evaluated there (``stream(i, want)``: its PLDs, None where not wanted)."""
+    direction is evaluated there (``stream(i, want, False)``: its PLDs, None where not
+    wanted).
+
+    A direction ``i`` in ``finer`` has a version on a finer grid (``stream(i, want,
+    True)``): if the coarse one decided the upper bound at some evaluated checkpoint, the
+    finer one is used instead, and also at those checkpoints; each of the direction's
+    certified upper bounds there (the finer one, the coarse one at that checkpoint or at
+    the next evaluated one) bounds its epsilon, so the least of them is taken (session 11:
+    q 1e-3, sigma 4, T 1e6: the add direction decides at every checkpoint)."""
     n = len(out)
     nxt, s = [0] * n, n - 1
     for k in range(n - 1, -1, -1):
         s = k if sparse[k] else s
         nxt[k] = s
     for i, vals in partial.items():
-        miss = [not sparse[k] and not isinstance(out[k], NotApplicable) and (
-            nxt[k] not in vals or bool(np.any(vals[nxt[k]] > out[k][0].value)))
+        ok = [not isinstance(out[k], NotApplicable) for k in range(n)]
+        miss = [ok[k] and not sparse[k] and (
+            nxt[k] not in vals or bool(np.any(vals[nxt[k]][0] > out[k][0].value)))
             for k in range(n)]
-        if not any(miss):
+        decide = [i in finer and ok[k] and sparse[k] and k in vals and
+                  bool(np.any(vals[k][0] > vals[k][1])) for k in range(n)]
+        fine = any(decide)  # (else the coarse grid, which decided nowhere, settles)
+        want = [a or b for a, b in zip(miss, decide, strict=True)]
+        if not any(want):
             continue
-        hints, last = None, max(k for k in range(n) if miss[k])
-        for k, pess in zip(range(last + 1), stream(i, miss), strict=False):
-            if not miss[k]:
+        hints, last = None, max(k for k in range(n) if want[k])
+        for k, pess in zip(range(last + 1), stream(i, want, fine), strict=False):
+            if not want[k]:
                 continue
             one = TwoSidedPLD([(pess, zero_pld(pess.h))])
             hints = one.epsilon_sides(x, hints)
-            up = np.maximum(np.asarray(out[k][0].value, dtype=float), hints[0][0])
+            old, rest = (vals[k] if decide[k] else (  # (own, the others') bounds
+                vals[nxt[k]][0] if nxt[k] in vals else np.inf,
+                np.asarray(out[k][0].value, dtype=float)))
+            up = np.maximum(rest, np.minimum(hints[0][0], old))
             try:
                 check_finite_upper(one, up, np.asarray(out[k][1].value), x, "epsilon")
             except NotApplicable as exc:

@@ -50,8 +50,8 @@ from .pld_run import (
     check_finite_upper,
     check_slack,
     checkpoint_plds,
-    curve_coarsening,
     curve_points,
+    gap_blocks,
     settle_partial,
     sparse_checkpoints,
 )
@@ -223,56 +223,57 @@ class PLDAnalysis(RunAnalysis):
         reusing the compositions: the PLD after steps[i] is the one after steps[i - 1]
         composed with the gap's block (each distinct gap composed once, on the fine grid,
         then coarsened like :func:`compose_two_level` when the run is long; the optimistic
-        side ``CURVE_OPTIMISTIC`` times more; all further by :func:`curve_coarsening`).  Every
-        block and product keeps its side's kind, so each checkpoint's interval is certified as
-        for a run of that length (a little wider: one coarsening per block).  A checkpoint the grid
-        cannot answer is returned as its NotApplicable.  ``hook(t, pld, bounds)``, if given,
-        is called at each checkpoint (its results are returned alongside)."""
+        side ``CURVE_OPTIMISTIC`` times more; all further by :func:`curve_coarsening`); each
+        keeps its side's kind, so each checkpoint's interval is certified as for a run of that
+        length.  A deciding pessimistic-only direction is refined on the lead's plan (side 2).
+        A checkpoint the grid cannot answer is returned as its NotApplicable; ``hook(t, pld,
+        bounds)`` is called at each checkpoint (its results are returned alongside)."""
+        x = np.asarray(x, dtype=float)
         if self.rate == 0.0:
-            x = np.asarray(x, dtype=float)
             return [self._query(x, which) for _ in steps], [False for _ in steps]
         singles = self._single_steps()
         coarse = self.steps >= TWO_LEVEL_MIN_T
         blocks: dict[tuple[int, int], dict[int, PLD]] = {}
         ts = np.asarray(steps, dtype=int)
         gaps = np.diff(np.concatenate(([0], ts))).tolist()
+        full = [j for j, s in enumerate(singles) if s[1] is not None]  # side 2 (on demand):
+        fine = {j: None for j, s in enumerate(singles) if s[1] is None and full and j not in
+                self._fine}  # a pessimistic-only direction on the lead's plan
 
         def block(i: int, side: int, gap: int) -> PLD:
-            one, two_level = cast(PLD, singles[i][side]), singles[i][2][side]
+            if side == 2 and fine[i] is None:  # (the lead: as _refine_if_deciding)
+                lead = self._plans[min(full, key=lambda j: self._psteps[j])]
+                fine[i] = self._lead_recipe(self._pairs[i], *lead, optimistic=False)
+            s = fine[i] if side == 2 else singles[i]
+            one, two_level = cast(PLD, s[side % 2]), s[2][side % 2]
             b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
             if two_level and coarse:  # (compose_two_level coarsens long gaps itself)
                 b = b.coarsen(round(one.h * TWO_LEVEL_FACTOR * (
-                    CURVE_OPTIMISTIC if side else 1) / b.h))
-            elif side and not two_level:  # one level: on the pessimistic side's grid
-                # at most (the optimistic side's finer one-level grid would make every
-                # checkpoint's transform that much longer: sigma 0.1, q 1e-6, T 7253:
-                # 8M-point windows, 73 s)
+                    CURVE_OPTIMISTIC if side == 1 else 1) / b.h))
+            elif side == 1 and not two_level:  # one level: on the pessimistic side's grid
+                # at most (else sigma 0.1, q 1e-6, T 7253: 8M-point windows, 73 s)
                 b = b.coarsen(max(1, int(singles[i][0].h / b.h)))
-            elif coarse and singles[i][1] is None:  # a pessimistic-only direction in one
-                # level: at most on the others' coarse grid
+            elif coarse and s[1] is None:  # pessimistic-only, one level: others' coarse grid
                 b = b.coarsen(max(1, int(min(p.h for p, _, _ in singles) * TWO_LEVEL_FACTOR
                                          / b.h)))
             return b
 
         def stream(i: int, side: int, want: list[bool] | None = None):
-            if (i, side) not in blocks:  # the gaps' blocks, on one grid (curve_coarsening)
-                bs = {g: block(i, side, g) for g in set(gaps)}
-                k = curve_coarsening([(len(b.masses), g) for g, b in bs.items()], ts)
-                blocks[i, side] = {g: b.coarsen(k) for g, b in bs.items()}
+            if (i, side) not in blocks:  # the gaps' blocks, on one grid
+                blocks[i, side] = gap_blocks(lambda g: block(i, side, g), gaps, ts)
             return checkpoint_plds(blocks[i, side], gaps, want)
 
-        # a pessimistic-only direction (optimistic side 0) matters only where its upper
-        # bound exceeds the others': for epsilon it is evaluated at a few checkpoints
-        # (sparse_checkpoints), then settled at the others (settle_partial)
+        # a pessimistic-only direction (optimistic side 0) matters where its upper bound
+        # exceeds the others': evaluated at a few checkpoints, then settled (settle_partial)
         sparse = sparse_checkpoints(ts) if which == "epsilon" else None
         with shared_spectra():  # the gaps' blocks of one direction share its transform
             streams = [(stream(i, 0, sparse if o is None else None),
                         None if o is None else stream(i, 1))
                        for i, (_, o, _) in enumerate(singles)]
-        x = np.asarray(x, dtype=float)
-        out, extra, partial = curve_points(ts, streams, which, x, hook)
+        out, extra, partial = curve_points(ts, streams, which, x, hook, sparse, fine)
         if sparse is not None:
-            settle_partial(out, partial, sparse, lambda i, want: stream(i, 0, want), x)
+            settle_partial(out, partial, sparse, lambda i, want, f: stream(i, 2 * f, want), x,
+                           fine)
         return out, extra
 
     def _refine_if_deciding(self, x: np.ndarray, which: str) -> None:
