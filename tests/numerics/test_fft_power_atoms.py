@@ -114,3 +114,19 @@ def test_hermitian_weights_and_circular_window() -> None:
     a = np.arange(5.0)
     np.testing.assert_array_equal(fft_power.circular_window(a, 3, 4), [3.0, 4.0, 0.0, 1.0])
     np.testing.assert_array_equal(fft_power.circular_window(a, 6, 2), [1.0, 2.0])
+
+
+def test_inverse_then_release_values_and_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inverse transform's values are scipy's; plans are released from RELEASE_LEN on."""
+    import scipy.fft
+
+    calls = []
+    monkeypatch.setattr(fft_power.sfft, "release_fft_plans", lambda: calls.append(1))
+    x = np.random.default_rng(0).random(1000)
+    Y = scipy.fft.rfft(x)
+    np.testing.assert_array_equal(fft_power.inverse_then_release(Y.copy(), 1000),
+                                  scipy.fft.irfft(Y, 1000))
+    assert calls == []
+    monkeypatch.setattr(fft_power, "RELEASE_LEN", 1000)
+    fft_power.inverse_then_release(Y.copy(), 1000)
+    assert calls == [1]

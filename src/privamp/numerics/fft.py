@@ -49,6 +49,7 @@ from .fft_power import (
     atom_power,
     circular_window,
     hermitian_weights,
+    inverse_then_release,
     power_terms,
 )
 
@@ -297,7 +298,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         if atom is not None:
             z0 = np.zeros(0)
             err = _inverse_error(z0, z0, z0, N, W, extra=atom[1][:2], extra_y=atom[1][2:])
-            out = sfft.irfft(atom[0], N, overwrite_x=True) if math.isfinite(err) else None
+            out = inverse_then_release(atom[0], N) if math.isfinite(err) else None
             del atom  # (the spectrum, before the window's copy)
             return None if out is None else (int(x_lo), circular_window(out, x_lo, W),
                                              float(err), float(tau_lo), float(tau_hi))
@@ -330,7 +331,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     del coef, absy
     if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
         return None
-    out = sfft.irfft(Yd, N, overwrite_x=True)
+    out = inverse_then_release(Yd, N)
     del Yd  # (before the window's copy, if it wraps)
     return int(x_lo), circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
 
