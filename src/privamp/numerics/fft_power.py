@@ -35,7 +35,7 @@ ATOM_REST = 2.0**-16
 #: coefficients per chunk of :func:`atom_power`
 _CHUNK = 1 << 16
 #: :func:`inverse_then_release` empties scipy's plan caches after transforms this long
-RELEASE_LEN = 1 << 21
+RELEASE_LEN = 1 << 19
 
 
 def power_terms(Xk: np.ndarray, b: np.ndarray, lb: np.ndarray, pw: np.ndarray, T: int,
@@ -193,8 +193,9 @@ def inverse_then_release(Y: np.ndarray, N: int) -> np.ndarray:
     for N >= :data:`RELEASE_LEN`, scipy's FFT plan caches are then emptied
     (:func:`privamp.numerics.fft_plans.release_fft_plans`): the plans of one power of that
     length (float64, and long double if used) hold 16-32 bytes a point for the rest of the
-    query otherwise (sigma 0.3, q 1e-7, T 1e7: ~30 MiB of the peak), and rebuilding one
-    costs ~15 ms at N = 3.5e6, against ~100 ms for the transform.  Values unchanged.
+    query otherwise (T 1e7: sigma 0.3 q 1e-7 ~30 MiB of the peak, sigma 0.5 q 1e-7 ~30
+    MiB), and rebuilding one costs ~15 ms at N = 3.5e6, against ~100 ms for the transform
+    (no CPU change measured on five queries, T 1e3..1e7).  Values unchanged.
 
     Args:
         Y: the half spectrum (complex128, length N // 2 + 1).
