@@ -111,6 +111,8 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
                + 4.0 * c_fft * max(math.log2(N), 1.0) * _U * rest)
     if d > d_max:
         return None
+    if N >= RELEASE_LEN:  # (plans of other lengths, e.g. the low-frequency attempt's)
+        sfft.release_fft_plans()
     Y = sfft.rfft(buf, overwrite_x=True)
     del buf
     M = len(Y)
