@@ -29,3 +29,19 @@ def test_same_bits_as_whole_array_removal(seed: int) -> None:
                    float(m[-1]) if n else 0.0):
         got = moments._drop_top_mass(m, amount)
         np.testing.assert_array_equal(got, reference_drop(m, amount))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_same_bits_into_out(seed: int) -> None:
+    """Session 11: the window's sums written into ``out`` (no temporary) give the same bits,
+    and ``masses`` is left unchanged."""
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.choice([1, 1024, 1025, 70000]))
+    m = rng.exponential(1.0, n) * 10.0 ** rng.uniform(-30, 0, n)
+    keep = m.copy()
+    tot = float(m.sum())
+    for amount in (0.0, tot * 1e-12, tot * 0.5, 2 * tot + 1.0):
+        out = np.full(n + 3, np.nan)
+        got = moments._drop_top_mass(m, amount, out=out[:n])
+        np.testing.assert_array_equal(got, reference_drop(m, amount))
+        np.testing.assert_array_equal(m, keep)

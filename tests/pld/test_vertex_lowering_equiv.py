@@ -1,9 +1,14 @@
 """The hoisted chain of :func:`privamp.pld.binning.vertex_lowering` (issue 28) against the
 step-by-step form it replaced (commit 14e61b2, copied here verbatim as the reference):
 bit-identical lowerings on random tents (with and without caps, extreme peak positions)
-and on every call a few real queries make, so the certified lower side is unchanged."""
+and on every call a few real queries make, so the certified lower side is unchanged.
+Session 11: the chain runs in chunks of blocks (bounded memory); the same bits with tiny
+chunks (many chunk boundaries, a padded last chunk) and on a grid of several real chunks,
+and the peak traced memory stays a few grid-length arrays."""
 
 from __future__ import annotations
+
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -98,3 +103,43 @@ def test_same_bits_on_real_queries(monkeypatch: pytest.MonkeyPatch) -> None:
                        (pa.Gaussian(3.0), 1e-3, 50), (pa.Laplace(1.0), 1e-2, 20)]:
         pa.Training(mech, pa.Poisson(q), steps=T).epsilon(1e-5)
     assert len(seen) >= 4
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7])
+@pytest.mark.parametrize("seed", range(12))
+def test_same_bits_with_tiny_chunks(seed: int, chunk: int,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(binning, "_CHAIN_CHUNK", chunk)
+    rng = np.random.default_rng(100 + seed)
+    K = int(rng.choice([1, 31, 32, 33, 95, 96, 97, 250, 1000]))
+    g = rng.exponential(1.0, K) * 10.0 ** rng.uniform(-12, 0, K)
+    g[rng.random(K) < 0.1] = 0.0
+    t = (rng.choice([0.0, 1e-12, 1e-4, 0.5, 1 - 1e-12, 1.0, 2e-3], K) if seed % 2
+         else rng.uniform(0.0, 1.0, K))
+    cap = None
+    if seed % 3 == 0:
+        cap = np.sort(rng.exponential(1.0, K + 1) * 10.0 ** rng.uniform(-10, 0))[::-1]
+    np.testing.assert_array_equal(vertex_lowering(g, t, cap=cap),
+                                  reference_lowering(g, t, cap=cap))
+
+
+def test_same_bits_and_bounded_memory_on_a_long_grid() -> None:
+    """K = 600,001 segments (five chunks, the last one padded): the same bits, and the
+    traced peak of the lowering is below 4 grid-length float arrays (the reference's was
+    about 20)."""
+    rng = np.random.default_rng(7)
+    K = 600_001
+    g = rng.exponential(1.0, K) * 10.0 ** rng.uniform(-12, 0, K)
+    t = rng.uniform(0.0, 1.0, K)
+    t[rng.random(K) < 0.01] = 1e-5
+    cap = np.sort(rng.exponential(1.0, K + 1))[::-1] * 1e-3
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        before = tracemalloc.get_traced_memory()[0]
+        new = vertex_lowering(g, t, cap=cap)
+        peak = tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 8 * (K + 1)
+    np.testing.assert_array_equal(new, reference_lowering(g, t, cap=cap))

@@ -44,6 +44,14 @@ from .chernoff import (
     chernoff_x,
     log_mgf_bounds,
 )
+from .fft_power import (
+    ATOM_MIN_LEN,
+    atom_power,
+    circular_window,
+    hermitian_weights,
+    inverse_then_release,
+    power_terms,
+)
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -282,6 +290,18 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     # sum of n nonnegative terms: relative error <= (n - 1) u (Higham 2002, eq. (4.4))
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
+    if low is None and max(W, n) >= ATOM_MIN_LEN:  # a few atoms: no long-double transform
+        N = sfft.next_fast_len(max(W, n), real=True)
+        d_full = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
+        atom = atom_power(p, T, l1, N, _FFT_C, d_full,
+                          max(1024.0, max_kept_fraction * (N // 2 + 1)))
+        if atom is not None:
+            z0 = np.zeros(0)
+            err = _inverse_error(z0, z0, z0, N, W, extra=atom[1][:2], extra_y=atom[1][2:])
+            out = inverse_then_release(atom[0], N) if math.isfinite(err) else None
+            del atom  # (the spectrum, before the window's copy)
+            return None if out is None else (int(x_lo), circular_window(out, x_lo, W),
+                                             float(err), float(tau_lo), float(tau_hi))
     if low is not None:  # long double only where the power is kept
         N, Xk, b, d_all, d = low
         lb = np.log(b)
@@ -305,21 +325,15 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
     for i in range(0, len(keep), 1 << 16):
         ks = keep[i : i + (1 << 16)]
-        Yk = np.exp(T * np.log(Xk[ks])).astype(complex)  # power in long double, then cast
-        absYk = np.abs(Yk) * (1.0 + 4.0 * UNIT_ROUNDOFF)
-        # |log|Xhat|| <= |log b| + d / (b - d)
-        lx = np.abs(lb[ks]) + d / np.maximum(b[ks] - d, 1e-300)
-        rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * UNIT_ROUNDOFF
-        coef[ks] = pw[ks] * (T * d) + rel * absYk * (1.0 + 1e-6)
-        absy[ks], Yd[ks] = absYk, Yk
+        Yd[ks], absy[ks], coef[ks] = power_terms(Xk[ks], b[ks], lb[ks], pw[ks], T, d)
     del pw, Xk, b, lb  # (the memoised ones stay in the cache)
-    err = _inverse_error(_hermitian_weights(N), coef, absy, N, W)
+    err = _inverse_error(hermitian_weights(N), coef, absy, N, W)
     del coef, absy
     if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
         return None
-    out = sfft.irfft(Yd, N, overwrite_x=True)
+    out = inverse_then_release(Yd, N)
     del Yd  # (before the window's copy, if it wraps)
-    return int(x_lo), _circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
+    return int(x_lo), circular_window(out, x_lo, W), float(err), float(tau_lo), float(tau_hi)
 
 
 #: :func:`self_convolve_power` tries the low-frequency spectrum (:func:`_low_spectrum`) for
@@ -420,17 +434,9 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     return N, acc, b, d64, d
 
 
-def _hermitian_weights(N: int) -> np.ndarray:
-    """How often each coefficient of a length-N real FFT's half spectrum occurs in the full
-    spectrum (1 for the zero and Nyquist frequencies, else 2)."""
-    wts = np.full(N // 2 + 1, 2.0)
-    wts[0] = 1.0
-    wts[-1] = 1.0 if N % 2 == 0 else wts[-1]
-    return wts
-
-
 def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
-                   extra: tuple[float, float] = (0.0, 0.0)) -> float:
+                   extra: tuple[float, float] = (0.0, 0.0),
+                   extra_y: tuple[float, float] = (0.0, 0.0)) -> float:
     """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
     length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
     coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
@@ -439,23 +445,16 @@ def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, 
     its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
     W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
     long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
-    coefficients not in ``coef`` (whose values are 0)."""
+    coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|."""
     k = max(math.log2(N), 1.0)
     cu = _FFT_C * k * UNIT_ROUNDOFF
     wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
     coef_sum = float(np.sum(wc)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * float(np.sum(wy))) / N
+    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
     coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
-    y_l2 = math.sqrt(float(np.dot(wy, absy)))
+    y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
     l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
     return min(W * entry, l2_route) * (1.0 + 1e-6)
-
-
-def _circular_window(out: np.ndarray, x_lo: int, W: int) -> np.ndarray:
-    """Entries x_lo .. x_lo + W - 1 of a circular array of length N >= W (indices mod N)."""
-    N = len(out)
-    s0 = x_lo % N
-    return out[s0 : s0 + W] if s0 + W <= N else np.concatenate((out[s0:], out[: s0 + W - N]))
 
 
 # ------------------------------------------------------------------------------------------
@@ -546,7 +545,7 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
         dist[key] = 4.0 * _FFT_C * k2 * u * l1
         beta[key] = np.abs(spec[key]) * (1.0 + 4.0 * u) + dist[key]
         bmax[key] = float(beta[key].max()) * (1.0 + 4.0 * u)
-    wts_all = _hermitian_weights(N)
+    wts_all = hermitian_weights(N)
     idx = np.arange(N // 2 + 1)
     divisors = [f for f in range(1, _MAX_DECIMATION + 1) if N % f == 0]
     rows = {g: (spec[g], beta[g]) for g in arrays}  # the factors at the kept coefficients
@@ -595,5 +594,5 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
         else:
             full = np.zeros(N // m // 2 + 1, dtype=complex)
             full[idx[sel] // m] = Csub
-        z = _circular_window(sfft.irfft(full, N // m), int(x_lo[k]), int(W[k]))
+        z = circular_window(sfft.irfft(full, N // m), int(x_lo[k]), int(W[k]))
         yield int(x_lo[k]), z, err, float(tau_lo[k]), float(tau_hi[k])

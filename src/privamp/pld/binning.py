@@ -209,28 +209,71 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     satisfies it.
     """
     K = len(g)
-    gi = g * (1.0 + 1e-9)
-    mu_max = np.empty(K + 1)
-    mu_max[0] = gi[0]
-    mu_max[K] = gi[K - 1]
-    if K > 1:
-        mu_max[1:K] = np.maximum(gi[:-1], gi[1:])
     L = _CHAIN_BLOCK
     nb = -(-K // L)
-    pad = nb * L - K
+    # the blocks are independent: chunks of _CHAIN_CHUNK blocks run one after another, so
+    # the chain's per-segment tables are chunk-sized, not grid-sized (issue 28; every value
+    # comes from the same float operations as in one pass, so the result is bit-identical)
+    mu = np.zeros(nb * L + 1)
+    ends = np.empty(nb)  # the chain's value at each block's last vertex
+    for b0 in range(0, nb, _CHAIN_CHUNK):
+        b1 = min(nb, b0 + _CHAIN_CHUNK)
+        _chain_chunk(g, t, cap, b0, b1, mu, ends)
+    # a block's last vertex is the next block's first: both values must hold
+    np.maximum(mu[L : nb * L + 1 : L], ends, out=mu[L : nb * L + 1 : L])
+    mu = mu[: K + 1]
+    # final check in float, chunked; the fixes use the violations found before any fix
+    bad = []
+    for s0 in range(0, K, _CHAIN_CHUNK * L):
+        s1 = min(K, s0 + _CHAIN_CHUNK * L)
+        ts = t[s0:s1]
+        lhs = (1.0 - ts) * mu[s0:s1]
+        lhs += ts * mu[s0 + 1 : s1 + 1]
+        bad.append(np.nonzero(lhs < g[s0:s1] * (1.0 + 1e-9))[0] + s0)
+    bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.intp)
+    if len(bad):
+        mm0, mm1 = _max_rule_at(g, bad), _max_rule_at(g, bad + 1)
+        mu[bad] = np.maximum(mu[bad], mm0)
+        mu[bad + 1] = np.maximum(mu[bad + 1], mm1)
+    return mu
+
+
+#: blocks per chunk of :func:`vertex_lowering` (2^12 blocks: 2^17 segments, 1 MiB a table)
+_CHAIN_CHUNK = 4096
+
+
+def _max_rule_at(g: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The max-rule lowering ``max(g_{i-1}, g_i)`` (one-sided at the ends) of
+    :func:`vertex_lowering` at vertices ``idx``, with g inflated by 1e-9 relative."""
+    K = len(g)
+    lo = g[np.maximum(idx - 1, 0)] * (1.0 + 1e-9)
+    hi = g[np.minimum(idx, K - 1)] * (1.0 + 1e-9)
+    return np.maximum(lo, hi)
+
+
+def _chain_chunk(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None, b0: int, b1: int,
+                 mu: np.ndarray, ends: np.ndarray) -> None:
+    """Run the chain of :func:`vertex_lowering` on blocks b0..b1-1: writes the vertex values
+    of those blocks into ``mu`` (vertices b0 L .. b1 L - 1) and the blocks' last-vertex
+    values into ``ends[b0:b1]``."""
+    K = len(g)
+    L = _CHAIN_BLOCK
+    nb = b1 - b0
+    s0, s1 = b0 * L, min(K, b1 * L)
     up = 1.0 + 4.0 * _U
-    # per-segment data as (nb, L) (column i: segment i of every block); everything the
-    # chain step needs that does not depend on the chain is computed once, by the same float
-    # operations as the step would (the result is bit-identical to the step-by-step form)
     # per-segment data as (L, nb) (row i: segment i of every block, contiguous); everything
     # the chain step needs that does not depend on the chain is computed once, by the same
     # float operations as the step would (the result is bit-identical to the step-by-step
     # form; the step itself works in place on rows, issue 28)
-    gp = np.concatenate((gi, np.zeros(pad))).reshape(nb, L).T.copy()
-    tp = np.concatenate((t, np.full(pad, 0.5))).reshape(nb, L).T.copy()
-    if cap is None:
-        cap = np.full(K + 1, np.inf)
-    cp = np.concatenate((cap, np.full(pad, np.inf)))  # vertices 0..nb L
+    gp = np.zeros(nb * L)
+    np.multiply(g[s0:s1], 1.0 + 1e-9, out=gp[: s1 - s0])
+    gp = gp.reshape(nb, L).T.copy()
+    tp = np.full(nb * L, 0.5)
+    tp[: s1 - s0] = t[s0:s1]
+    tp = tp.reshape(nb, L).T.copy()
+    cp = np.full(nb * L + 1, np.inf)  # vertices s0..s0 + nb L
+    if cap is not None:
+        cp[: s1 + 1 - s0] = cap[s0 : s1 + 1]
     cap_left = cp[: nb * L].reshape(nb, L).T
     cap_right = cp[1 : nb * L + 1].reshape(nb, L).T.copy()
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -241,9 +284,11 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
         at_left = tp < _CHAIN_LEFT
         too_big = need > cap_left  # the left vertex cannot take it alone
         new_left = np.where(too_big, gup, need)
-        # vertex values of block b: rows 0..L (0 and L shared with the neighbours)
+        del cp, cap_left, tp
+        # vertex values of block b: rows 0..L (0 and L shared with the neighbours); row 0
+        # starts from the max-rule value
         chain = np.zeros((L + 1, nb))
-        chain[0] = np.concatenate((mu_max, np.zeros(pad)))[0 : nb * L : L]
+        chain[0] = _max_rule_at(g, np.arange(s0, s1, L))
         fwd = np.empty(nb)
         left = np.empty(nb, dtype=bool)
         both = np.empty(nb, dtype=bool)
@@ -268,14 +313,5 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
                     np.logical_and(left, too_big[i], out=both)
                     np.copyto(nxt, gup[i], where=both)
                 np.maximum(c, new_left[i], out=c, where=left)
-    mu = np.zeros(nb * L + 1)
-    mu[: nb * L] = chain[:L].T.reshape(-1)
-    # a block's last vertex is the next block's first: both values must hold
-    mu[L : nb * L + 1 : L] = np.maximum(mu[L : nb * L + 1 : L], chain[L])
-    mu = mu[: K + 1]
-    lhs = (1.0 - t) * mu[:-1] + t * mu[1:]
-    bad = np.nonzero(lhs < gi)[0]
-    if len(bad):
-        mu[bad] = np.maximum(mu[bad], mu_max[bad])
-        mu[bad + 1] = np.maximum(mu[bad + 1], mu_max[bad + 1])
-    return mu
+    mu[s0 : s0 + nb * L] = chain[:L].T.reshape(-1)
+    ends[b0:b1] = chain[L]

@@ -79,25 +79,26 @@ def _drop_top_mass(masses: np.ndarray, amount: float, out: np.ndarray | None = N
     # removed.  The cumsum runs over a top window doubled until it gets there; its values
     # are the prefix of the whole array's reversed cumsum, so the result is the same as
     # clipping the whole array.
+    # (The window's sums are written into ``out``'s tail, reversed in place: no temporary of
+    # the window's length, the same float operations; issue 28.)
     n = len(masses)
+    if out is None:
+        out = np.empty_like(masses)
     width = min(n, 1024)
     while True:
         top = masses[n - width:]
-        above = np.cumsum(top[::-1])[::-1]
+        above = out[n - width:]
+        np.cumsum(top[::-1], out=above[::-1])
         above -= top  # mass strictly above each index
         if width == n or above[0] >= amount:
             break
         width = min(n, 4 * width)
-    if out is None:
-        out = masses.copy()
-    else:
-        out[:] = masses
+    out[: n - width] = masses[: n - width]
     # clip(top - max(amount - above, 0), 0, None), in place in ``above``
     np.subtract(amount, above, out=above)
     np.maximum(above, 0.0, out=above)
     np.subtract(top, above, out=above)
     np.maximum(above, 0.0, out=above)
-    out[n - width:] = above
     return out
 
 

@@ -158,7 +158,9 @@ def profile_at(m: np.ndarray, l: np.ndarray) -> np.ndarray:
     nonnegative terms only: r_k = sum_{i >= k} m_i e^{-(l_i - l_k)} in blocks spanning at
     most 30 in loss (one reversed cumsum each, chained), then
     G_j = sum_{k > j} (1 - e^{-(l_k - l_{k-1})}) r_k.  (Underflowing terms are dropped:
-    the result may be low by ~1e-300, covered with the rest by :func:`relative_split`.)"""
+    the result may be low by ~1e-300, covered with the rest by :func:`relative_split`.)
+    Memory (issue 28): the steps run in place (the same float operations), so at most three
+    arrays of the input's length are alive."""
     n = len(m)
     r = np.empty(n)
     carry, end = 0.0, n  # r at index `end` (0 beyond the top)
@@ -169,14 +171,28 @@ def profile_at(m: np.ndarray, l: np.ndarray) -> np.ndarray:
             continue
         seg = slice(b, end)
         d = l[seg] - l[b]  # in [0, 30]
-        inner = np.cumsum((m[seg] * np.exp(-d))[::-1])[::-1] * np.exp(d)
+        x = np.exp(-d)
+        x *= m[seg]
+        rs = r[seg]
+        np.cumsum(x[::-1], out=rs[::-1])  # the reversed cumsum, reversed
+        del x
+        rs *= np.exp(d, out=d)
         if end < n:
-            inner += carry * np.exp(-(l[end] - l[seg]))
-        r[seg] = inner
+            np.subtract(l[end], l[seg], out=d)
+            np.negative(d, out=d)
+            np.exp(d, out=d)
+            d *= carry
+            rs += d
         carry, end = float(r[b]), b
-    inc = -np.expm1(-np.diff(l)) * r[1:]
+    inc = np.diff(l)
+    np.negative(inc, out=inc)
+    np.expm1(inc, out=inc)
+    np.negative(inc, out=inc)
+    inc *= r[1:]
+    del r
     g = np.zeros(n)
-    g[:-1] = np.cumsum(inc[::-1])[::-1]
+    if n > 1:
+        np.cumsum(inc[::-1], out=g[n - 2 :: -1])
     return g
 
 
