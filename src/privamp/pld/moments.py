@@ -34,9 +34,10 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     mass at +inf gives +inf.  The grid masses are those of a dominated pair only up to the
     numerical allowance ``pld.slack`` (an l1 bound on their error), and that error may sit at
     the largest losses, where exp((alpha - 1) L) magnifies it: ``slack`` of mass is removed
-    from the top of the grid first (:func:`_drop_top_mass`).  The result is clipped at 0 (a
-    divergence is >= 0) and is nondecreasing in alpha up to rounding.  Used to tell, before
-    computing an RDP curve, that it cannot beat a PLD (:mod:`privamp.accounting.screening`).
+    from the top of the grid first (:func:`privamp.pld.jensen_blocks.drop_window`).  The
+    result is clipped at 0 (a divergence is >= 0) and is nondecreasing in alpha up to
+    rounding.  Used to tell, before computing an RDP curve, that it cannot beat a PLD
+    (:mod:`privamp.accounting.screening`).
     """
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if pld.inf_mass > 0:
@@ -61,45 +62,6 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
             lse = top[:, 0] + np.log(np.exp(e - top).sum(axis=1))
         out[i : i + _ORDER_CHUNK] = lse / t[:, 0]
     return np.maximum(out, 0.0)
-
-
-def _drop_top_mass(masses: np.ndarray, amount: float, out: np.ndarray | None = None
-                   ) -> np.ndarray:
-    """``masses`` with ``amount`` of mass removed from the highest indices down: the smallest
-    E[f(L)] for increasing f >= 0 over all mass vectors within l1 distance ``amount``
-    (written into ``out`` if given, else a copy; ``masses`` itself if nothing is removed
-    and no ``out`` is given)."""
-    if amount <= 0:
-        if out is None:
-            return masses
-        out[:] = masses
-        return out
-    # Only the top entries change: float cumsums of nonnegative terms are nondecreasing, so
-    # below the first index (from the top) whose mass above reaches ``amount`` nothing is
-    # removed.  The cumsum runs over a top window doubled until it gets there; its values
-    # are the prefix of the whole array's reversed cumsum, so the result is the same as
-    # clipping the whole array.
-    # (The window's sums are written into ``out``'s tail, reversed in place: no temporary of
-    # the window's length, the same float operations; issue 28.)
-    n = len(masses)
-    if out is None:
-        out = np.empty_like(masses)
-    width = min(n, 1024)
-    while True:
-        top = masses[n - width:]
-        above = out[n - width:]
-        np.cumsum(top[::-1], out=above[::-1])
-        above -= top  # mass strictly above each index
-        if width == n or above[0] >= amount:
-            break
-        width = min(n, 4 * width)
-    out[: n - width] = masses[: n - width]
-    # clip(top - max(amount - above, 0), 0, None), in place in ``above``
-    np.subtract(amount, above, out=above)
-    np.maximum(above, 0.0, out=above)
-    np.subtract(top, above, out=above)
-    np.maximum(above, 0.0, out=above)
-    return out
 
 
 def two_sided_renyi_floor(pld, alpha: np.ndarray) -> np.ndarray:
