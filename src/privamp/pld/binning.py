@@ -9,6 +9,8 @@ docstring.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -19,7 +21,9 @@ __all__ = [
     "optimistic_masses",
     "relative_split",
     "split_tail_errors",
+    "suffix_sums",
     "tail_errors",
+    "tail_side",
     "vertex_lowering",
 ]
 
@@ -30,8 +34,8 @@ _U = UNIT_ROUNDOFF
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 
 
-def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
-                 ) -> np.ndarray:
+def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0,
+                 p_above: np.ndarray | None = None) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
 
     The tails are evaluated within 4 ulp (relative) and each bin mass is the rounded
@@ -40,25 +44,74 @@ def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
     distribution's switch point (where the upper tail becomes the smaller one), and within
     12 u (total + R_k) below it.  The profile at a_k is P(L > l_k) - a_k Q(L > l_k), so
     ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
-    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
+    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.  ``p_above``: the
+    :func:`suffix_sums` of ``pm``, if already computed.
     """
-    return 6.0 * ulps * _U * (tail_side(pm) + a * tail_side(qm)) + 1e-300
+    out = tail_side(qm)
+    out *= a
+    out += tail_side(pm, p_above)
+    out *= 6.0 * ulps * _U
+    out += 1e-300
+    return out
 
 
-def tail_side(m: np.ndarray) -> np.ndarray:
+def suffix_sums(m: np.ndarray) -> np.ndarray:
+    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum)."""
+    return np.cumsum(m[::-1])[::-1]
+
+
+#: :func:`tail_side` looks for the switch point in prefix sums of this many masses first
+#: (doubling): the switch of a small-rate pair sits near the grid's bottom
+_SWITCH_CHUNK = 512
+
+
+def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
     """Per grid point l_k, the stored mass above l_k if that is the smaller tail there, else
     the total plus it: what the 12 u error of the telescoped tails of :func:`tail_errors` is
-    relative to."""
-    inner = m[1:-1]
-    above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+    relative to.  ``above_all``: ``suffix_sums(m)``, if already computed.
+
+    The stored mass at or below l_k is ``m_0 + (m_1 + ... + m_k)`` (the sum inside from the
+    bottom); for masses >= 0 the sums above decrease and those below increase with k (sums
+    of nonnegative floats, rounded, are monotone), so the switch is the first k where the
+    mass above is at most the mass below, found from the prefix sums up to there only --
+    each the same float as in the full cumulative sum, its chain of additions continued
+    from the last sum of the previous chunk (issue 28: a float cumsum costs ~25 additions'
+    time here; for small-rate pairs the switch sits a few hundred points up)."""
+    above = (suffix_sums(m) if above_all is None else above_all)[1:]  # mass above l_k
     tot = float(m.sum())
-    below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
-    # switch: first k whose mass above is below the mass at or below
-    return np.where(above <= below, above, tot + above)
+    inner = m[1:-1]
+    n = len(inner)  # above has n + 1 entries, k = 0..n
+    m0 = m[0]
+    out = above + tot
+    if not len(above):
+        return out
+    if not math.isfinite(tot) or float(m.min()) < 0.0:
+        below = np.concatenate(([m0], m0 + np.cumsum(inner)))  # stored mass <= l_k
+        np.copyto(out, above, where=above <= below)
+        return out
+    if above[0] <= m0:  # (below_0 = m_0)
+        return above.copy()
+    j, chunk, carry = 0, _SWITCH_CHUNK, None
+    while j < n:
+        part = inner[j : j + chunk]
+        if carry is None:  # the cumsum's own chain of additions, from the bottom
+            sums = np.cumsum(part)
+        else:
+            sums = np.cumsum(np.concatenate(([carry], part)))[1:]
+        hit = np.flatnonzero(above[j + 1 : j + 1 + len(part)] <= m0 + sums)
+        if len(hit):
+            k = j + 1 + int(hit[0])
+            out[k:] = above[k:]
+            return out
+        carry = float(sums[-1])
+        j += len(part)
+        chunk *= 2
+    return out
 
 
 def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
-                       w: float, acc: np.ndarray) -> np.ndarray:
+                       w: float, acc: np.ndarray, p_above: np.ndarray | None = None
+                       ) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
     mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
     cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
@@ -73,12 +126,33 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
     above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
     em = np.expm1(l)
-    c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
-    above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
-    r = 3.0 * np.maximum(acc, 4.0 * _U) + _U  # >= 2 acc + u, and 12 u at acc = 4 u
+    c = np.add(em, w)
+    np.abs(c, out=c)
+    c *= 1.0 + 4.0 * _U
+    np.abs(em, out=em)
+    em *= 4.0 * _U
+    c += em
+    above = (suffix_sums(pm) if p_above is None else p_above)[1:] * (1.0 + 2.0 * len(pm) * _U)
+    r = np.maximum(acc, 4.0 * _U)
+    r *= 3.0
+    r += _U  # >= 2 acc + u, and 12 u at acc = 4 u
     top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
-    eta = r * (c * tail_side(qm) + w * tail_side(pb)) + c * top_q + w * top_p
-    return 2.0 * eta + 8.0 * _U * above + 1e-300
+    # eta = r (c tail_side(qm) + w tail_side(pb)) + c top_q + w top_p, in place
+    eta = tail_side(qm)
+    eta *= c
+    side_p = tail_side(pb)
+    side_p *= w
+    eta += side_p
+    eta *= r
+    c *= top_q
+    eta += c
+    eta += w * top_p
+    # 2 eta + 8 u above + 1e-300
+    eta *= 2.0
+    above *= 8.0 * _U
+    eta += above
+    eta += 1e-300
+    return eta
 
 
 def relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
