@@ -95,7 +95,8 @@ class MixturePair(LossPair):
         a function of its edge alone; edges not kept are evaluated fresh), else None.
         (issue 28: the add direction's grid ``j 4h`` negated is inside the remove
         direction's ``j 2h``.)"""
-        if not isinstance(self.base, GaussianPair) or l.ndim != 1 or len(l) < 2:
+        if (not isinstance(self.base, GaussianPair) or l.ndim != 1
+                or len(l) < _LOOKUP_POINTS):
             return None
         rev = bool(l[0] > l[-1])
         found = self._edge_lookup(l[::-1] if rev else l)
@@ -182,7 +183,8 @@ class MixturePair(LossPair):
         edges = np.asarray(edges, dtype=float)
         up_p, lo_p, up_q, lo_q, acc = self._edge_tails(edges)
         pb, qm = _cell_masses(up_p, lo_p), _cell_masses(up_q, lo_q)
-        pm = (1.0 - self.w) * qm + self.w * pb
+        pm = qm * (1.0 - self.w)  # (1 - w) qm + w pb
+        pm += pb * self.w
         return pm, qm, pb, acc, up_q
 
     def _edge_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -243,6 +245,8 @@ class MixturePair(LossPair):
 
         qb = base_tail("Q")
         val = qb if dist == "Q" else w * base_tail("P") + (1.0 - w) * qb
+        if l.ndim and not (l <= self.floor).any():  # (nothing to fix below)
+            return val.copy() if val is qb and memo is not None else val
         # At and below the floor the base loss is -inf; fix the tails there exactly.
         qmi = b.q_minf
         total = 1.0
@@ -283,6 +287,11 @@ def _grid_slice(ce: np.ndarray, edges: np.ndarray) -> tuple[int, int, slice] | N
     return (i0, i1, kept) if np.array_equal(ce[kept], edges[i0:i1]) else None
 
 
+#: :meth:`MixturePair.tail_and_complement` looks among the kept edges for this many losses
+#: and more (shorter arrays: the search costs about what it saves)
+_LOOKUP_POINTS = 1024
+
+
 #: :meth:`MixturePair.split_bin_masses` keeps its edge tails for grids up to this size
 _EDGE_CACHE_POINTS = 1 << 18
 
@@ -298,26 +307,37 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     phi(z) / Phi(-z) <= z + 1 for z >= 0; below 1 otherwise): at z ~ 7 that is ~200 u, far
     above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp."""
     u = float(np.finfo(float).eps) / 2.0
-    out = np.full(np.shape(x), _TAIL_ULPS * u)
-    if isinstance(base, GaussianPair):
-        s = base.s
-        with np.errstate(over="ignore", invalid="ignore"):
-            xs = np.abs(x) / s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
-            z = xs + s / 2.0  # >= |x / s -+ s / 2|
-            # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
-            # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
-            term = (z + 1.0) * (2.0 * xs + z + s)
+    if not isinstance(base, GaussianPair):
+        return np.full(np.shape(x), _TAIL_ULPS * u)
+    s = base.s
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        xs = np.abs(x).reshape(-1)
+        xs /= s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
+        z = xs + s / 2.0  # >= |x / s -+ s / 2|
+        # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
+        # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
+        term = z + 1.0
+        xs *= 2.0
+        xs += z
+        xs += s
+        term *= xs  # (z + 1) (2 |x| / s + z + s)
         term *= u * (1.0 + 1e-6)
-        out = np.where(z < 64.0, out + term, out)
-    return out
+        term += _TAIL_ULPS * u
+    np.copyto(term, _TAIL_ULPS * u, where=~(z < 64.0))
+    return term.reshape(x.shape)
 
 
 def _cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
     and ``lo = dist(L <= e)``: each interior mass the difference of the smaller tails."""
-    use_up = up[:-1] < lo[1:]
-    inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
-    return np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
+    out = np.empty(len(up) + 1)
+    inner = out[1:-1]
+    np.subtract(lo[1:], lo[:-1], out=inner)
+    np.copyto(inner, up[:-1] - up[1:], where=up[:-1] < lo[1:])
+    np.maximum(inner, 0.0, out=inner)
+    out[0], out[-1] = lo[0], up[-1]
+    return out
 
 
 def mixture_pair(base: LossPair, w: float) -> LossPair:

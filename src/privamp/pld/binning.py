@@ -170,11 +170,18 @@ def relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
     if n < 2:
         return 0.0, float(err.max()) if len(err) else 0.0
     e_seg = np.maximum(err[:-1], err[1:])
-    g_low = np.maximum(vertex[1:] * (1.0 - 4.0 * n * _U) - err[1:], 0.0)
+    g_low = vertex[1:] * (1.0 - 4.0 * n * _U)
+    g_low -= err[1:]
+    np.maximum(g_low, 0.0, out=g_low)
+    ratio = np.full(n - 1, np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(g_low > 0, e_seg / g_low, np.inf)
-    rho = float(min(np.max(np.where(ratio <= rho_max, ratio, 0.0)), rho_max)) * (1.0 + 1e-6)
-    s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
+        np.divide(e_seg, g_low, out=ratio, where=g_low > 0)
+    np.copyto(ratio, 0.0, where=~(ratio <= rho_max))
+    rho = float(min(np.max(ratio), rho_max)) * (1.0 + 1e-6)
+    g_low *= rho
+    np.subtract(e_seg, g_low, out=g_low)
+    np.maximum(g_low, 0.0, out=g_low)
+    s = float(np.max(g_low))
     return rho, s * (1.0 + 1e-6)
 
 
@@ -185,7 +192,10 @@ def bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float | np.ndarr
     steps h_i = l_{i+1} - l_i): the connect-the-dots split keeping each bin's P- and
     Q-mass."""
     em1 = np.expm1(h)
-    return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+    e = pb / a[:-1]
+    e -= qb
+    e /= em1
+    return a[:-1] * em1, np.clip(e, 0.0, qb, out=e)
 
 
 def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
