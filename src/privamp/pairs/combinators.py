@@ -67,9 +67,15 @@ class MixturePair(LossPair):
 
     def _preimage(self, l: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = np.expm1(l) + self.w
-            out = np.log(np.where(x > 0, x, 1.0)) - math.log(self.w)
-        return np.where(x > 0, out, -np.inf)
+            x = np.expm1(l)
+            x += self.w
+            pos = x > 0
+            if l.ndim and pos.all():  # (the same floats as below, in place)
+                np.log(x, out=x)
+                x -= math.log(self.w)
+                return x
+            out = np.log(np.where(pos, x, 1.0)) - math.log(self.w)
+        return np.where(pos, out, -np.inf)
 
     def tail(self, l, dist, upper, strict):
         l = as_array(l)

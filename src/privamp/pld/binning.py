@@ -217,21 +217,34 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     """
     K = len(l) - 1
     qge0 = float(q_ge(0))  # Q(L >= l_0)
-    m = -qgt[1:] - e
+    # (in place where it keeps the floats: issue 28)
+    m = np.negative(qgt[1:])
+    m -= e
     A = qb - e
     with np.errstate(invalid="ignore", divide="ignore"):
         pos = qb > 0
-        safe = np.where(pos, qb, 1.0)
-        g = np.where(pos, dlt * A * e / safe, 0.0)
-        t = np.clip(np.where(pos, e / safe, 0.5), 0.0, 1.0)
+        everywhere = bool(pos.all())
+        safe = qb if everywhere else np.where(pos, qb, 1.0)
+        g = dlt * A
+        g *= e
+        g /= safe
+        t = e / safe
+        if not everywhere:
+            np.copyto(g, 0.0, where=~pos)
+            np.copyto(t, 0.5, where=~pos)
+        np.clip(t, 0.0, 1.0, out=t)
     w = np.zeros(K + 1)
-    w[:K] = np.cumsum((-m * dlt)[::-1])[::-1]
+    down = np.negative(m)
+    down *= dlt
+    w[:K] = suffix_sums(down)
     mu = vertex_lowering(g, t, cap=w)
     v = w - mu
     nonpos = np.nonzero(v[1:] <= 0)[0]
     kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
     # slopes on segments 0..kend-1
-    s = m[:kend] - (mu[1 : kend + 1] - mu[:kend]) / dlt[:kend]
+    s = mu[1 : kend + 1] - mu[:kend]
+    s /= dlt[:kend]
+    np.subtract(m[:kend], s, out=s)
     # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
     q_at = float(q_ge(kend))
     v_last = min(float(v[kend - 1]), q_at * float(dlt[kend - 1]))
@@ -245,14 +258,17 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     fit = isotonic_regression(slopes, weights=weights, increasing=True).x
     fit = np.minimum(fit, 0.0)
     # Q'-mass at a_j = slope increment there (slope after the last point is 0)
-    inc = np.diff(np.concatenate((fit, [0.0])))
-    q = np.maximum(inc, 0.0)
+    inc = np.empty(len(fit))
+    np.subtract(fit[1:], fit[:-1], out=inc[:-1])
+    if len(fit):
+        inc[-1] = 0.0 - fit[-1]
+    runs = np.flatnonzero(inc[:-1] != 0.0)  # (inc[:-1] is np.diff(fit))
+    q = np.maximum(inc, 0.0, out=inc)
     out = np.zeros(K + 1)
-    out[: kend + 1] = a[: kend + 1] * q
+    np.multiply(a[: kend + 1], q, out=out[: kend + 1])
     # a pooled slope (weighted mean of m slopes of one sign) carries a relative error
     # <= (m + 2) u, and the profile at a is the integral of |slope| to its right, so scaling
     # the masses down by 4 (m + 2) u covers it (m: the longest run of pooled slopes)
-    runs = np.flatnonzero(np.diff(fit) != 0.0)
     m = int(np.max(np.diff(np.concatenate(([-1], runs, [len(fit) - 1]))))) if len(fit) else 1
     out *= 1.0 - 4.0 * (m + 2) * _U
     return out
