@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .loss_pair import LossPair, as_array
+from .loss_pair import LossPair, as_array, cell_masses
 from .mechanism_pairs import GaussianPair
 
 __all__ = [
@@ -104,6 +104,9 @@ class MixturePair(LossPair):
         if (not isinstance(self.base, GaussianPair) or l.ndim != 1
                 or len(l) < _LOOKUP_POINTS):
             return None
+        last = self.__dict__.get("_memo_last")
+        if last is not None and len(last[0]) == len(l) and np.array_equal(last[0], l):
+            return last[1]  # (the P and Q calls of a swapped pair's bin_masses)
         rev = bool(l[0] > l[-1])
         found = self._edge_lookup(l[::-1] if rev else l)
         if found is None:
@@ -114,6 +117,8 @@ class MixturePair(LossPair):
                 up, lo = up[::-1], lo[::-1]
             for strict in (True, False):  # (a Gaussian pair's tails ignore strictness)
                 memo[(d, True, strict)], memo[(d, False, strict)] = up, lo
+        # (memo arrays are never handed out: _tail_from copies or combines them)
+        self.__dict__["_memo_last"] = (l.copy(), memo)
         return memo
 
     def support(self) -> tuple[float, float] | None:
@@ -163,7 +168,7 @@ class MixturePair(LossPair):
         for dist in ("P", "Q"):
             up = self._tail_from(edges, l0, dist, True, True, memo)
             lo = self._tail_from(edges, l0, dist, False, False, memo)
-            out.append(_cell_masses(up, lo))
+            out.append(cell_masses(up, lo))
         return out[0], out[1]
 
     def split_bin_masses(self, edges: np.ndarray
@@ -188,7 +193,7 @@ class MixturePair(LossPair):
             return None
         edges = np.asarray(edges, dtype=float)
         up_p, lo_p, up_q, lo_q, acc = self._edge_tails(edges)
-        pb, qm = _cell_masses(up_p, lo_p), _cell_masses(up_q, lo_q)
+        pb, qm = cell_masses(up_p, lo_p), cell_masses(up_q, lo_q)
         pm = qm * (1.0 - self.w)  # (1 - w) qm + w pb
         pm += pb * self.w
         return pm, qm, pb, acc, up_q
@@ -332,18 +337,6 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
         term += _TAIL_ULPS * u
     np.copyto(term, _TAIL_ULPS * u, where=~(z < 64.0))
     return term.reshape(x.shape)
-
-
-def _cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
-    and ``lo = dist(L <= e)``: each interior mass the difference of the smaller tails."""
-    out = np.empty(len(up) + 1)
-    inner = out[1:-1]
-    np.subtract(lo[1:], lo[:-1], out=inner)
-    np.copyto(inner, up[:-1] - up[1:], where=up[:-1] < lo[1:])
-    np.maximum(inner, 0.0, out=inner)
-    out[0], out[-1] = lo[0], up[-1]
-    return out
 
 
 def mixture_pair(base: LossPair, w: float) -> LossPair:
