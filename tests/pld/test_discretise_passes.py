@@ -214,3 +214,17 @@ def test_non_gaussian_mixture_unchanged() -> None:
         assert np.array_equal(pair.tail(x, dist, True, False), a[0])
         assert np.array_equal(a[0], MixturePair(LaplacePair(1.0), 0.1).tail(
             x, dist, True, False))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_tail_side_switch_at_a_tie(seed: int) -> None:
+    """Masses whose mass above and below nearly tie at the switch (within a few ulp, so the
+    bounds cannot decide and the exact prefix sums do), and spread ones."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 5000))
+    m = rng.random(n) * (rng.random(n) < 0.5) if seed % 2 else np.full(n, 2.0 ** -int(
+        rng.integers(1, 1070)))
+    k = int(rng.integers(1, n - 1))
+    m[k] = float(m[k + 1 :].sum() - m[:k].sum()) if seed % 3 == 0 else m[k]
+    m = np.maximum(m, 0.0)
+    assert np.array_equal(binning.tail_side(m), ref_tail_side(m))

@@ -91,6 +91,10 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
         return out
     if above[0] <= m0:  # (below_0 = m_0)
         return above.copy()
+    k = _switch_by_bounds(inner, above, m0, tot)
+    if k is not None:
+        out[k:] = above[k:]
+        return out
     j, chunk, carry = 0, _SWITCH_CHUNK, None
     while j < n:
         part = inner[j : j + chunk]
@@ -107,6 +111,39 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
         j += len(part)
         chunk *= 2
     return out
+
+
+def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: float
+                      ) -> int | None:
+    """The switch k of :func:`tail_side` (first k with ``above_k <= below_k``, the float
+    ``below_k = fl(m_0 + c_{k-1})``, c the sequential cumsum of ``inner``), when bounds
+    decide it without the cumsum, else None.  A sum of j nonnegative floats in any order is
+    within ``gamma_j = j u / (1 - j u)`` (relative) of the exact sum, plus 2^-1075 per
+    addition among subnormals, so the sequential c_{k-1} and numpy's (pairwise) sum of the
+    same k terms are within ``3 (k + 2) u`` (relative) + ``(k + 2) 1e-323`` of each other;
+    the candidate k (where ``above_k <= tot - above_k`` first holds) is the switch if
+    ``above_k`` lies below the lower bound of ``below_k`` and ``above_{k-1}`` above the upper
+    bound of ``below_{k-1}`` (the comparisons are monotone in k: see :func:`tail_side`)."""
+    n = len(inner)
+    if n < 1 or n * _U > 1e-6:
+        return None
+    cand = np.flatnonzero(above <= tot - above)
+    k = int(cand[0]) if len(cand) else n + 1  # (n + 1: no switch)
+
+    def bounds(i: int) -> tuple[float, float]:  # float below_i lies within these
+        if i == 0:
+            return m0, m0
+        a = float(np.sum(inner[:i]))
+        g, t = 3.0 * (i + 2) * _U, (i + 2) * 1e-323
+        # (8 u: the u of fl(m_0 + c) and the roundings of these bounds' own 4 operations)
+        return ((m0 + (a * (1.0 - g) - t)) * (1.0 - 8.0 * _U) - t,
+                (m0 + (a * (1.0 + g) + t)) * (1.0 + 8.0 * _U) + t)
+
+    if k >= 1 and not above[k - 1] > bounds(k - 1)[1]:
+        return None
+    if k <= n and not above[k] <= bounds(k)[0]:
+        return None
+    return k
 
 
 def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
