@@ -6,11 +6,16 @@ those transforms on the same inputs, alone, and compares CPU times (``time.proce
 interleaved, best of ``--repeat``): the floor, the whole query, and their ratio.
 
     python benchmarks/floor.py [--q 0.0042667] [--sigma 1.1] [--steps 14063] [--repeat 15]
+                               [--phases]
+
+``--phases`` also times the query's phases (grid plan, discretisations, two-level
+compositions, the rest), each the least over the repeats.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -57,6 +62,46 @@ def query(q: float, sigma: float, steps: int, delta: float) -> float:
     return time.process_time() - t0
 
 
+#: the query's phases timed by ``--phases`` (functions of privamp.accountants.poisson)
+PHASES = ("grid_plan", "discretise", "compose_two_level")
+
+
+def phases(q: float, sigma: float, steps: int, delta: float, repeat: int) -> dict[str, float]:
+    """Per phase, the least CPU seconds over ``repeat`` fresh queries of the calls to each
+    function of :data:`PHASES` (summed within a query), and of the whole query."""
+    import privamp as pa
+    from privamp.accountants import poisson
+
+    spent: dict[str, float] = {}
+    saved = {name: getattr(poisson, name) for name in PHASES}
+
+    def timed(name, f):
+        def g(*a, **k):
+            t0 = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - t0
+        return g
+
+    best: dict[str, float] = {}
+    try:
+        for name, f in saved.items():
+            setattr(poisson, name, timed(name, f))
+        for _ in range(repeat):
+            spent.clear()
+            t0 = time.process_time()
+            pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(delta)
+            row = dict(spent, query=time.process_time() - t0)
+            row["rest"] = row["query"] - sum(spent.values())
+            for k, v in row.items():
+                best[k] = min(best.get(k, math.inf), v)
+    finally:
+        for name, f in saved.items():
+            setattr(poisson, name, f)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--q", type=float, default=256 / 60000)
@@ -64,6 +109,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=14063)
     ap.add_argument("--delta", type=float, default=1e-5)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--phases", action="store_true",
+                    help="also print the least CPU time of each phase over --repeat queries")
     a = ap.parse_args()
     query(a.q, a.sigma, a.steps, a.delta)  # warm up (imports, scipy plans)
     calls = record(a.q, a.sigma, a.steps, a.delta)
@@ -77,6 +124,10 @@ def main() -> None:
           f"{max((n or len(x)) for _, x, n in calls)}")
     print(f"FFT floor {floor * 1e3:.2f} ms CPU, query {whole * 1e3:.2f} ms CPU, "
           f"ratio {whole / floor:.2f}")
+    if a.phases:
+        best = phases(a.q, a.sigma, a.steps, a.delta, a.repeat)
+        print("phases (least ms CPU over the repeats; rest = query - phases): " + ", ".join(
+            f"{k} {v * 1e3:.2f}" for k, v in best.items()))
 
 
 if __name__ == "__main__":

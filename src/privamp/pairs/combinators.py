@@ -7,7 +7,7 @@ import math
 import numpy as np
 from scipy import special
 
-from .loss_pair import LossPair, as_array
+from .loss_pair import LossPair, as_array, cell_masses
 from .mechanism_pairs import GaussianPair
 
 __all__ = [
@@ -67,22 +67,59 @@ class MixturePair(LossPair):
 
     def _preimage(self, l: np.ndarray) -> np.ndarray:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            x = np.expm1(l) + self.w
-            out = np.log(np.where(x > 0, x, 1.0)) - math.log(self.w)
-        return np.where(x > 0, out, -np.inf)
+            x = np.expm1(l)
+            x += self.w
+            pos = x > 0
+            if l.ndim and pos.all():  # (the same floats as below, in place)
+                np.log(x, out=x)
+                x -= math.log(self.w)
+                return x
+            out = np.log(np.where(pos, x, 1.0)) - math.log(self.w)
+        return np.where(pos, out, -np.inf)
 
     def tail(self, l, dist, upper, strict):
         l = as_array(l)
-        return self._tail_from(l, self._preimage(np.maximum(l, self.floor)), dist, upper,
-                               strict, {})
+        memo = self._cached_memo(l)
+        l0 = None if memo else self._preimage(np.maximum(l, self.floor))
+        return self._tail_from(l, l0, dist, upper, strict, memo)
 
     def tail_and_complement(self, l, dist, upper, strict):
-        """Both from one preimage and the base's tails and complements."""
+        """Both from one preimage and the base's tails and complements (those of the edges
+        :meth:`split_bin_masses` kept, if ``l`` is found among them, in either order)."""
         l = as_array(l)
-        l0 = self._preimage(np.maximum(l, self.floor))
-        memo: dict = {}
+        memo = self._cached_memo(l)
+        l0 = None if memo else self._preimage(np.maximum(l, self.floor))
+        if memo is None:
+            memo = {}
         return (self._tail_from(l, l0, dist, upper, strict, memo),
                 self._tail_from(l, l0, dist, not upper, not strict, memo))
+
+    def _cached_memo(self, l: np.ndarray) -> dict | None:
+        """For a Gaussian base and losses ``l`` (increasing or decreasing) found among the
+        edges :meth:`split_bin_masses` kept: the base tails at their preimages, keyed as
+        :meth:`_tail_from` asks for them (the same floats a fresh evaluation gives: each is
+        a function of its edge alone; edges not kept are evaluated fresh), else None.
+        (issue 28: the add direction's grid ``j 4h`` negated is inside the remove
+        direction's ``j 2h``.)"""
+        if (not isinstance(self.base, GaussianPair) or l.ndim != 1
+                or len(l) < _LOOKUP_POINTS):
+            return None
+        last = self.__dict__.get("_memo_last")
+        if last is not None and len(last[0]) == len(l) and np.array_equal(last[0], l):
+            return last[1]  # (the P and Q calls of a swapped pair's bin_masses)
+        rev = bool(l[0] > l[-1])
+        found = self._edge_lookup(l[::-1] if rev else l)
+        if found is None:
+            return None
+        memo = {}
+        for d, up, lo in (("P", found[0], found[1]), ("Q", found[2], found[3])):
+            if rev:
+                up, lo = up[::-1], lo[::-1]
+            for strict in (True, False):  # (a Gaussian pair's tails ignore strictness)
+                memo[(d, True, strict)], memo[(d, False, strict)] = up, lo
+        # (memo arrays are never handed out: _tail_from copies or combines them)
+        self.__dict__["_memo_last"] = (l.copy(), memo)
+        return memo
 
     def support(self) -> tuple[float, float] | None:
         """The base's support mapped by l -> log(1 - w + w e^l), widened by a relative 1e-9
@@ -131,7 +168,7 @@ class MixturePair(LossPair):
         for dist in ("P", "Q"):
             up = self._tail_from(edges, l0, dist, True, True, memo)
             lo = self._tail_from(edges, l0, dist, False, False, memo)
-            out.append(_cell_masses(up, lo))
+            out.append(cell_masses(up, lo))
         return out[0], out[1]
 
     def split_bin_masses(self, edges: np.ndarray
@@ -156,8 +193,9 @@ class MixturePair(LossPair):
             return None
         edges = np.asarray(edges, dtype=float)
         up_p, lo_p, up_q, lo_q, acc = self._edge_tails(edges)
-        pb, qm = _cell_masses(up_p, lo_p), _cell_masses(up_q, lo_q)
-        pm = (1.0 - self.w) * qm + self.w * pb
+        pb, qm = cell_masses(up_p, lo_p), cell_masses(up_q, lo_q)
+        pm = qm * (1.0 - self.w)  # (1 - w) qm + w pb
+        pm += pb * self.w
         return pm, qm, pb, acc, up_q
 
     def _edge_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -167,35 +205,31 @@ class MixturePair(LossPair):
         j h, where (2j) h and j (2h) round alike) reuse them (issue 28: the optimistic side
         of the leading direction is discretised on twice the pessimistic side's step)."""
         n = len(edges)
-        idx = None
-        cache = self.__dict__.get("_edge_cache")
-        if cache is not None and n >= 2 and len(cache[0]) >= 2:
-            ce = cache[0]
-            d = float(ce[1] - ce[0])
-            r0 = float(edges[0] - ce[0]) / d if d > 0 and math.isfinite(d) else math.nan
-            r1 = float(edges[1] - edges[0]) / d if d > 0 and math.isfinite(d) else math.nan
-            # (inf, NaN or huge ratios fail these tests: round() would raise on them)
-            if abs(r0) < 2 * len(ce) and 0.0 < r1 < 2 * len(ce) + 1:
-                k, j0 = round(r1), round(r0)
-                if k >= 1:
-                    cand = j0 + k * np.arange(n)
-                    inside = (cand >= 0) & (cand < len(ce))
-                    if np.count_nonzero(inside) * 2 >= n and np.array_equal(
-                            ce[cand[inside]], edges[inside]):
-                        idx = cand, inside
-        if idx is None:
-            vals = self._fresh_tails(edges)
-        else:
-            cand, inside = idx
-            assert cache is not None  # (idx is set only from a cache)
-            vals = tuple(np.empty(n) for _ in range(5))
-            for v, c in zip(vals, cache[1:], strict=True):
-                v[inside] = c[cand[inside]]
-            if not inside.all():
-                for v, f in zip(vals, self._fresh_tails(edges[~inside]), strict=True):
-                    v[~inside] = f
+        vals = self._edge_lookup(edges, fresh_if_none=True)
+        assert vals is not None  # (fresh_if_none)
         # (kept only for grids up to _EDGE_CACHE_POINTS: six arrays live as long as the pair)
         self.__dict__["_edge_cache"] = (edges, *vals) if n <= _EDGE_CACHE_POINTS else None
+        return vals
+
+    def _edge_lookup(self, edges: np.ndarray, fresh_if_none: bool = False
+                     ) -> tuple[np.ndarray, ...] | None:
+        """The values of :meth:`_fresh_tails` at ``edges``, those of the kept edges reused
+        (at least half must be found among them), the others evaluated; None if too few are
+        found (or, with ``fresh_if_none``, all evaluated)."""
+        n = len(edges)
+        cache = self.__dict__.get("_edge_cache")
+        found = None if cache is None else _grid_slice(cache[0], edges)
+        if found is None:
+            return self._fresh_tails(edges) if fresh_if_none else None
+        assert cache is not None  # (found only in a cache)
+        i0, i1, kept = found  # edges[i0:i1] == cache[0][kept]
+        vals = tuple(np.empty(n) for _ in range(5))
+        for v, c in zip(vals, cache[1:], strict=True):
+            v[i0:i1] = c[kept]
+        if i0 > 0 or i1 < n:
+            rest = np.concatenate((edges[:i0], edges[i1:]))
+            for v, f in zip(vals, self._fresh_tails(rest), strict=True):
+                v[:i0], v[i1:] = f[:i0], f[i0:]
         return vals
 
     def _fresh_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -204,12 +238,17 @@ class MixturePair(LossPair):
         up_q, lo_q = self.base.tail_and_complement(l0, "Q", True, True)
         return up_p, lo_p, up_q, lo_q, _tail_accuracy(self.base, l0)
 
-    def _tail_from(self, l: np.ndarray, l0: np.ndarray, dist: str, upper: bool,
-                   strict: bool, memo: dict) -> np.ndarray:
+    def _tail_from(self, l: np.ndarray, l0: np.ndarray | None, dist: str, upper: bool,
+                   strict: bool, memo: dict | None) -> np.ndarray:
+        """The tail at losses ``l`` (preimages ``l0``) from the base's tails; ``memo``
+        holds (and receives) base tails and their complements, None: the tails alone
+        (``tail`` gives the values of ``tail_and_complement``)."""
         w, b = self.w, self.base
 
         def base_tail(d: str) -> np.ndarray:
             key = (d, upper, strict)
+            if memo is None:
+                return b.tail(l0, d, upper, strict)
             if key not in memo:  # (the complement comes with it: L > x and L <= x, ...)
                 memo[key], memo[(d, not upper, not strict)] = b.tail_and_complement(
                     l0, d, upper, strict)
@@ -217,6 +256,8 @@ class MixturePair(LossPair):
 
         qb = base_tail("Q")
         val = qb if dist == "Q" else w * base_tail("P") + (1.0 - w) * qb
+        if l.ndim and not (l <= self.floor).any():  # (nothing to fix below)
+            return val.copy() if val is qb and memo is not None else val
         # At and below the floor the base loss is -inf; fix the tails there exactly.
         qmi = b.q_minf
         total = 1.0
@@ -229,6 +270,37 @@ class MixturePair(LossPair):
             below_val = 0.0
         val = np.where(l == self.floor, at, val)
         return np.where(l < self.floor, below_val, val)
+
+
+def _grid_slice(ce: np.ndarray, edges: np.ndarray) -> tuple[int, int, slice] | None:
+    """``(i0, i1, kept)`` with ``edges[i0:i1]`` equal (as floats) to ``ce[kept]``, a strided
+    slice, and at least half of the edges so found, if ``edges`` continue an arithmetic
+    pattern of the kept edges ``ce`` (``edges[i] = ce[j0 + k i]``), else None."""
+    n, m = len(edges), len(ce)
+    if n < 2 or m < 2:
+        return None
+    d = float(ce[1] - ce[0])
+    if not (d > 0 and math.isfinite(d)):
+        return None
+    r0 = float(edges[0] - ce[0]) / d
+    r1 = float(edges[1] - edges[0]) / d
+    # (inf, NaN or huge ratios fail these tests: round() would raise on them)
+    if not (abs(r0) < 2 * m and 0.0 < r1 < 2 * m + 1):
+        return None
+    k, j0 = round(r1), round(r0)
+    if k < 1:
+        return None
+    i0 = max(0, -(j0 // k))  # first i with j0 + k i >= 0
+    i1 = min(n, max(0, -(-(m - j0) // k)))  # first i with j0 + k i >= m
+    if (i1 - i0) * 2 < n:
+        return None
+    kept = slice(j0 + k * i0, j0 + k * (i1 - 1) + 1, k)
+    return (i0, i1, kept) if np.array_equal(ce[kept], edges[i0:i1]) else None
+
+
+#: :meth:`MixturePair.tail_and_complement` looks among the kept edges for this many losses
+#: and more (shorter arrays: the search costs about what it saves)
+_LOOKUP_POINTS = 1024
 
 
 #: :meth:`MixturePair.split_bin_masses` keeps its edge tails for grids up to this size
@@ -246,26 +318,25 @@ def _tail_accuracy(base: LossPair, x: np.ndarray) -> np.ndarray:
     phi(z) / Phi(-z) <= z + 1 for z >= 0; below 1 otherwise): at z ~ 7 that is ~200 u, far
     above the ulps of ndtr itself.  Other pairs: ``_TAIL_ULPS`` ulp."""
     u = float(np.finfo(float).eps) / 2.0
-    out = np.full(np.shape(x), _TAIL_ULPS * u)
-    if isinstance(base, GaussianPair):
-        s = base.s
-        with np.errstate(over="ignore", invalid="ignore"):
-            xs = np.abs(x) / s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
-            z = xs + s / 2.0  # >= |x / s -+ s / 2|
-            # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
-            # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
-            term = (z + 1.0) * (2.0 * xs + z + s)
+    if not isinstance(base, GaussianPair):
+        return np.full(np.shape(x), _TAIL_ULPS * u)
+    s = base.s
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        xs = np.abs(x).reshape(-1)
+        xs /= s  # (inf for infinite x, NaN for NaN: both fail z < 64 below)
+        z = xs + s / 2.0  # >= |x / s -+ s / 2|
+        # beyond |z| = 64 (|x| / s may overflow for a tiny shift s) the tail is exactly 0
+        # or 1 in double precision (Phi(-60) < 1e-780), so only ndtr's own ulps remain
+        term = z + 1.0
+        xs *= 2.0
+        xs += z
+        xs += s
+        term *= xs  # (z + 1) (2 |x| / s + z + s)
         term *= u * (1.0 + 1e-6)
-        out = np.where(z < 64.0, out + term, out)
-    return out
-
-
-def _cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
-    """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
-    and ``lo = dist(L <= e)``: each interior mass the difference of the smaller tails."""
-    use_up = up[:-1] < lo[1:]
-    inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
-    return np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
+        term += _TAIL_ULPS * u
+    np.copyto(term, _TAIL_ULPS * u, where=~(z < 64.0))
+    return term.reshape(x.shape)
 
 
 def mixture_pair(base: LossPair, w: float) -> LossPair:

@@ -22,6 +22,7 @@ import numpy as np
 
 __all__ = [
     "LossPair",
+    "cell_masses",
 ]
 
 
@@ -64,10 +65,7 @@ class LossPair(ABC):
         out = []
         for dist in ("P", "Q"):
             up, lo = self.tail_and_complement(edges, dist, True, True)  # L > e, L <= e
-            use_up = up[:-1] < lo[1:]
-            inner = np.where(use_up, up[:-1] - up[1:], lo[1:] - lo[:-1])
-            masses = np.concatenate(([lo[0]], np.maximum(inner, 0.0), [up[-1]]))
-            out.append(masses)
+            out.append(cell_masses(up, lo))
         return out[0], out[1]
 
     def loss_range(self, tail: float) -> tuple[float, float]:
@@ -188,3 +186,24 @@ def as_array(l: np.ndarray | float) -> np.ndarray:
     return np.asarray(l, dtype=float)
 
 
+
+
+def cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
+    """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
+    and ``lo = dist(L <= e)`` at the edges e: each interior mass the difference of the
+    smaller tails (clipped at 0), the first ``lo[0]``, the last ``up[-1]``.
+
+    Args:
+        up: the upper tails at the K + 1 edges.
+        lo: the lower tails there.
+
+    Returns:
+        The K + 2 masses.
+    """
+    out = np.empty(len(up) + 1)
+    inner = out[1:-1]
+    np.subtract(lo[1:], lo[:-1], out=inner)
+    np.copyto(inner, up[:-1] - up[1:], where=up[:-1] < lo[1:])
+    np.maximum(inner, 0.0, out=inner)
+    out[0], out[-1] = lo[0], up[-1]
+    return out

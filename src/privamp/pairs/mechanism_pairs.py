@@ -46,17 +46,19 @@ class GaussianPair(LossPair):
             return self.tail(l, dist, upper, strict), self.tail(l, dist, not upper, not strict)
         s = self.s
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            z = l / s + (-s / 2 if dist == "P" else s / 2)
+            z = l / s
+            z += -s / 2 if dist == "P" else s / 2
         az = np.abs(z)
-        small = special.ndtr(-az)
-        big = 1.0 - small
+        small = np.negative(az)
+        special.ndtr(small, out=small)  # Phi(-|z|)
+        big = np.subtract(1.0, small)
         mid = az < 1.0
         if mid.any():
             big[mid] = special.ndtr(az[mid])
         pos = z > 0  # the upper tail Phi(-z) is the smaller one
         up = np.where(pos, small, big)
-        lo = np.where(pos, big, small)
-        return (up, lo) if upper else (lo, up)
+        np.copyto(small, big, where=pos)  # (now the lower tail)
+        return (up, small) if upper else (small, up)
 
     def delta(self, epsilon):
         """delta = Phi(s/2 - eps/s) - e^eps Phi(-s/2 - eps/s) (Balle, Barthe, Gaboardi 2018,

@@ -9,6 +9,8 @@ docstring.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.optimize import isotonic_regression
 
@@ -19,7 +21,9 @@ __all__ = [
     "optimistic_masses",
     "relative_split",
     "split_tail_errors",
+    "suffix_sums",
     "tail_errors",
+    "tail_side",
     "vertex_lowering",
 ]
 
@@ -30,8 +34,8 @@ _U = UNIT_ROUNDOFF
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 
 
-def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
-                 ) -> np.ndarray:
+def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0,
+                 p_above: np.ndarray | None = None) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at the grid points a_k.
 
     The tails are evaluated within 4 ulp (relative) and each bin mass is the rounded
@@ -40,25 +44,111 @@ def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
     distribution's switch point (where the upper tail becomes the smaller one), and within
     12 u (total + R_k) below it.  The profile at a_k is P(L > l_k) - a_k Q(L > l_k), so
     ``E_k = 12 u (e_P + a_k e_Q)`` with those two terms, times a safety factor 2.  Tails
-    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.
+    known to ``ulps`` ulp instead of 4 scale this by ulps / 4.  ``p_above``: the
+    :func:`suffix_sums` of ``pm``, if already computed.
     """
-    return 6.0 * ulps * _U * (tail_side(pm) + a * tail_side(qm)) + 1e-300
+    out = tail_side(qm)
+    out *= a
+    out += tail_side(pm, p_above)
+    out *= 6.0 * ulps * _U
+    out += 1e-300
+    return out
 
 
-def tail_side(m: np.ndarray) -> np.ndarray:
+def suffix_sums(m: np.ndarray) -> np.ndarray:
+    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum)."""
+    return np.cumsum(m[::-1])[::-1]
+
+
+#: :func:`tail_side` looks for the switch point in prefix sums of this many masses first
+#: (doubling): the switch of a small-rate pair sits near the grid's bottom
+_SWITCH_CHUNK = 512
+
+
+def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
     """Per grid point l_k, the stored mass above l_k if that is the smaller tail there, else
     the total plus it: what the 12 u error of the telescoped tails of :func:`tail_errors` is
-    relative to."""
-    inner = m[1:-1]
-    above = np.cumsum(m[::-1])[::-1][1:]  # stored mass above l_k, k = 0..K
+    relative to.  ``above_all``: ``suffix_sums(m)``, if already computed.
+
+    The stored mass at or below l_k is ``m_0 + (m_1 + ... + m_k)`` (the sum inside from the
+    bottom); for masses >= 0 the sums above decrease and those below increase with k (sums
+    of nonnegative floats, rounded, are monotone), so the switch is the first k where the
+    mass above is at most the mass below, found from the prefix sums up to there only --
+    each the same float as in the full cumulative sum, its chain of additions continued
+    from the last sum of the previous chunk (issue 28: a float cumsum costs ~25 additions'
+    time here; for small-rate pairs the switch sits a few hundred points up)."""
+    above = (suffix_sums(m) if above_all is None else above_all)[1:]  # mass above l_k
     tot = float(m.sum())
-    below = np.concatenate(([m[0]], m[0] + np.cumsum(inner)))  # stored mass <= l_k
-    # switch: first k whose mass above is below the mass at or below
-    return np.where(above <= below, above, tot + above)
+    inner = m[1:-1]
+    n = len(inner)  # above has n + 1 entries, k = 0..n
+    m0 = m[0]
+    out = above + tot
+    if not len(above):
+        return out
+    if not math.isfinite(tot) or float(m.min()) < 0.0:
+        below = np.concatenate(([m0], m0 + np.cumsum(inner)))  # stored mass <= l_k
+        np.copyto(out, above, where=above <= below)
+        return out
+    if above[0] <= m0:  # (below_0 = m_0)
+        return above.copy()
+    k = _switch_by_bounds(inner, above, m0, tot)
+    if k is not None:
+        out[k:] = above[k:]
+        return out
+    j, chunk, carry = 0, _SWITCH_CHUNK, None
+    while j < n:
+        part = inner[j : j + chunk]
+        if carry is None:  # the cumsum's own chain of additions, from the bottom
+            sums = np.cumsum(part)
+        else:
+            sums = np.cumsum(np.concatenate(([carry], part)))[1:]
+        hit = np.flatnonzero(above[j + 1 : j + 1 + len(part)] <= m0 + sums)
+        if len(hit):
+            k = j + 1 + int(hit[0])
+            out[k:] = above[k:]
+            return out
+        carry = float(sums[-1])
+        j += len(part)
+        chunk *= 2
+    return out
+
+
+def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: float
+                      ) -> int | None:
+    """The switch k of :func:`tail_side` (first k with ``above_k <= below_k``, the float
+    ``below_k = fl(m_0 + c_{k-1})``, c the sequential cumsum of ``inner``), when bounds
+    decide it without the cumsum, else None.  A sum of j nonnegative floats in any order is
+    within ``gamma_j = j u / (1 - j u)`` (relative) of the exact sum, plus 2^-1075 per
+    addition among subnormals, so the sequential c_{k-1} and numpy's (pairwise) sum of the
+    same k terms are within ``3 (k + 2) u`` (relative) + ``(k + 2) 1e-323`` of each other;
+    the candidate k (where ``above_k <= tot - above_k`` first holds) is the switch if
+    ``above_k`` lies below the lower bound of ``below_k`` and ``above_{k-1}`` above the upper
+    bound of ``below_{k-1}`` (the comparisons are monotone in k: see :func:`tail_side`)."""
+    n = len(inner)
+    if n < 1 or n * _U > 1e-6:
+        return None
+    cand = np.flatnonzero(above <= tot - above)
+    k = int(cand[0]) if len(cand) else n + 1  # (n + 1: no switch)
+
+    def bounds(i: int) -> tuple[float, float]:  # float below_i lies within these
+        if i == 0:
+            return m0, m0
+        a = float(np.sum(inner[:i]))
+        g, t = 3.0 * (i + 2) * _U, (i + 2) * 1e-323
+        # (8 u: the u of fl(m_0 + c) and the roundings of these bounds' own 4 operations)
+        return ((m0 + (a * (1.0 - g) - t)) * (1.0 - 8.0 * _U) - t,
+                (m0 + (a * (1.0 + g) + t)) * (1.0 + 8.0 * _U) + t)
+
+    if k >= 1 and not above[k - 1] > bounds(k - 1)[1]:
+        return None
+    if k <= n and not above[k] <= bounds(k)[0]:
+        return None
+    return k
 
 
 def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndarray,
-                       w: float, acc: np.ndarray) -> np.ndarray:
+                       w: float, acc: np.ndarray, p_above: np.ndarray | None = None
+                       ) -> np.ndarray:
     """Bounds E_k on the float error of the grid pair's profile at a_k = e^{l_k} for the
     mixture (w P + (1 - w) Q, Q) whose cell masses are ``qm`` (base Q on the preimage
     cells), ``pb`` (base P) and ``pm = fl((1 - w) qm + w pb)``
@@ -73,12 +163,33 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
     above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
     em = np.expm1(l)
-    c = np.abs(em + w) * (1.0 + 4.0 * _U) + 4.0 * _U * np.abs(em)
-    above = np.cumsum(pm[::-1])[::-1][1:] * (1.0 + 2.0 * len(pm) * _U)
-    r = 3.0 * np.maximum(acc, 4.0 * _U) + _U  # >= 2 acc + u, and 12 u at acc = 4 u
+    c = np.add(em, w)
+    np.abs(c, out=c)
+    c *= 1.0 + 4.0 * _U
+    np.abs(em, out=em)
+    em *= 4.0 * _U
+    c += em
+    above = (suffix_sums(pm) if p_above is None else p_above)[1:] * (1.0 + 2.0 * len(pm) * _U)
+    r = np.maximum(acc, 4.0 * _U)
+    r *= 3.0
+    r += _U  # >= 2 acc + u, and 12 u at acc = 4 u
     top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
-    eta = r * (c * tail_side(qm) + w * tail_side(pb)) + c * top_q + w * top_p
-    return 2.0 * eta + 8.0 * _U * above + 1e-300
+    # eta = r (c tail_side(qm) + w tail_side(pb)) + c top_q + w top_p, in place
+    eta = tail_side(qm)
+    eta *= c
+    side_p = tail_side(pb)
+    side_p *= w
+    eta += side_p
+    eta *= r
+    c *= top_q
+    eta += c
+    eta += w * top_p
+    # 2 eta + 8 u above + 1e-300
+    eta *= 2.0
+    above *= 8.0 * _U
+    eta += above
+    eta += 1e-300
+    return eta
 
 
 def relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
@@ -96,11 +207,18 @@ def relative_split(vertex: np.ndarray, err: np.ndarray, rho_max: float = 1e-10
     if n < 2:
         return 0.0, float(err.max()) if len(err) else 0.0
     e_seg = np.maximum(err[:-1], err[1:])
-    g_low = np.maximum(vertex[1:] * (1.0 - 4.0 * n * _U) - err[1:], 0.0)
+    g_low = vertex[1:] * (1.0 - 4.0 * n * _U)
+    g_low -= err[1:]
+    np.maximum(g_low, 0.0, out=g_low)
+    ratio = np.full(n - 1, np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(g_low > 0, e_seg / g_low, np.inf)
-    rho = float(min(np.max(np.where(ratio <= rho_max, ratio, 0.0)), rho_max)) * (1.0 + 1e-6)
-    s = float(np.max(np.maximum(e_seg - rho * g_low, 0.0)))
+        np.divide(e_seg, g_low, out=ratio, where=g_low > 0)
+    np.copyto(ratio, 0.0, where=~(ratio <= rho_max))
+    rho = float(min(np.max(ratio), rho_max)) * (1.0 + 1e-6)
+    g_low *= rho
+    np.subtract(e_seg, g_low, out=g_low)
+    np.maximum(g_low, 0.0, out=g_low)
+    s = float(np.max(g_low))
     return rho, s * (1.0 + 1e-6)
 
 
@@ -111,7 +229,10 @@ def bin_split(pb: np.ndarray, qb: np.ndarray, a: np.ndarray, h: float | np.ndarr
     steps h_i = l_{i+1} - l_i): the connect-the-dots split keeping each bin's P- and
     Q-mass."""
     em1 = np.expm1(h)
-    return a[:-1] * em1, np.clip((pb / a[:-1] - qb) / em1, 0.0, qb)
+    e = pb / a[:-1]
+    e -= qb
+    e /= em1
+    return a[:-1] * em1, np.clip(e, 0.0, qb, out=e)
 
 
 def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndarray,
@@ -133,21 +254,34 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     """
     K = len(l) - 1
     qge0 = float(q_ge(0))  # Q(L >= l_0)
-    m = -qgt[1:] - e
+    # (in place where it keeps the floats: issue 28)
+    m = np.negative(qgt[1:])
+    m -= e
     A = qb - e
     with np.errstate(invalid="ignore", divide="ignore"):
         pos = qb > 0
-        safe = np.where(pos, qb, 1.0)
-        g = np.where(pos, dlt * A * e / safe, 0.0)
-        t = np.clip(np.where(pos, e / safe, 0.5), 0.0, 1.0)
+        everywhere = bool(pos.all())
+        safe = qb if everywhere else np.where(pos, qb, 1.0)
+        g = dlt * A
+        g *= e
+        g /= safe
+        t = e / safe
+        if not everywhere:
+            np.copyto(g, 0.0, where=~pos)
+            np.copyto(t, 0.5, where=~pos)
+        np.clip(t, 0.0, 1.0, out=t)
     w = np.zeros(K + 1)
-    w[:K] = np.cumsum((-m * dlt)[::-1])[::-1]
+    down = np.negative(m)
+    down *= dlt
+    w[:K] = suffix_sums(down)
     mu = vertex_lowering(g, t, cap=w)
     v = w - mu
     nonpos = np.nonzero(v[1:] <= 0)[0]
     kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
     # slopes on segments 0..kend-1
-    s = m[:kend] - (mu[1 : kend + 1] - mu[:kend]) / dlt[:kend]
+    s = mu[1 : kend + 1] - mu[:kend]
+    s /= dlt[:kend]
+    np.subtract(m[:kend], s, out=s)
     # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
     q_at = float(q_ge(kend))
     v_last = min(float(v[kend - 1]), q_at * float(dlt[kend - 1]))
@@ -161,14 +295,17 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     fit = isotonic_regression(slopes, weights=weights, increasing=True).x
     fit = np.minimum(fit, 0.0)
     # Q'-mass at a_j = slope increment there (slope after the last point is 0)
-    inc = np.diff(np.concatenate((fit, [0.0])))
-    q = np.maximum(inc, 0.0)
+    inc = np.empty(len(fit))
+    np.subtract(fit[1:], fit[:-1], out=inc[:-1])
+    if len(fit):
+        inc[-1] = 0.0 - fit[-1]
+    runs = np.flatnonzero(inc[:-1] != 0.0)  # (inc[:-1] is np.diff(fit))
+    q = np.maximum(inc, 0.0, out=inc)
     out = np.zeros(K + 1)
-    out[: kend + 1] = a[: kend + 1] * q
+    np.multiply(a[: kend + 1], q, out=out[: kend + 1])
     # a pooled slope (weighted mean of m slopes of one sign) carries a relative error
     # <= (m + 2) u, and the profile at a is the integral of |slope| to its right, so scaling
     # the masses down by 4 (m + 2) u covers it (m: the longest run of pooled slopes)
-    runs = np.flatnonzero(np.diff(fit) != 0.0)
     m = int(np.max(np.diff(np.concatenate(([-1], runs, [len(fit) - 1]))))) if len(fit) else 1
     out *= 1.0 - 4.0 * (m + 2) * _U
     return out

@@ -14,7 +14,13 @@ from .._validation import check_positive
 from ..errors import NotApplicable
 from ..pairs.combinators import MixturePair
 from ..pairs.loss_pair import LossPair
-from .binning import bin_split, optimistic_masses, split_tail_errors, tail_errors
+from .binning import (
+    bin_split,
+    optimistic_masses,
+    split_tail_errors,
+    suffix_sums,
+    tail_errors,
+)
 from .budget import MAX_LOSS, MEMORY_BUDGET, REL_SAFETY, discretise_bytes
 from .grid import PLD, strip, with_float_allowance
 
@@ -125,10 +131,13 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     q_gt = None  # Q(L > l) at the grid points, if the masses came with it
     if split is not None:  # float error scaling with the mixture weight
         pm_all, qm_all, base_p, acc, q_gt = split
-        errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc)
+        p_above = suffix_sums(pm_all)  # (shared with the pessimistic side below)
+        errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc,
+                                 p_above)
     else:
         pm_all, qm_all = pair.bin_masses(l)
-        errs = tail_errors(pm_all, qm_all, a)
+        p_above = suffix_sums(pm_all)
+        errs = tail_errors(pm_all, qm_all, a, p_above=p_above)
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
     dlt, e = bin_split(pb, qb, a, h if at is None else np.diff(at) * h)
 
@@ -149,7 +158,7 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
         # losses up is pessimistic), raised by its float error (8 u of the P-tail above)
         low = qb < _Q_NORMAL
         if np.any(low):
-            tail_p = np.cumsum(pm_all[::-1])[::-1][1:-1]  # P(L > l_i) for the bins' left ends
+            tail_p = p_above[1:-1]  # P(L > l_i) for the bins' left ends
             low_part[low] = 0.0
             high_part[low] = pb[low] * (1.0 + 1e-12) + 2.0 ** -50 * tail_p[low]
         pess[:-1] += low_part
