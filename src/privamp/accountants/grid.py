@@ -22,6 +22,7 @@ from ..pld.budget import (
     TWO_LEVEL_MIN_T,
     discretise_bytes,
 )
+from .quartiles import mixture_quantile, replayed_brackets
 from .short_grid import (
     SHORT_RUN_COARSE_T,
     SHORT_RUN_MIN_POINTS,
@@ -333,6 +334,10 @@ def loss_iqr(pair: LossPair) -> float:
     brackets in one tail evaluation per round, the same points as
     :func:`privamp.pairs.loss_pair.bracket` with 5 rounds of 32; the last pair's value is
     kept, as the add direction of a Poisson pair asks again for its remove direction's).
+    For the remove direction of small-rate Poisson-subsampled Gaussian the search's final
+    brackets are replayed from the quartiles in closed form and checked by one tail
+    evaluation (:func:`privamp.accountants.quartiles.replayed_brackets`: the same value, bit
+    for bit, in one tail evaluation instead of five).
 
     Args:
         pair: the pair.
@@ -345,7 +350,12 @@ def loss_iqr(pair: LossPair) -> float:
         return memo[1]
     lo, hi = pair.loss_range(1e-12)
     brackets = [(lo, hi), (lo, hi)]
-    for _ in range(5):
+    replay = None
+    if lead_direction(pair):  # the search's brackets from the quantiles (quartiles.py)
+        s, w = cast(GaussianPair, cast(MixturePair, pair).base).s, cast(MixturePair, pair).w
+        replay = replayed_brackets(pair, [mixture_quantile(s, w, t) for t in (0.25, 0.75)],
+                                   (0.25, 0.75), lo, hi)
+    for _ in range(0 if replay is not None else 5):
         xs = [a + (b - a) * np.arange(1, 32) / 32 for a, b in brackets]
         with np.errstate(all="ignore"):
             v = np.asarray(pair.tail(np.concatenate(xs), "P", False, False), dtype=float)
@@ -354,6 +364,7 @@ def loss_iqr(pair: LossPair) -> float:
             k = int(np.argmin(right)) if not right.all() else len(x)
             a, b = brackets[j]
             brackets[j] = (float(x[k - 1]) if k > 0 else a, float(x[k]) if k < len(x) else b)
+    brackets = brackets if replay is None else replay
     iqr = max(brackets[1][1] - brackets[0][1], 1e-12)
     _IQR_MEMO[:] = [pair, iqr]
     return iqr
