@@ -66,9 +66,9 @@ def short_run_step(h: float, width: float, T: int = 0) -> float:
     Why the longer short runs refine less (session 11): dp-accounting's estimate moves away
     above the truth as T grows, faster than privamp's allowances.  With the unrefined step,
     on q in {1e-3, 256/60000, 1e-2} x sigma in {0.8, 1} (benchmarks/results/
-    grid17_session11.md), privamp's upper bound was above dp-accounting's at T <= 300 on
-    all six, at T 500 on three, at T 700 on one (q 256/60000, sigma 0.8: +8.5e-7 relative),
-    and below it at T 1000 and 3000 on all six (by 8.5e-7 .. 1.8e-4 relative), as on
+    grid17_session11.md), privamp's upper bound was above dp-accounting's at T 100 on all
+    six, at T 300 and 500 on three, at T 700 on one (q 256/60000, sigma 0.8: +8.5e-7
+    relative), and below it at T 1000 and 3000 on all six (by 8.5e-7 .. 2.8e-4), as on
     q in {1e-3, 3e-3, 1e-2, 3e-2, 0.1} x sigma in {0.5, 2, 4} at T 1000 (except q 0.1,
     sigma 0.5, +2.7e-8 with and without the refinement).  What the refinement still buys
     there is width: the unrefined interval was wider than 1e-3 relative only on windows
