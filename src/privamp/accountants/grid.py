@@ -22,6 +22,15 @@ from ..pld.budget import (
     TWO_LEVEL_MIN_T,
     discretise_bytes,
 )
+from .quartiles import mixture_quantile, replayed_brackets
+from .short_grid import (
+    SHORT_RUN_COARSE_T,
+    SHORT_RUN_MIN_POINTS,
+    SHORT_RUN_MIN_STEP,
+    SHORT_RUN_POINTS,
+    SHORT_RUN_REFINE,
+    short_run_step,
+)
 
 __all__ = [
     "auto_grid",
@@ -35,6 +44,8 @@ __all__ = [
     "SHORT_RUN_POINTS",
     "SHORT_RUN_REFINE",
     "SHORT_RUN_MIN_STEP",
+    "SHORT_RUN_COARSE_T",
+    "SHORT_RUN_MIN_POINTS",
     "short_run_step",
     "long_run_step",
     "short_optimistic_step",
@@ -155,7 +166,7 @@ def grid_plan(pair: LossPair, T: int, points: float = 1.5e6, short_run: bool = F
     if lead and ranged and T < OPTIMISTIC_SHORT_T:  # short one-level runs
         h = short_optimistic_step(h, hi_d - lo_d, iqr / _LEAD_IQR_BINS)
     if short_run and lead and T < TWO_LEVEL_MIN_T:  # (the add direction keeps its step)
-        h = short_run_step(h, width)
+        h = short_run_step(h, width, T)
     h = cap_composed(float(min(h, 0.05)), width, TWO_LEVEL_FACTOR // 2 if two else 1)
     one = one_level_step(h, hi_d - lo_d, coarse) if ranged else None
     return h, width, one
@@ -200,54 +211,6 @@ def long_run_step(sd: float, T: int) -> float:
         The step (the automatic step is coarsened to it, never refined).
     """
     return min(math.sqrt(T) * sd / LONG_SD_POINTS, LONG_MAX_STEP)
-
-
-#: short runs (one-level composition) of small-rate Gaussian: the composed window gets at
-#: least about this many points, the step refined by at most ``SHORT_RUN_REFINE``
-#: (:func:`short_run_step`)
-SHORT_RUN_POINTS = 5e5
-
-
-#: ... the most :func:`short_run_step` refines the automatic step
-SHORT_RUN_REFINE = 4.0
-
-
-#: ... and only a step at least this coarse (within ~3x of dp-accounting's default
-#: resolution, value_discretization_interval 1e-4)
-SHORT_RUN_MIN_STEP = 3e-5
-
-
-def short_run_step(h: float, width: float) -> float:
-    """The step of a short run (``T < TWO_LEVEL_MIN_T``, one-level composition) of a
-    small-rate Poisson-subsampled Gaussian direction: h, and where h >= ``SHORT_RUN_MIN_STEP``
-    (a wide loss: q >= 1e-3 at sigma >= 0.5) h refined, by at most ``SHORT_RUN_REFINE``,
-    until the composed window ``width`` holds ``SHORT_RUN_POINTS`` points.
-
-    What it targets: the certified upper bound at or below dp-accounting's (uncertified)
-    PLD estimate (issue 28).  Both discretise by connect-the-dots; privamp's upper bound also
-    carries certified numerical allowances.  Where the automatic step (at most
-    ``_LEAD_STEP``) is within ~3x of dp-accounting's 1e-4, privamp's smaller discretisation
-    error did not pay for them: its upper bound sat up to 1.2e-4 relative above
-    dp-accounting's estimate (q 0.001, sigma 1, T 100: [0.0551265, 0.0551815] vs 0.055175;
-    q 256/60000, sigma 0.8 and 1.1, T 100; now [0.055163, 0.055166]).  Why it is cheap
-    there: such windows hold 1e4-3e5 points, a short run composes in a few squarings, and
-    privamp answered in 1/3 to 1/13 of dp-accounting's CPU time, which stays >= 1.4x after
-    the refinement (benchmarks/results/scan_looser.md).  Where the step is already finer
-    (smaller rates or larger sigma, e.g. q 1e-4, sigma 1: 5.9e-6), dp-accounting's estimate
-    lies well above and the refinement only cost time (up to 3x, slower than
-    dp-accounting at q 1e-5, sigma 1, T 10); long runs (two-level composition) keep h, their
-    cost is the long window.  A heuristic: soundness never depends on the step.
-
-    Args:
-        h: the automatic step (> 0).
-        width: the composed window's width in loss.
-
-    Returns:
-        The step, in [h / SHORT_RUN_REFINE, h].
-    """
-    if h < SHORT_RUN_MIN_STEP:
-        return h
-    return float(min(h, max(h / SHORT_RUN_REFINE, width / SHORT_RUN_POINTS)))
 
 
 #: runs shorter than this in the one-level regime (tiny rates) may take a coarser lead step
@@ -371,6 +334,10 @@ def loss_iqr(pair: LossPair) -> float:
     brackets in one tail evaluation per round, the same points as
     :func:`privamp.pairs.loss_pair.bracket` with 5 rounds of 32; the last pair's value is
     kept, as the add direction of a Poisson pair asks again for its remove direction's).
+    For the remove direction of small-rate Poisson-subsampled Gaussian the search's final
+    brackets are replayed from the quartiles in closed form and checked by one tail
+    evaluation (:func:`privamp.accountants.quartiles.replayed_brackets`: the same value, bit
+    for bit, in one tail evaluation instead of five).
 
     Args:
         pair: the pair.
@@ -383,7 +350,12 @@ def loss_iqr(pair: LossPair) -> float:
         return memo[1]
     lo, hi = pair.loss_range(1e-12)
     brackets = [(lo, hi), (lo, hi)]
-    for _ in range(5):
+    replay = None
+    if lead_direction(pair):  # the search's brackets from the quantiles (quartiles.py)
+        s, w = cast(GaussianPair, cast(MixturePair, pair).base).s, cast(MixturePair, pair).w
+        replay = replayed_brackets(pair, [mixture_quantile(s, w, t) for t in (0.25, 0.75)],
+                                   (0.25, 0.75), lo, hi)
+    for _ in range(0 if replay is not None else 5):
         xs = [a + (b - a) * np.arange(1, 32) / 32 for a, b in brackets]
         with np.errstate(all="ignore"):
             v = np.asarray(pair.tail(np.concatenate(xs), "P", False, False), dtype=float)
@@ -392,6 +364,7 @@ def loss_iqr(pair: LossPair) -> float:
             k = int(np.argmin(right)) if not right.all() else len(x)
             a, b = brackets[j]
             brackets[j] = (float(x[k - 1]) if k > 0 else a, float(x[k]) if k < len(x) else b)
+    brackets = brackets if replay is None else replay
     iqr = max(brackets[1][1] - brackets[0][1], 1e-12)
     _IQR_MEMO[:] = [pair, iqr]
     return iqr
