@@ -237,14 +237,14 @@ class PLDAnalysis(RunAnalysis):
         ts = np.asarray(steps, dtype=int)
         gaps = np.diff(np.concatenate(([0], ts))).tolist()
         full = [j for j, s in enumerate(singles) if s[1] is not None]  # side 2 (on demand):
-        fine = {j: None for j, s in enumerate(singles) if s[1] is None and full and j not in
-                self._fine}  # a pessimistic-only direction on the lead's plan
+        fine: dict[int, tuple | None] = {  # a pessimistic-only direction on the lead's plan
+            j: None for j, s in enumerate(singles) if s[1] is None and full and j not in self._fine}
 
         def block(i: int, side: int, gap: int) -> PLD:
             if side == 2 and fine[i] is None:  # (the lead: as _refine_if_deciding)
                 lead = self._plans[min(full, key=lambda j: self._psteps[j])]
                 fine[i] = self._lead_recipe(self._pairs[i], *lead, optimistic=False)
-            s = fine[i] if side == 2 else singles[i]
+            s = cast(tuple, fine[i]) if side == 2 else singles[i]
             one, two_level = cast(PLD, s[side % 2]), s[2][side % 2]
             b = compose_two_level(one, gap) if two_level else one.self_compose(gap)
             if two_level and coarse:  # (compose_two_level coarsens long gaps itself)

@@ -247,11 +247,14 @@ class MixturePair(LossPair):
 
         def base_tail(d: str) -> np.ndarray:
             key = (d, upper, strict)
+            if memo is not None and key in memo:
+                return memo[key]
+            assert l0 is not None, "the preimages are needed for a tail not yet kept"
             if memo is None:
                 return b.tail(l0, d, upper, strict)
-            if key not in memo:  # (the complement comes with it: L > x and L <= x, ...)
-                memo[key], memo[(d, not upper, not strict)] = b.tail_and_complement(
-                    l0, d, upper, strict)
+            # (the complement comes with it: L > x and L <= x, ...)
+            memo[key], memo[(d, not upper, not strict)] = b.tail_and_complement(
+                l0, d, upper, strict)
             return memo[key]
 
         qb = base_tail("Q")

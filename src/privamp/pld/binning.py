@@ -360,14 +360,14 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     np.maximum(mu[L : nb * L + 1 : L], ends, out=mu[L : nb * L + 1 : L])
     mu = mu[: K + 1]
     # final check in float, chunked; the fixes use the violations found before any fix
-    bad = []
+    found: list[np.ndarray] = []
     for s0 in range(0, K, _CHAIN_CHUNK * L):
         s1 = min(K, s0 + _CHAIN_CHUNK * L)
         ts = t[s0:s1]
         lhs = (1.0 - ts) * mu[s0:s1]
         lhs += ts * mu[s0 + 1 : s1 + 1]
-        bad.append(np.nonzero(lhs < g[s0:s1] * (1.0 + 1e-9))[0] + s0)
-    bad = np.concatenate(bad) if bad else np.zeros(0, dtype=np.intp)
+        found.append(np.nonzero(lhs < g[s0:s1] * (1.0 + 1e-9))[0] + s0)
+    bad = np.concatenate(found) if found else np.zeros(0, dtype=np.intp)
     if len(bad):
         mm0, mm1 = _max_rule_at(g, bad), _max_rule_at(g, bad + 1)
         mu[bad] = np.maximum(mu[bad], mm0)
