@@ -56,6 +56,7 @@ from ..numerics.fft import (
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
+from .coarse_bins import bin_sums
 from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
 
 __all__ = [
@@ -338,12 +339,12 @@ class PLD:
     def _coarsen_optimistic(self, k: int) -> PLD:
         h, n = self.h, len(self.masses)
         idx = self.offset + np.arange(n)
-        J = (idx - 1) // k  # bin (J k h, (J + 1) k h] holds index J k + 1 .. (J + 1) k
-        j0 = int(J[0]) - 1  # one empty bin below keeps the total P-mass (see discretise)
-        nbins = int(J[-1]) - j0 + 1
-        pb = np.bincount(J - j0, weights=self.masses, minlength=nbins)
+        # bin (J k h, (J + 1) k h] holds index J k + 1 .. (J + 1) k; one empty bin below (j0)
+        # keeps the total P-mass (see discretise)
         with np.errstate(under="ignore"):
-            qb = np.bincount(J - j0, weights=self.masses * np.exp(-idx * h), minlength=nbins)
+            j0, (pb, qb) = bin_sums(self.offset, k, [self.masses,
+                                                     self.masses * np.exp(-idx * h)])
+        nbins = len(pb)
         H = k * h
         l = (j0 + np.arange(nbins + 1)) * H
         qgt = np.zeros(nbins + 1)
