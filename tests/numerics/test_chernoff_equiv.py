@@ -1,6 +1,6 @@
 """The issue-28 forms of :mod:`privamp.numerics.chernoff`'s blocking and merging against the
 forms they replaced (commit da5d972, copied here verbatim as the reference): bit-identical
-blocked masses, positions and merged scan inputs on random measures (zeros, ties, spikes,
+blocked masses and positions (unchanged code, kept as a guard) and merged scan inputs on random measures (zeros, ties, spikes,
 the lengths of real queries), so every Chernoff window is unchanged."""
 
 from __future__ import annotations

@@ -203,20 +203,16 @@ def _blocks(p: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     k = min(max(1, (2 * points) // b), nb)
     exact = np.zeros(nb, dtype=bool)
     exact[np.argpartition(-sums, k - 1)[:k]] = True
-    # the selected entries in position order, without a sort: an exact block's positive
-    # entries (the padding is 0), one mark per other block of positive mass (its positions
-    # lie inside its own range, so flat order is position order)
-    grid = buf.reshape(nb, b)
-    sel = np.zeros((nb, b), dtype=bool)
-    sel[exact] = grid[exact] > 0
-    sel[(sums > 0) & ~exact, b - 1] = True
-    flat = np.flatnonzero(sel)
-    row = flat // b
-    ex = exact[row]
-    logs = np.log(np.where(ex, buf[flat], sums[row]))
-    at_max = np.where(ex, flat, last[row]).astype(float)
-    at_min = np.where(ex, flat, first[row]).astype(float)
-    return logs, at_max, at_min
+    keep = (sums > 0) & ~exact
+    ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
+    ent = ent[ent < n]
+    ent = ent[p[ent] > 0]
+    order = np.argsort(np.concatenate((last[keep], ent)), kind="stable")
+    with np.errstate(divide="ignore"):
+        logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
+    at_max = np.concatenate((last[keep], ent))[order].astype(float)
+    at_min = np.concatenate((first[keep], ent))[order].astype(float)
+    return logs[order], at_max, at_min
 
 
 #: the Chernoff bounds of :func:`product_windows` minimise over this fixed grid of lambdas
