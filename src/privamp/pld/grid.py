@@ -58,6 +58,7 @@ from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
 from .coarse_bins import bin_sums
 from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
+from .tail_cut import tail_cut
 
 __all__ = [
     "PLD",
@@ -538,19 +539,14 @@ def truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
     """Truncate tails of mass <= tau: pessimistic moves the low tail up to the first kept
     index and the high tail to +inf; optimistic drops both (dropping P-mass lowers D)."""
     n = len(z)
-    cs = np.cumsum(z)
-    i0 = int(np.searchsorted(cs, tau, side="right"))
-    rs = np.cumsum(z[::-1])
-    k = int(np.searchsorted(rs, tau, side="right"))
+    i0, low = tail_cut(z, tau)  # (the prefix sums' cut, summing only the tail: issue 28)
+    k, high = tail_cut(z[::-1], tau)
     i1 = n - k  # keep [i0, i1)
     if i1 <= i0:  # nothing above the threshold: keep the largest entry's neighbourhood
         i0 = int(np.argmax(z))
         i1 = i0 + 1
         low = float(z[:i0].sum())
         high = float(z[i1:].sum())
-    else:
-        low = float(cs[i0 - 1]) if i0 > 0 else 0.0
-        high = float(rs[k - 1]) if k > 0 else 0.0
     kept = z[i0:i1].copy()
     if kind == "pessimistic":
         kept[0] += low
