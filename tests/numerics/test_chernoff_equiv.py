@@ -1,15 +1,25 @@
-"""The issue-28 forms of :mod:`privamp.numerics.chernoff`'s blocking and merging against the
-forms they replaced (commit da5d972, copied here verbatim as the reference): bit-identical
-blocked masses and positions (unchanged code, kept as a guard) and merged scan inputs on random measures (zeros, ties, spikes,
-the lengths of real queries), so every Chernoff window is unchanged."""
+"""The issue-28 forms of :mod:`privamp.numerics.chernoff`'s merging (``_merged``) and of
+:func:`chernoff_lambda`'s Newton steps against the forms they replaced (commit da5d972,
+copied here verbatim as the reference), and the blocking against its unchanged form (a
+guard): bit-identical merged scan inputs, lambdas, log-MGF bounds, blocked masses and
+positions on random measures (zeros, ties, spikes, the lengths of real queries), so every
+Chernoff window is unchanged."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 
 from privamp.numerics import chernoff
-from privamp.numerics.chernoff import UNIT_ROUNDOFF, blocked_log_masses_both, chernoff_k
+from privamp.numerics.chernoff import (
+    UNIT_ROUNDOFF,
+    blocked_log_masses_both,
+    chernoff_k,
+    chernoff_lambda,
+    log_mgf_bounds,
+)
 
 _SCAN_POINTS = 1024
 
@@ -29,6 +39,49 @@ def reference_merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.
         buf -= mx[:, None]
         lse = mx + np.log(np.exp(buf, out=buf).sum(axis=1))
     return lse, idx[at]
+
+
+def reference_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> float:
+    top = float(idx[-1])
+    w0 = np.exp(logp - logp.max())
+    mean = float(np.sum(w0 * idx) / np.sum(w0))
+    var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
+    lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
+    lam = min(max(lam, 1e-12), 50.0)
+
+    def scan(lams: np.ndarray) -> int | None:
+        xs = (T * log_mgf_bounds(logp, idx, lams) + c) / lams
+        fin = np.isfinite(xs)
+        return int(np.argmin(np.where(fin, xs, np.inf))) if fin.any() else None
+
+    near = lam * np.geomspace(1.0 / 8.0, 8.0, 9)
+    i = scan(near)
+    if i is None or i in (0, len(near) - 1):
+        wide = np.geomspace(1e-12, 50.0, 48)
+        i = scan(wide)
+        lam = lam if i is None else float(wide[i])
+    else:
+        lam = float(near[i])
+    fine = lam * np.geomspace(1.0 / 1.7, 1.7, 17)
+    i = scan(fine)
+    lam = lam if i is None else float(fine[i])
+    best, best_lam = math.inf, lam
+    for _ in range(8):
+        a = logp + lam * (idx - top)
+        mx = float(a.max())
+        w = np.exp(a - mx)
+        sw = float(w.sum())
+        k = mx + math.log(sw) + lam * top
+        x = (T * k + c) / lam
+        if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
+            break
+        best, best_lam = x, lam
+        m1 = float(np.sum(w * idx)) / sw
+        m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
+        g = lam * T * m1 - T * k - c
+        gp = lam * T * max(m2, 1e-300)
+        lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
+    return best_lam
 
 
 def reference_blocks(p: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,6 +147,8 @@ def test_merged_and_k_bit_identical(seed: int, monkeypatch: pytest.MonkeyPatch) 
             ml, mi = chernoff._merged(logp, idx)
             rl, ri = reference_merged(logp, idx)
             assert np.array_equal(ml, rl) and np.array_equal(mi, ri)
+            for T, c in ((740, 34.26), (19, 37.9), (100000, 20.0), (2, 60.0)):
+                assert chernoff_lambda(ml, mi, T, c) == reference_lambda(rl, ri, T, c)
             lams, kb = chernoff_k(logp, idx, 740, 34.26)
             with monkeypatch.context() as m:
                 m.setattr(chernoff, "_merged", reference_merged)
