@@ -154,3 +154,12 @@ def test_merged_and_k_bit_identical(seed: int, monkeypatch: pytest.MonkeyPatch) 
                 m.setattr(chernoff, "_merged", reference_merged)
                 lams0, kb0 = chernoff_k(logp, idx, 740, 34.26)
             assert np.array_equal(lams, lams0) and np.array_equal(kb, kb0)
+
+
+def test_lambda_other_dtypes() -> None:
+    """float32 log masses and integer positions promote as in the reference (float64)."""
+    rng = np.random.default_rng(3)
+    idx = np.sort(rng.choice(50000, 900, replace=False))
+    logp = (-0.5 * ((idx - 20000.0) / 3000.0) ** 2).astype(np.float32)
+    for T, c in ((740, 34.26), (19, 37.9)):
+        assert chernoff_lambda(logp, idx, T, c) == reference_lambda(logp, idx, T, c)

@@ -94,7 +94,7 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
     lam = lam if i is None else float(fine[i])
     best, best_lam = math.inf, lam
     shift = idx - top
-    w, dev = np.empty_like(logp), np.empty_like(logp)
+    w, dev = np.empty(len(logp)), np.empty(len(logp))  # (float64, as the products were)
     for _ in range(8):
         # (in place, the same floats as w = exp(logp + lam (idx - top) - max), issue 28)
         np.multiply(shift, lam, out=w)
