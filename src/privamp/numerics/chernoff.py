@@ -69,8 +69,9 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
     :func:`chernoff_k`)."""
     top = float(idx[-1])
     w0 = np.exp(logp - logp.max())
-    mean = float(np.sum(w0 * idx) / np.sum(w0))
-    var = float(np.sum(w0 * (idx - mean) ** 2) / np.sum(w0))
+    s0 = np.sum(w0)
+    mean = float(np.sum(w0 * idx) / s0)
+    var = float(np.sum(w0 * (idx - mean) ** 2) / s0)
     lam = math.sqrt(2.0 * c / (T * max(var, 1e-12)))
     lam = min(max(lam, 1e-12), 50.0)
 
@@ -92,18 +93,27 @@ def chernoff_lambda(logp: np.ndarray, idx: np.ndarray, T: int, c: float) -> floa
     i = scan(fine)
     lam = lam if i is None else float(fine[i])
     best, best_lam = math.inf, lam
+    shift = idx - top
+    w, dev = np.empty(len(logp)), np.empty(len(logp))  # (float64, as the products were)
     for _ in range(8):
-        a = logp + lam * (idx - top)
-        mx = float(a.max())
-        w = np.exp(a - mx)
+        # (in place, the same floats as w = exp(logp + lam (idx - top) - max), issue 28)
+        np.multiply(shift, lam, out=w)
+        w += logp
+        mx = float(w.max())
+        w -= mx
+        np.exp(w, out=w)
         sw = float(w.sum())
         k = mx + math.log(sw) + lam * top  # K(lam)
         x = (T * k + c) / lam
         if not math.isfinite(x) or (best < math.inf and not x < best - 1e-6 * abs(best)):
             break  # no longer improving
         best, best_lam = x, lam
-        m1 = float(np.sum(w * idx)) / sw
-        m2 = float(np.sum(w * (idx - m1) ** 2)) / sw
+        np.multiply(w, idx, out=dev)
+        m1 = float(dev.sum()) / sw
+        np.subtract(idx, m1, out=dev)
+        dev *= dev  # ((idx - m1) ** 2: numpy squares by one multiplication)
+        dev *= w
+        m2 = float(dev.sum()) / sw
         g = lam * T * m1 - T * k - c  # sign of x'(lam)
         gp = lam * T * max(m2, 1e-300)
         lam = min(max(lam - g / gp, lam / 4.0), 4.0 * lam, 50.0)
@@ -138,8 +148,10 @@ def _merged(logp: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     buf: np.ndarray = np.full(nb * g, -np.inf)
     buf[:n] = logp
     buf = buf.reshape(nb, g)
-    mx = buf.max(axis=1)
-    at = np.minimum(np.arange(nb) * g + np.argmax(buf, axis=1), n - 1)
+    am = np.argmax(buf, axis=1)
+    rows = np.arange(nb)
+    mx = buf[rows, am]  # (each row's max: buf.max(axis=1) is 3x slower on short rows)
+    at = np.minimum(rows * g + am, n - 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         buf -= mx[:, None]  # (in place: the same values as exp(buf - mx))
         lse = mx + np.log(np.exp(buf, out=buf).sum(axis=1))

@@ -56,7 +56,9 @@ from ..numerics.fft import (
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
+from .coarse_bins import bin_sums
 from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
+from .tail_cut import tail_cut
 
 __all__ = [
     "PLD",
@@ -338,12 +340,12 @@ class PLD:
     def _coarsen_optimistic(self, k: int) -> PLD:
         h, n = self.h, len(self.masses)
         idx = self.offset + np.arange(n)
-        J = (idx - 1) // k  # bin (J k h, (J + 1) k h] holds index J k + 1 .. (J + 1) k
-        j0 = int(J[0]) - 1  # one empty bin below keeps the total P-mass (see discretise)
-        nbins = int(J[-1]) - j0 + 1
-        pb = np.bincount(J - j0, weights=self.masses, minlength=nbins)
+        # bin (J k h, (J + 1) k h] holds index J k + 1 .. (J + 1) k; one empty bin below (j0)
+        # keeps the total P-mass (see discretise)
         with np.errstate(under="ignore"):
-            qb = np.bincount(J - j0, weights=self.masses * np.exp(-idx * h), minlength=nbins)
+            j0, (pb, qb) = bin_sums(self.offset, k, [self.masses,
+                                                     self.masses * np.exp(-idx * h)])
+        nbins = len(pb)
         H = k * h
         l = (j0 + np.arange(nbins + 1)) * H
         qgt = np.zeros(nbins + 1)
@@ -537,19 +539,14 @@ def truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
     """Truncate tails of mass <= tau: pessimistic moves the low tail up to the first kept
     index and the high tail to +inf; optimistic drops both (dropping P-mass lowers D)."""
     n = len(z)
-    cs = np.cumsum(z)
-    i0 = int(np.searchsorted(cs, tau, side="right"))
-    rs = np.cumsum(z[::-1])
-    k = int(np.searchsorted(rs, tau, side="right"))
+    i0, low = tail_cut(z, tau)  # (the prefix sums' cut, summing only the tail: issue 28)
+    k, high = tail_cut(z[::-1], tau)
     i1 = n - k  # keep [i0, i1)
     if i1 <= i0:  # nothing above the threshold: keep the largest entry's neighbourhood
         i0 = int(np.argmax(z))
         i1 = i0 + 1
         low = float(z[:i0].sum())
         high = float(z[i1:].sum())
-    else:
-        low = float(cs[i0 - 1]) if i0 > 0 else 0.0
-        high = float(rs[k - 1]) if k > 0 else 0.0
     kept = z[i0:i1].copy()
     if kind == "pessimistic":
         kept[0] += low
