@@ -26,7 +26,7 @@ from ..pld.budget import TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
 from ..pld.compose import compose_two_level, optimistic_factor
 from ..pld.discretise import discretise
 from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, PowerMethodUnavailable, zero_pld
-from ..pld.moments import two_sided_renyi_floor
+from ..pld.moments import renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
@@ -54,7 +54,14 @@ from .pld_run import (
     settle_partial,
     sparse_checkpoints,
 )
-from .poisson_bounds import hellinger_tv_bound, product_renyi_floor
+from .poisson_bounds import hellinger_tv_bound, product_renyi_floor, swapped_pessimistic
+from .poisson_policy import (
+    FINE_SECONDARY_RATE,
+    FINE_SECONDARY_SHIFT,
+    SHORT_RUN,
+    SINGLE_FLOOR_POINTS,
+    SMALL_WINDOW,
+)
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -96,6 +103,7 @@ class PLDAnalysis(RunAnalysis):
         self.grid: list[float] = []
         self._pld: TwoSidedPLD | None = None
         self._singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] | None = None
+        self._swapped: set[int] = set()  # directions whose run PLD is the lead's swapped
 
     def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
         """Per direction: (pessimistic, optimistic or None, two-level per side) PLDs of one
@@ -124,6 +132,8 @@ class PLDAnalysis(RunAnalysis):
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
                     p, _, two = self._lead_recipe(pair, *plan, optimistic=False)
+                    if self._swap_applies(i):
+                        self._swapped.add(i)
                     self.grid.append(plan[0])
                     self._plans.append(plan)
                     self._partial.append(i)
@@ -164,8 +174,14 @@ class PLDAnalysis(RunAnalysis):
     def _run_pld(self) -> TwoSidedPLD:
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
-            dirs = []
+            dirs: list[tuple[PLD, PLD]] = []
             for i, (p, o, two_level) in enumerate(self._single_steps()):
+                swap = (swapped_pessimistic(dirs[0][0])
+                        if i in self._swapped and o is None else None)
+                if swap is not None:  # the lead's composed run, swapped (one composition less)
+                    dirs.append((swap, zero_pld(swap.h)))
+                    continue
+                self._swapped.discard(i)
                 sides = [compose_two_level(x, self.steps) if two else self._one_level(
                     i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
                          for x, two in zip((p, o), two_level, strict=True) if x is not None]
@@ -347,6 +363,32 @@ class PLDAnalysis(RunAnalysis):
         two = self._two_level(h, width, one)
         return p, o, (two, two)
 
+    def _swap_applies(self, i: int) -> bool:
+        """Whether direction ``i`` (on the lead's plan, :data:`FINE_SECONDARY_RATE`) is the
+        lead's pair swapped (the add direction of :func:`poisson_pairs`): then its run PLD is
+        first the lead's composed one swapped (:func:`~.poisson_bounds.swapped_pessimistic`),
+        composed on its own only if it decides the upper bound (:meth:`_unswap_if_deciding`).
+        Issue 28: its composition was a third of a tiny-rate run's CPU time (q 1e-5, sigma 4,
+        T 1e4), and the swapped one, a few 1e-8 looser, lies below the lead in most runs."""
+        pair = self._pairs[i]
+        return self.h is None and isinstance(pair, SwappedPair) and pair.base is self._pairs[0]
+
+    def _unswap_if_deciding(self, x: np.ndarray, which: str) -> None:
+        """Compose a swapped direction (:meth:`_swap_applies`) on its own, from its own
+        one-step PLD, where its upper bound exceeds every other direction's at some query
+        point (its swap's slack could then widen the interval)."""
+        pld = self._run_pld  # (composing it first: that sets the swapped directions)
+        for i in sorted(self._swapped):
+            others = [getattr(p, which)(x) for j, (p, _) in enumerate(pld.directions)
+                      if j != i]
+            if others and not np.any(getattr(pld.directions[i][0], which)(x)
+                                     > np.max(others, axis=0)):
+                continue
+            p, _, two_level = self._single_steps()[i]
+            run = compose_two_level(p, self.steps) if two_level[0] else self._one_level(i, p)
+            pld.directions[i] = (run, pld.directions[i][1])
+            self._swapped.discard(i)
+
     def _two_level(self, h: float, width: float, one: float | None) -> bool:
         """Whether a small-rate Gaussian direction on the plan ``(h, width, one)`` is composed
         in two levels (:func:`compose_two_level`): outside the one-level regime of tiny
@@ -383,6 +425,7 @@ class PLDAnalysis(RunAnalysis):
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact",
                       "steps x one step's total variation distance <= delta: epsilon 0")
             return z, z
+        self._unswap_if_deciding(x, which)
         self._refine_if_deciding(x, which)
         up, lo = getattr(self._run_pld, which)(x)
         if self.h is None and isinstance(self.mechanism, Laplace):
@@ -457,7 +500,8 @@ class PLDAnalysis(RunAnalysis):
         if max((len(o.masses) for o in ones), default=0) > SINGLE_FLOOR_POINTS:
             # (renyi_floor's Jensen blocks, paid T times, can make it lower than the composed
             # run's: q 1e-5, sigma 1, T 1e6, 11k points)
-            return np.maximum(floor, two_sided_renyi_floor(self._run_pld, alpha))
+            for _, o in self._run_pld.directions:
+                floor = np.maximum(floor, renyi_floor(o, alpha))
         if "_tv_floor" not in self.__dict__:
             self._tv_floor = max(float(np.max(self._run_pld.delta(np.zeros(1))[1])), 0.0)
         return np.maximum(floor, 2.0 * self._tv_floor ** 2)
@@ -467,44 +511,6 @@ class PLDAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._query(epsilon, "delta")
-
-
-#: :meth:`PLDAnalysis.renyi_floor` takes T times one step's floor where every one-step
-#: optimistic PLD has at most this many points (renyi_floor's block count: no Jensen
-#: blocking), else also the composed run's floor
-SINGLE_FLOOR_POINTS = 1024
-
-
-#: at rates up to FINE_SECONDARY_RATE and shifts (sensitivity / sigma) up to
-#: FINE_SECONDARY_SHIFT, the add direction of Poisson-subsampled Gaussian (pessimistic side
-#: only, :meth:`PLDAnalysis._single_steps`) is discretised on the remove direction's plan at
-#: once, where :meth:`PLDAnalysis._refine_if_deciding` used to bring it after a first pass on
-#: its own coarse grid (and its own :func:`grid_plan`): there the two directions' profiles
-#: nearly coincide, so the coarse pass decided the upper bound in most runs and the direction
-#: was composed twice (q 1e-6, sigma 4, T 1e4: 19.8 -> 15.7 ms; where it did not decide, the
-#: saved plan pays for the finer grid: q 1e-4, sigma 2, T 100: 9.0 -> 7.8 ms).  At larger
-#: shifts (sigma 1) the add direction lies well below and its fine grid costs more than the
-#: plan (q 1e-5, sigma 1, T 10: 24 -> 34 ms): kept coarse.  A heuristic: soundness never
-#: depends on the grid, and the lead's plan is the one the refinement uses.
-FINE_SECONDARY_RATE = 1e-4
-FINE_SECONDARY_SHIFT = 0.5
-
-
-#: a long run (at least TWO_LEVEL_MIN_T steps) of a small-rate Gaussian direction whose T-fold
-#: window (:func:`grid_plan`'s width) spans at most this many steps of its grid is composed in
-#: one level on that grid (:meth:`PLDAnalysis._two_level`): the two-level scheme's fixed costs
-#: (two powers, a coarsening, a remainder) outweigh its shorter window there (q 1e-5,
-#: sigma 4, T 1e4: 428-point steps, a 18k-point window: 2.8 -> 1.8 ms per side, upper
-#: 3.484243e-4 -> 3.484073e-4; at 85k steps, q 1e-4, sigma 2, T 1e5: 3.0 against 7.6 ms).
-#: A heuristic: both are certified, one level without the coarse stage's error.
-SMALL_WINDOW = 4e4
-
-
-#: runs shorter than this keep the optimistic side of the one-level regime on the lead step h
-#: (:meth:`PLDAnalysis._lead_recipe`; a heuristic, soundness never depends on it): q 1e-5,
-#: sigma 0.3, T 10: 1.84 s -> 0.92 s CPU, lower bound 0.0773320 -> 0.0773194 (upper
-#: 0.0773323, dp-accounting 0.077332 in 1.99 s)
-SHORT_RUN = 100
 
 
 def _full_pld(pairs: list[LossPair], steps: int, h: float) -> TwoSidedPLD:
