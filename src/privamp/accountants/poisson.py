@@ -34,7 +34,6 @@ from ..sampling.schemes import Poisson
 from .grid import (
     MAX_COMPOSED_POINTS,
     ONE_LEVEL_LOST,
-    SECONDARY_COST,
     SPARSE_TAIL,
     aligned_step,
     grid_plan,
@@ -55,6 +54,7 @@ from .pld_run import (
     sparse_checkpoints,
 )
 from .poisson_bounds import hellinger_tv_bound, product_renyi_floor, swapped_pessimistic
+from .poisson_phase import fixed_step_pld
 from .poisson_policy import (
     FINE_SECONDARY_RATE,
     FINE_SECONDARY_SHIFT,
@@ -104,8 +104,22 @@ class PLDAnalysis(RunAnalysis):
         self._pld: TwoSidedPLD | None = None
         self._singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] | None = None
         self._swapped: set[int] = set()  # directions whose run PLD is the lead's swapped
+        self._lazy: set[int] = set()  # ... whose one-step PLD is not discretised yet
 
     def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
+        """:meth:`_step_plds` with every direction's own one-step PLDs (a swapped direction's,
+        :meth:`_swap_applies`, discretised here on first need)."""
+        return [self._own_step(i) for i in range(len(self._step_plds()))]
+
+    def _own_step(self, i: int) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
+        singles = self._step_plds()
+        if i in self._lazy:
+            p, _, two = self._lead_recipe(self._pairs[i], *self._plans[0], optimistic=False)
+            singles[i] = (p, None, two)
+            self._lazy.discard(i)
+        return singles[i]
+
+    def _step_plds(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
         """Per direction: (pessimistic, optimistic or None, two-level per side) PLDs of one
         step, on the grids :func:`grid_plan` picks for this run's length; None: the
         direction's pessimistic side only (a coarse secondary direction); two-level: composed
@@ -131,9 +145,13 @@ class PLDAnalysis(RunAnalysis):
                         and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT):
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
-                    p, _, two = self._lead_recipe(pair, *plan, optimistic=False)
-                    if self._swap_applies(i):
+                    if self._swap_applies(i):  # its own step only on need (_single_steps):
+                        # here the lead's stands in (same plan), read by _run_pld for its h
                         self._swapped.add(i)
+                        self._lazy.add(i)
+                        p, two = singles[0][0], singles[0][2]
+                    else:
+                        p, _, two = self._lead_recipe(pair, *plan, optimistic=False)
                     self.grid.append(plan[0])
                     self._plans.append(plan)
                     self._partial.append(i)
@@ -175,13 +193,13 @@ class PLDAnalysis(RunAnalysis):
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
             dirs: list[tuple[PLD, PLD]] = []
-            for i, (p, o, two_level) in enumerate(self._single_steps()):
-                swap = (swapped_pessimistic(dirs[0][0])
-                        if i in self._swapped and o is None else None)
+            for i in range(len(self._step_plds())):
+                swap = swapped_pessimistic(dirs[0][0]) if i in self._swapped else None
                 if swap is not None:  # the lead's composed run, swapped (one composition less)
                     dirs.append((swap, zero_pld(swap.h)))
                     continue
                 self._swapped.discard(i)
+                p, o, two_level = self._own_step(i)
                 sides = [compose_two_level(x, self.steps) if two else self._one_level(
                     i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
                          for x, two in zip((p, o), two_level, strict=True) if x is not None]
@@ -216,7 +234,7 @@ class PLDAnalysis(RunAnalysis):
         h = check_positive("h", h)
         memo = self.__dict__.setdefault("_pld_at", {})
         if h not in memo:
-            memo[h] = _full_pld(self.step_pairs(), self.steps, h)
+            memo[h] = fixed_step_pld(self.step_pairs(), self.steps, h)
         return memo[h]
 
     def grid_step(self) -> float:
@@ -384,7 +402,7 @@ class PLDAnalysis(RunAnalysis):
             if others and not np.any(getattr(pld.directions[i][0], which)(x)
                                      > np.max(others, axis=0)):
                 continue
-            p, _, two_level = self._single_steps()[i]
+            p, _, two_level = self._own_step(i)
             run = compose_two_level(p, self.steps) if two_level[0] else self._one_level(i, p)
             pld.directions[i] = (run, pld.directions[i][1])
             self._swapped.discard(i)
@@ -494,7 +512,7 @@ class PLDAnalysis(RunAnalysis):
         screening round (q 1e-5, sigma 4, T 1e4: ~1.7 of 12 ms)."""
         if self.rate == 0.0:
             return np.zeros(np.shape(alpha))
-        ones = [o for _, o, _ in self._single_steps() if o is not None]
+        ones = [o for _, o, _ in self._step_plds() if o is not None]
         floor = product_renyi_floor(ones + self.__dict__.get("_refined_optimistic", []),
                                     self.steps, alpha)
         if max((len(o.masses) for o in ones), default=0) > SINGLE_FLOOR_POINTS:
@@ -511,24 +529,6 @@ class PLDAnalysis(RunAnalysis):
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._query(epsilon, "delta")
-
-
-def _full_pld(pairs: list[LossPair], steps: int, h: float) -> TwoSidedPLD:
-    """Both sides of both directions of ``steps`` Poisson-subsampled steps on step ``h``
-    (``SECONDARY_COST h`` for the add direction of small-rate Gaussian), composed in two
-    levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
-    tail = min(1e-16, 1e-13 / steps)
-    rho = 1e-9  # a fine split: the phase may be a small part of a long history
-    dirs: list[tuple[PLD, PLD]] = []
-    for pair in pairs:
-        two = lead_direction(pair) or secondary_direction(pair)
-        step = h * (SECONDARY_COST if secondary_direction(pair) else 1.0)
-        p, o = discretise(pair, step, tail, rho_max=rho)
-        if not two:
-            check_slack(p, steps)
-        dirs.append(cast("tuple[PLD, PLD]", tuple(
-            compose_two_level(x, steps) if two else x.self_compose(steps) for x in (p, o))))
-    return TwoSidedPLD(dirs)
 
 
 def pld_analysis(run, h: float | None = None) -> PLDAnalysis:
