@@ -125,8 +125,10 @@ class PLDAnalysis(RunAnalysis):
         direction's pessimistic side only (a coarse secondary direction); two-level: composed
         by :func:`compose_two_level` (else plain self-composition).  Where one step's range
         sets the window (tiny rates), the pessimistic side is composed in one level on its
-        own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE` the
-        secondary direction is on the lead direction's plan from the start."""
+        own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE`, and
+        in every run whose lead direction is composed in one level where the secondary
+        direction is its swap (:meth:`_swap_applies`), the secondary direction is on the lead
+        direction's plan from the start."""
         if self._singles is None:
             self._pairs = self.step_pairs()
             self._tail = min(1e-16, 1e-13 / self.steps)
@@ -140,9 +142,12 @@ class PLDAnalysis(RunAnalysis):
             for i, pair in enumerate(self._pairs):
                 if (self.h is None and secondary_direction(pair) and self._plans
                         and lead_direction(self._pairs[0])
-                        and self.rate <= FINE_SECONDARY_RATE
                         and isinstance(self.mechanism, Gaussian)
-                        and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT):
+                        and ((self.rate <= FINE_SECONDARY_RATE
+                              and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT)
+                             or (self._swap_applies(i) and not singles[0][2][0]))):
+                    # (or in any one-level run, swapped: no composition of its own unless it
+                    # decides, :meth:`_swap_applies`)
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
                     if self._swap_applies(i):  # its own step only on need (_single_steps):
