@@ -10,12 +10,10 @@ __all__ = ["FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "SHORT_RUN", "SINGLE_F
            "SMALL_WINDOW"]
 
 
-#: ``PLDAnalysis.renyi_floor`` takes T times one step's floor alone where every one-step
-#: optimistic PLD has at most this many points (renyi_floor sums 1024 blocks: at most 4
-#: points each, whose Jensen loss, paid T times, is small), else also the composed run's
-#: floor (q 1e-5, sigma 1, T 1e6, 11k points: the one-step floor alone no longer screens out
-#: the RDP accountant).  A heuristic: every floor is certified.
-SINGLE_FLOOR_POINTS = 4096
+#: ``PLDAnalysis.renyi_floor`` takes T times one step's floor where every one-step
+#: optimistic PLD has at most this many points (renyi_floor's block count: no Jensen
+#: blocking), else also the composed run's floor
+SINGLE_FLOOR_POINTS = 1024
 
 
 #: at rates up to FINE_SECONDARY_RATE and shifts (sensitivity / sigma) up to
