@@ -55,7 +55,7 @@ def _dpa_add(q: float, sigma: float, T: int, pessimistic: bool):
         logging.disable(logging.NOTSET)
 
 
-@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4)])
+@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10)])
 def test_swapped_run_brackets_dp_accounting(q, sigma, T):
     """The run's add direction (swapped, as the default call leaves it): its delta is above
     dp-accounting's optimistic add PLD (below the truth) and within 2e-7 of its pessimistic
