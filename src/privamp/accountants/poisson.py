@@ -150,7 +150,8 @@ class PLDAnalysis(RunAnalysis):
                     # decides, :meth:`_swap_applies`)
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
-                    if self._swap_applies(i):  # its own step only on need (_single_steps):
+                    if self._swap_applies(i) and not singles[0][2][0]:  # (one-level lead)
+                        # its own step only on need (_single_steps):
                         # here the lead's stands in (same plan), read by _run_pld for its h
                         self._swapped.add(i)
                         self._lazy.add(i)
