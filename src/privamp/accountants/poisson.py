@@ -22,12 +22,11 @@ from ..numerics.arrays import shaped
 from ..numerics.fft import shared_spectra
 from ..pairs.combinators import MixturePair, SwappedPair
 from ..pairs.loss_pair import LossPair
-from ..pairs.mechanism_pairs import GaussianPair
 from ..pld.budget import TWO_LEVEL_FACTOR, TWO_LEVEL_MIN_T
 from ..pld.compose import compose_two_level, optimistic_factor
 from ..pld.discretise import discretise
 from ..pld.grid import OPTIMISTIC_SOURCE, PESSIMISTIC_SOURCE, PLD, PowerMethodUnavailable, zero_pld
-from ..pld.moments import two_sided_renyi_floor
+from ..pld.moments import renyi_floor
 from ..pld.two_sided import TwoSidedPLD
 from ..results import Bound
 from ..sampling.relations import AddRemove, ZeroOut
@@ -35,7 +34,6 @@ from ..sampling.schemes import Poisson
 from .grid import (
     MAX_COMPOSED_POINTS,
     ONE_LEVEL_LOST,
-    SECONDARY_COST,
     SPARSE_TAIL,
     aligned_step,
     grid_plan,
@@ -54,6 +52,15 @@ from .pld_run import (
     gap_blocks,
     settle_partial,
     sparse_checkpoints,
+)
+from .poisson_bounds import hellinger_tv_bound, product_renyi_floor, swapped_pessimistic
+from .poisson_phase import fixed_step_pld
+from .poisson_policy import (
+    FINE_SECONDARY_RATE,
+    FINE_SECONDARY_SHIFT,
+    SHORT_RUN,
+    SINGLE_FLOOR_POINTS,
+    SMALL_WINDOW,
 )
 from .registry import BoundPair, RunAnalysis, run_accountant
 
@@ -96,15 +103,32 @@ class PLDAnalysis(RunAnalysis):
         self.grid: list[float] = []
         self._pld: TwoSidedPLD | None = None
         self._singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] | None = None
+        self._swapped: set[int] = set()  # directions whose run PLD is the lead's swapped
+        self._lazy: set[int] = set()  # ... whose one-step PLD is not discretised yet
 
     def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
+        """:meth:`_step_plds` with every direction's own one-step PLDs (a swapped direction's,
+        :meth:`_swap_applies`, discretised here on first need)."""
+        return [self._own_step(i) for i in range(len(self._step_plds()))]
+
+    def _own_step(self, i: int) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
+        singles = self._step_plds()
+        if i in self._lazy:
+            p, _, two = self._lead_recipe(self._pairs[i], *self._plans[0], optimistic=False)
+            singles[i] = (p, None, two)
+            self._lazy.discard(i)
+        return singles[i]
+
+    def _step_plds(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
         """Per direction: (pessimistic, optimistic or None, two-level per side) PLDs of one
         step, on the grids :func:`grid_plan` picks for this run's length; None: the
         direction's pessimistic side only (a coarse secondary direction); two-level: composed
         by :func:`compose_two_level` (else plain self-composition).  Where one step's range
         sets the window (tiny rates), the pessimistic side is composed in one level on its
-        own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE` the
-        secondary direction is on the lead direction's plan from the start."""
+        own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE`, and
+        in every run whose lead direction is composed in one level where the secondary
+        direction is its swap (:meth:`_swap_applies`), the secondary direction is on the lead
+        direction's plan from the start."""
         if self._singles is None:
             self._pairs = self.step_pairs()
             self._tail = min(1e-16, 1e-13 / self.steps)
@@ -118,12 +142,22 @@ class PLDAnalysis(RunAnalysis):
             for i, pair in enumerate(self._pairs):
                 if (self.h is None and secondary_direction(pair) and self._plans
                         and lead_direction(self._pairs[0])
-                        and self.rate <= FINE_SECONDARY_RATE
                         and isinstance(self.mechanism, Gaussian)
-                        and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT):
+                        and ((self.rate <= FINE_SECONDARY_RATE
+                              and self.mechanism.shift(1) <= FINE_SECONDARY_SHIFT)
+                             or (self._swap_applies(i) and not singles[0][2][0]))):
+                    # (or in any one-level run, swapped: no composition of its own unless it
+                    # decides, :meth:`_swap_applies`)
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
-                    p, _, two = self._lead_recipe(pair, *plan, optimistic=False)
+                    if self._swap_applies(i) and not singles[0][2][0]:  # (one-level lead)
+                        # its own step only on need (_single_steps):
+                        # here the lead's stands in (same plan), read by _run_pld for its h
+                        self._swapped.add(i)
+                        self._lazy.add(i)
+                        p, two = singles[0][0], singles[0][2]
+                    else:
+                        p, _, two = self._lead_recipe(pair, *plan, optimistic=False)
                     self.grid.append(plan[0])
                     self._plans.append(plan)
                     self._partial.append(i)
@@ -164,8 +198,14 @@ class PLDAnalysis(RunAnalysis):
     def _run_pld(self) -> TwoSidedPLD:
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
-            dirs = []
-            for i, (p, o, two_level) in enumerate(self._single_steps()):
+            dirs: list[tuple[PLD, PLD]] = []
+            for i in range(len(self._step_plds())):
+                swap = swapped_pessimistic(dirs[0][0]) if i in self._swapped else None
+                if swap is not None:  # the lead's composed run, swapped (one composition less)
+                    dirs.append((swap, zero_pld(swap.h)))
+                    continue
+                self._swapped.discard(i)
+                p, o, two_level = self._own_step(i)
                 sides = [compose_two_level(x, self.steps) if two else self._one_level(
                     i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
                          for x, two in zip((p, o), two_level, strict=True) if x is not None]
@@ -200,7 +240,7 @@ class PLDAnalysis(RunAnalysis):
         h = check_positive("h", h)
         memo = self.__dict__.setdefault("_pld_at", {})
         if h not in memo:
-            memo[h] = _full_pld(self.step_pairs(), self.steps, h)
+            memo[h] = fixed_step_pld(self.step_pairs(), self.steps, h)
         return memo[h]
 
     def grid_step(self) -> float:
@@ -304,6 +344,7 @@ class PLDAnalysis(RunAnalysis):
             if np.any(getattr(p, which)(x) > best):  # still decides: its lower side too
                 _, o1, two = self._lead_recipe(self._pairs[i], *plan)
                 assert o1 is not None
+                self.__dict__.setdefault("_refined_optimistic", []).append(o1)
                 o = (compose_two_level(o1, self.steps) if two[1] else self._one_level(
                     lead, o1, ONE_LEVEL_LOST / self.steps))
             pld.directions[i] = (p, o)
@@ -347,6 +388,32 @@ class PLDAnalysis(RunAnalysis):
         two = self._two_level(h, width, one)
         return p, o, (two, two)
 
+    def _swap_applies(self, i: int) -> bool:
+        """Whether direction ``i`` (on the lead's plan, :data:`FINE_SECONDARY_RATE`) is the
+        lead's pair swapped (the add direction of :func:`poisson_pairs`): then its run PLD is
+        first the lead's composed one swapped (:func:`~.poisson_bounds.swapped_pessimistic`),
+        composed on its own only if it decides the upper bound (:meth:`_unswap_if_deciding`).
+        Issue 28: its composition was a third of a tiny-rate run's CPU time (q 1e-5, sigma 4,
+        T 1e4), and the swapped one, a few 1e-8 looser, lies below the lead in most runs."""
+        pair = self._pairs[i]
+        return self.h is None and isinstance(pair, SwappedPair) and pair.base is self._pairs[0]
+
+    def _unswap_if_deciding(self, x: np.ndarray, which: str) -> None:
+        """Compose a swapped direction (:meth:`_swap_applies`) on its own, from its own
+        one-step PLD, where its upper bound exceeds every other direction's at some query
+        point (its swap's slack could then widen the interval)."""
+        pld = self._run_pld  # (composing it first: that sets the swapped directions)
+        for i in sorted(self._swapped):
+            others = [getattr(p, which)(x) for j, (p, _) in enumerate(pld.directions)
+                      if j != i]
+            if others and not np.any(getattr(pld.directions[i][0], which)(x)
+                                     > np.max(others, axis=0)):
+                continue
+            p, _, two_level = self._own_step(i)
+            run = compose_two_level(p, self.steps) if two_level[0] else self._one_level(i, p)
+            pld.directions[i] = (run, pld.directions[i][1])
+            self._swapped.discard(i)
+
     def _two_level(self, h: float, width: float, one: float | None) -> bool:
         """Whether a small-rate Gaussian direction on the plan ``(h, width, one)`` is composed
         in two levels (:func:`compose_two_level`): outside the one-level regime of tiny
@@ -383,6 +450,7 @@ class PLDAnalysis(RunAnalysis):
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact",
                       "steps x one step's total variation distance <= delta: epsilon 0")
             return z, z
+        self._unswap_if_deciding(x, which)
         self._refine_if_deciding(x, which)
         up, lo = getattr(self._run_pld, which)(x)
         if self.h is None and isinstance(self.mechanism, Laplace):
@@ -443,107 +511,31 @@ class PLDAnalysis(RunAnalysis):
         return self._tv
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
-        """Lower bounds on the run's Rényi DP at orders ``alpha``
-        (:func:`privamp.pld.moments.two_sided_renyi_floor`: each optimistic PLD belongs to a
-        pair the true one dominates)."""
+        """Lower bounds on the run's Rényi DP at orders ``alpha``: T times one step's
+        optimistic floor (:func:`~.poisson_bounds.product_renyi_floor`: each optimistic PLD
+        belongs to a pair the true one dominates, and Rényi divergences add over the steps),
+        and at least 2 TV^2 (Pinsker, TV >= the run's certified lower delta(0), computed
+        once).  Issue 28: was the composed run's floor, recomputed with its delta(0) at every
+        screening round (q 1e-5, sigma 4, T 1e4: ~1.7 of 12 ms)."""
         if self.rate == 0.0:
             return np.zeros(np.shape(alpha))
-        return two_sided_renyi_floor(self._run_pld, alpha)
+        ones = [o for _, o, _ in self._step_plds() if o is not None]
+        floor = product_renyi_floor(ones + self.__dict__.get("_refined_optimistic", []),
+                                    self.steps, alpha)
+        if max((len(o.masses) for o in ones), default=0) > SINGLE_FLOOR_POINTS:
+            # (renyi_floor's Jensen blocks, paid T times, can make it lower than the composed
+            # run's: q 1e-5, sigma 1, T 1e6, 11k points)
+            for _, o in self._run_pld.directions:
+                floor = np.maximum(floor, renyi_floor(o, alpha))
+        if "_tv_floor" not in self.__dict__:
+            self._tv_floor = max(float(np.max(self._run_pld.delta(np.zeros(1))[1])), 0.0)
+        return np.maximum(floor, 2.0 * self._tv_floor ** 2)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
         return self._query(delta, "epsilon")
 
     def delta(self, epsilon: np.ndarray) -> BoundPair:
         return self._query(epsilon, "delta")
-
-
-def hellinger_tv_bound(pairs: list[LossPair], steps: int) -> float:
-    """An upper bound on the total variation distance of ``steps``-fold products of the
-    Poisson-subsampled Gaussian pairs ``pairs`` (each ``(M, Q)`` or ``(Q, M)`` with
-    ``M = w N(s, 1) + (1 - w) N(0, 1)``, ``Q = N(0, 1)``); ``inf`` for any other pair.
-
-    The bound: ``sqrt(T chi2) / (1 + sqrt(1 - w))`` with ``chi2 = chi^2(M || Q) =
-    w^2 (e^{s^2} - 1)`` (the chi-square divergence of a mixture with Q is w^2 times the
-    base pair's, and chi^2(N(s, 1) || N(0, 1)) = e^{s^2} - 1).  Why: the Bhattacharyya
-    coefficient BC = int sqrt(M Q) multiplies over products, and Le Cam's inequality gives
-    TV(M^T, Q^T) <= sqrt(1 - BC^{2T}) <= sqrt(2 T (1 - BC)) (Bernoulli's inequality);
-    2 (1 - BC) = int (sqrt M - sqrt Q)^2 = int (M - Q)^2 / (sqrt M + sqrt Q)^2, and
-    M >= (1 - w) Q makes the denominator >= (1 + sqrt(1 - w))^2 Q, so 2 (1 - BC) <=
-    chi2 / (1 + sqrt(1 - w))^2 (Tsybakov 2009, Introduction to Nonparametric Estimation,
-    Lemma 2.3 and Sec. 2.4).  TV is symmetric, so both directions share it.  It grows like
-    w sqrt(T) where the sum of the steps' distances grows like w T: at tiny rates it
-    decides epsilon(delta) = 0 for long runs.  Rounded up by a relative 1e-11 (e^{s^2} - 1
-    has relative error <= (1 + s^2) ulps, s^2 <= 700 here; the rest a few ulps).
-
-    Args:
-        pairs: one step's dominating pairs.
-        steps: the number of steps T.
-
-    Returns:
-        The bound (``inf`` where it does not apply).
-    """
-    chi2 = 0.0
-    sub = 2.0
-    for pair in pairs:
-        mix = pair.base if isinstance(pair, SwappedPair) else pair
-        if not (isinstance(mix, MixturePair) and isinstance(mix.base, GaussianPair)):
-            return math.inf
-        s2 = mix.base.s * mix.base.s
-        if s2 > 700.0:
-            return math.inf
-        chi2 = max(chi2, mix.w * mix.w * math.expm1(s2))
-        sub = min(sub, 1.0 + math.sqrt(1.0 - mix.w))
-    return math.sqrt(steps * chi2) / sub * (1.0 + 1e-11) + 1e-300
-
-
-#: at rates up to FINE_SECONDARY_RATE and shifts (sensitivity / sigma) up to
-#: FINE_SECONDARY_SHIFT, the add direction of Poisson-subsampled Gaussian (pessimistic side
-#: only, :meth:`PLDAnalysis._single_steps`) is discretised on the remove direction's plan at
-#: once, where :meth:`PLDAnalysis._refine_if_deciding` used to bring it after a first pass on
-#: its own coarse grid (and its own :func:`grid_plan`): there the two directions' profiles
-#: nearly coincide, so the coarse pass decided the upper bound in most runs and the direction
-#: was composed twice (q 1e-6, sigma 4, T 1e4: 19.8 -> 15.7 ms; where it did not decide, the
-#: saved plan pays for the finer grid: q 1e-4, sigma 2, T 100: 9.0 -> 7.8 ms).  At larger
-#: shifts (sigma 1) the add direction lies well below and its fine grid costs more than the
-#: plan (q 1e-5, sigma 1, T 10: 24 -> 34 ms): kept coarse.  A heuristic: soundness never
-#: depends on the grid, and the lead's plan is the one the refinement uses.
-FINE_SECONDARY_RATE = 1e-4
-FINE_SECONDARY_SHIFT = 0.5
-
-
-#: a long run (at least TWO_LEVEL_MIN_T steps) of a small-rate Gaussian direction whose T-fold
-#: window (:func:`grid_plan`'s width) spans at most this many steps of its grid is composed in
-#: one level on that grid (:meth:`PLDAnalysis._two_level`): the two-level scheme's fixed costs
-#: (two powers, a coarsening, a remainder) outweigh its shorter window there (q 1e-5,
-#: sigma 4, T 1e4: 428-point steps, a 18k-point window: 2.8 -> 1.8 ms per side, upper
-#: 3.484243e-4 -> 3.484073e-4; at 85k steps, q 1e-4, sigma 2, T 1e5: 3.0 against 7.6 ms).
-#: A heuristic: both are certified, one level without the coarse stage's error.
-SMALL_WINDOW = 4e4
-
-
-#: runs shorter than this keep the optimistic side of the one-level regime on the lead step h
-#: (:meth:`PLDAnalysis._lead_recipe`; a heuristic, soundness never depends on it): q 1e-5,
-#: sigma 0.3, T 10: 1.84 s -> 0.92 s CPU, lower bound 0.0773320 -> 0.0773194 (upper
-#: 0.0773323, dp-accounting 0.077332 in 1.99 s)
-SHORT_RUN = 100
-
-
-def _full_pld(pairs: list[LossPair], steps: int, h: float) -> TwoSidedPLD:
-    """Both sides of both directions of ``steps`` Poisson-subsampled steps on step ``h``
-    (``SECONDARY_COST h`` for the add direction of small-rate Gaussian), composed in two
-    levels for small-rate Gaussian (:func:`compose_two_level`), else by self-composition."""
-    tail = min(1e-16, 1e-13 / steps)
-    rho = 1e-9  # a fine split: the phase may be a small part of a long history
-    dirs: list[tuple[PLD, PLD]] = []
-    for pair in pairs:
-        two = lead_direction(pair) or secondary_direction(pair)
-        step = h * (SECONDARY_COST if secondary_direction(pair) else 1.0)
-        p, o = discretise(pair, step, tail, rho_max=rho)
-        if not two:
-            check_slack(p, steps)
-        dirs.append(cast("tuple[PLD, PLD]", tuple(
-            compose_two_level(x, steps) if two else x.self_compose(steps) for x in (p, o))))
-    return TwoSidedPLD(dirs)
 
 
 def pld_analysis(run, h: float | None = None) -> PLDAnalysis:

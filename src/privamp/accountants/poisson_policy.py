@@ -1,0 +1,48 @@
+"""Tuning constants of the Poisson PLD accountant (:mod:`.poisson`) at tiny and small
+rates: which grid plan a secondary direction takes, when a long run is composed in one level,
+which runs keep the optimistic side on the lead step, when the Rényi floor is taken from one
+step.  Heuristics: soundness never depends on them (every choice is certified).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "SHORT_RUN", "SINGLE_FLOOR_POINTS",
+           "SMALL_WINDOW"]
+
+
+#: ``PLDAnalysis.renyi_floor`` takes T times one step's floor where every one-step
+#: optimistic PLD has at most this many points (renyi_floor's block count: no Jensen
+#: blocking), else also the composed run's floor
+SINGLE_FLOOR_POINTS = 1024
+
+
+#: at rates up to FINE_SECONDARY_RATE and shifts (sensitivity / sigma) up to
+#: FINE_SECONDARY_SHIFT, the add direction of Poisson-subsampled Gaussian (pessimistic side
+#: only, ``PLDAnalysis._single_steps``) is discretised on the remove direction's plan at
+#: once, where ``PLDAnalysis._refine_if_deciding`` used to bring it after a first pass on
+#: its own coarse grid (and its own :func:`grid_plan`): there the two directions' profiles
+#: nearly coincide, so the coarse pass decided the upper bound in most runs and the direction
+#: was composed twice (q 1e-6, sigma 4, T 1e4: 19.8 -> 15.7 ms; where it did not decide, the
+#: saved plan pays for the finer grid: q 1e-4, sigma 2, T 100: 9.0 -> 7.8 ms).  At larger
+#: shifts (sigma 1) the add direction lies well below and its fine grid costs more than the
+#: plan (q 1e-5, sigma 1, T 10: 24 -> 34 ms): kept coarse.  A heuristic: soundness never
+#: depends on the grid, and the lead's plan is the one the refinement uses.
+FINE_SECONDARY_RATE = 1e-4
+FINE_SECONDARY_SHIFT = 0.5
+
+
+#: a long run (at least TWO_LEVEL_MIN_T steps) of a small-rate Gaussian direction whose T-fold
+#: window (:func:`grid_plan`'s width) spans at most this many steps of its grid is composed in
+#: one level on that grid (``PLDAnalysis._two_level``): the two-level scheme's fixed costs
+#: (two powers, a coarsening, a remainder) outweigh its shorter window there (q 1e-5,
+#: sigma 4, T 1e4: 428-point steps, a 18k-point window: 2.8 -> 1.8 ms per side, upper
+#: 3.484243e-4 -> 3.484073e-4; at 85k steps, q 1e-4, sigma 2, T 1e5: 3.0 against 7.6 ms).
+#: A heuristic: both are certified, one level without the coarse stage's error.
+SMALL_WINDOW = 4e4
+
+
+#: runs shorter than this keep the optimistic side of the one-level regime on the lead step h
+#: (``PLDAnalysis._lead_recipe``; a heuristic, soundness never depends on it): q 1e-5,
+#: sigma 0.3, T 10: 1.84 s -> 0.92 s CPU, lower bound 0.0773320 -> 0.0773194 (upper
+#: 0.0773323, dp-accounting 0.077332 in 1.99 s)
+SHORT_RUN = 100

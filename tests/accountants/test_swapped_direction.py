@@ -1,0 +1,77 @@
+"""Issue 28: the add direction of a Poisson-subsampled Gaussian run as the remove direction's
+pessimistic PLD swapped (:func:`privamp.accountants.poisson_bounds.swapped_pessimistic`).
+References: the add direction's one-step profile in closed form (mpmath), and dp-accounting's
+add-direction PLDs (its optimistic side below the truth, its pessimistic side above)."""
+
+from __future__ import annotations
+
+import logging
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import privamp as pa
+from privamp.accountants.poisson import pld_analysis, poisson_pairs
+from privamp.accountants.poisson_bounds import swapped_pessimistic
+from privamp.pld.discretise import discretise
+
+
+def _add_profile(q: float, s: float, eps: float) -> float:
+    """H_{e^eps}(N(0, 1) || q N(s, 1) + (1 - q) N(0, 1)): Q exceeds e^eps P below x*."""
+    mp.mp.dps = 40
+    a = mp.exp(eps)
+    inner = 1 / a - (1 - mp.mpf(q))
+    if inner <= 0:
+        return 0.0
+    x = (mp.log(inner / q) + mp.mpf(s) ** 2 / 2) / s
+    return float(mp.ncdf(x) - a * ((1 - q) * mp.ncdf(x) + q * mp.ncdf(x - s)))
+
+
+@pytest.mark.parametrize("q,sigma", [(1e-3, 0.5), (0.1, 1.0), (1e-5, 4.0), (1.0, 2.0)])
+def test_swapped_step_above_closed_form(q, sigma):
+    s = 1.0 / sigma
+    remove = poisson_pairs(pa.Gaussian(sigma), q)[0]
+    p, _ = discretise(remove, 1e-4 if q > 1e-4 else 1e-7, 1e-16, optimistic=False)
+    sw = swapped_pessimistic(p)
+    assert sw is not None and sw.kind == "pessimistic"
+    for eps in (0.0, 1e-6, 1e-3, 0.05, 0.5, 2.0):
+        exact = _add_profile(q, s, eps)
+        got = float(sw.delta(eps))
+        assert got >= exact
+        assert got <= exact * (1 + 1e-4) + 1e-8  # and tight (grid error: h first order)
+
+
+def _dpa_add(q: float, sigma: float, T: int, pessimistic: bool):
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    logging.disable(logging.WARNING)
+    try:
+        one = pld.from_gaussian_mechanism(sigma, sampling_prob=q,
+                                          pessimistic_estimate=pessimistic,
+                                          value_discretization_interval=1e-5)
+        return one.self_compose(T)._pmf_add  # (the add direction alone)
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10)])
+def test_swapped_run_brackets_dp_accounting(q, sigma, T):
+    """The run's add direction (swapped, as the default call leaves it): its delta is above
+    dp-accounting's optimistic add PLD (below the truth) and within 2e-7 of its pessimistic
+    one (above the truth), at epsilons around the answer."""
+    an = pld_analysis(pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T))
+    up, _ = an.epsilon(1e-5)
+    assert 1 in an._swapped  # (the swap stood: the remove direction decides here)
+    add = an.pld().directions[1][0]
+    lo, hi = _dpa_add(q, sigma, T, False), _dpa_add(q, sigma, T, True)
+    for eps in np.array([0.25, 0.5, 1.0, 1.5]) * float(up.value):
+        got = float(add.delta(eps))
+        assert got >= lo.get_delta_for_epsilon(eps)
+        assert got <= hi.get_delta_for_epsilon(eps) + 2e-7
+
+
+def test_swap_declines_optimistic():
+    p = discretise(poisson_pairs(pa.Gaussian(1.0), 0.1)[0], 1e-3, 1e-16)[1]
+    with pytest.raises(ValueError, match="pessimistic"):
+        swapped_pessimistic(p)
