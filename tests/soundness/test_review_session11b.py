@@ -21,6 +21,7 @@ independent of privamp's own outputs:
 
 from __future__ import annotations
 
+import logging
 import math
 
 import mpmath as mp
@@ -360,3 +361,26 @@ def test_two_level_gaussian_closed_form(s, T, h) -> None:
         exact = float(mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2))
         assert float(P.delta(eps)) >= exact, ("upper", eps)
         assert float(O.delta(eps)) <= exact, ("lower", eps)
+
+
+@pytest.mark.parametrize("q,sigma,T", [(1e-3, 1.0, 10**5), (1e-2, 2.0, 10**6),
+                                       (0.05, 5.0, 200_000)])
+def test_long_poisson_runs_bracket_dp_accounting(q, sigma, T) -> None:
+    """Long Poisson-subsampled Gaussian runs (two-level, blocks ~T/32): privamp's certified
+    lower epsilon is below dp-accounting's connect-the-dots pessimistic one (an upper bound
+    of the truth up to its float error), and its upper within 1% of it.  (dp-accounting's
+    optimistic side is no peer here: rounding losses down costs it ~T x 1e-4 nats.)"""
+    dpa = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    logging.disable(logging.WARNING)
+    try:
+        ref = dpa.from_gaussian_mechanism(sigma, sampling_prob=q,
+                                          value_discretization_interval=1e-4).self_compose(T)
+    finally:
+        logging.disable(logging.NOTSET)
+    run = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T)
+    for delta in (1e-5, 1e-9):
+        g = run.epsilon(delta, accountant="pld")
+        peer = ref.get_epsilon_for_delta(delta)
+        assert float(g.lower.value) <= peer
+        assert float(g.upper.value) >= float(g.lower.value)
+        assert abs(float(g.upper.value) - peer) <= 0.01 * peer
