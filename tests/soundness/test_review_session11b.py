@@ -98,6 +98,27 @@ def test_atom_path_binomial_closed_form(q, T, monkeypatch) -> None:
     _check_window(res, ref)
 
 
+@pytest.mark.skipif(not LD_OK, reason="needs 80-bit long double")
+@pytest.mark.parametrize("q,T,tau", [(0.3, 10**5, 0.2), (1e-3, 10**6, 0.05), (0.5, 1000, 0.4),
+                                     (0.01, 10**7, 1e-6)])
+def test_atom_path_aliasing_window(q, T, tau, monkeypatch) -> None:
+    """Large tau: the window is shorter than the support and the circular transform folds
+    mass into it; the deviation from the exact binomial window is then >= -err entrywise in
+    sum and <= err + tau_lo + tau_hi in l1."""
+    used = _atom_power_forced(monkeypatch)
+    p = np.array([1.0 - q, q])
+    res = fft_mod.self_convolve_power(p, T, tau)
+    assert used == [True]
+    mp.mp.dps = 40
+    a, b = mp.mpf(float(p[0])), mp.mpf(float(p[1]))
+
+    def ref(s: int, W: int) -> np.ndarray:
+        return np.array([np.longdouble(str(mp.binomial(T, k) * b**k * a ** (T - k)))
+                         for k in range(s, s + W)], dtype=np.longdouble)
+
+    _check_window(res, ref)
+
+
 def _ld_power(p: np.ndarray, T: int) -> np.ndarray:
     """p^{*T} by repeated squaring of direct long-double convolutions (nonnegative terms:
     relative error ~ (length log2 T) 2^-64 per entry)."""
