@@ -35,6 +35,7 @@ from privamp.pairs.mechanism_pairs import GaussianPair
 from privamp.pld import binning
 from privamp.pld.compose import compose_two_level
 from privamp.pld.discretise import discretise
+from privamp.pld.grid import PLD
 from privamp.pld.tables import profile_at
 
 LD_OK = float(np.finfo(np.longdouble).eps) < 1e-18  # 80-bit long double (x86)
@@ -307,6 +308,45 @@ def test_swapped_composed_gaussian_closed_form(s, T) -> None:
         eps = float(mu * mu / 2 + e * mu) if e > 0 else e
         exact = float(mp.ncdf(-eps / mu + mu / 2) - mp.exp(eps) * mp.ncdf(-eps / mu - mu / 2))
         assert float(sw.delta(eps)) >= exact, eps
+
+
+@pytest.mark.parametrize("variant", ["top to inf", "low moved up", "slack", "shift up",
+                                     "all positive"])
+def test_swapped_pessimistic_transforms_of_a_gaussian_step(variant) -> None:
+    """Pessimistic PLDs of N(s, 1) vs N(0, 1) made looser in each way a composition does
+    (top mass moved to +inf, low tail moved up, masses scaled up with slack, every loss
+    rounded up a bin, only positive losses): each swap is None or above the closed form at
+    every epsilon in [-6, 6] (the pair is symmetric), so inf_mass, slack and the top loss E
+    enter c1, c2 on the safe side."""
+    swap = _swap()
+    s = 0.8
+    p, _ = discretise(GaussianPair(s), 1e-3, 1e-16)
+    m, n = p.masses.copy(), len(p.masses)
+    inf_mass, slack, offset = p.inf_mass, p.slack, p.offset
+    if variant == "top to inf":
+        k = int(np.searchsorted(np.cumsum(m[::-1]), 1e-4))
+        inf_mass += float(m[n - k:].sum()) * (1 + 1e-12)
+        m[n - k:] = 0.0
+    elif variant == "low moved up":
+        m[600] += m[:600].sum() * (1 + 1e-12)
+        m[:600] = 0.0
+    elif variant == "slack":
+        m *= 1 + 1e-7
+        slack += 1e-6
+    elif variant == "shift up":
+        offset += 1
+    else:
+        j0 = -p.offset + 1
+        m[j0] += m[:j0].sum() * (1 + 1e-12)
+        m[:j0] = 0.0
+    sw = swap(PLD(p.h, offset, m, inf_mass, "pessimistic", slack))
+    if sw is None:
+        return
+    mp.mp.dps = 30
+    for eps in np.linspace(-6.0, 6.0, 61):
+        e = mp.mpf(float(eps))
+        exact = float(mp.ncdf(-e / s + s / 2) - mp.exp(e) * mp.ncdf(-e / s - s / 2))
+        assert float(sw.delta(float(eps))) >= exact, eps
 
 
 @pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-4, 2.0, 100),
