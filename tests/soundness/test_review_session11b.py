@@ -120,6 +120,33 @@ def test_atom_path_aliasing_window(q, T, tau, monkeypatch) -> None:
     _check_window(res, ref)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(not LD_OK, reason="needs 80-bit long double")
+def test_atom_path_default_thresholds_far_atoms(monkeypatch) -> None:
+    """At the production thresholds (a transform of 2.7e6 points): atoms 123457 apart,
+    q = 1e-5, T = 1e5; p^{*T} is binomial on the multiples of 123457 (mpmath)."""
+    pytest.importorskip("privamp.numerics.fft_power")
+    used: list[bool] = []
+    orig = fft_mod.atom_power
+    monkeypatch.setattr(fft_mod, "atom_power",
+                        lambda *a, **k: used.append(orig(*a, **k)) or used[-1])
+    q, T, J = 1e-5, 10**5, 123_457
+    p = np.zeros(J + 1)
+    p[0], p[J] = 1.0 - q, q
+    res = fft_mod.self_convolve_power(p, T, 1e-20)
+    assert len(used) == 1 and used[0] is not None
+    mp.mp.dps = 40
+    a, b = mp.mpf(float(p[0])), mp.mpf(float(p[J]))
+
+    def ref(s: int, W: int) -> np.ndarray:
+        out = np.zeros(W, dtype=np.longdouble)
+        for k in range(-(-s // J), (s + W - 1) // J + 1):
+            out[k * J - s] = np.longdouble(str(mp.binomial(T, k) * b**k * a ** (T - k)))
+        return out
+
+    _check_window(res, ref)
+
+
 def _ld_power(p: np.ndarray, T: int) -> np.ndarray:
     """p^{*T} by repeated squaring of direct long-double convolutions (nonnegative terms:
     relative error ~ (length log2 T) 2^-64 per entry)."""
