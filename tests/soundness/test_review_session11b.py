@@ -377,7 +377,8 @@ def test_swapped_pessimistic_transforms_of_a_gaussian_step(variant) -> None:
 
 
 @pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-4, 2.0, 100),
-                                       (1e-6, 3.0, 10**5)])
+                                       (1e-6, 3.0, 10**5), (1e-5, 1.0, 10), (1e-3, 1.0, 100),
+                                       (1e-4, 0.5, 50), (1e-2, 0.8, 1000)])
 def test_swapped_run_above_identity_of_optimistic(q, sigma, T) -> None:
     """A tiny-rate run's add direction (as the analysis leaves it, and the remove direction's
     composed pessimistic PLD swapped explicitly) is above ``1 - a + a O(1/a)`` with O the remove
@@ -416,6 +417,7 @@ def _rdp(q: float, s: float, alpha: float, remove: bool) -> float:
     return float(mp.log(mp.quad(f, [-mp.inf, -10, 0, c, c + 10, mp.inf])) / (a - 1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-3, 0.8, 1000), (1e-5, 1.0, 10**6),
                                        (1e-6, 0.5, 10**5)])
 def test_renyi_floor_below_exact_both_directions(q, sigma, T) -> None:
