@@ -474,3 +474,21 @@ def test_long_poisson_runs_bracket_dp_accounting(q, sigma, T) -> None:
         assert float(g.lower.value) <= peer
         assert float(g.upper.value) >= float(g.lower.value)
         assert abs(float(g.upper.value) - peer) <= 0.01 * peer
+
+
+@pytest.mark.parametrize("sigma,T,delta", [(100.0, 10**6, 1e-5), (1000.0, 10**7, 1e-3),
+                                           (10.0, 50_000, 1e-6), (300.0, 10**7, 1e-8)])
+def test_rate_one_training_closed_form(sigma, T, delta) -> None:
+    """Poisson(1.0) is the plain Gaussian mechanism: T steps are N(mu, 1) vs N(0, 1) with
+    mu = sqrt(T) / sigma, whose epsilon at delta is the root of the closed-form profile
+    (mpmath); the PLD accountant's interval (two-level, long blocks) must contain it."""
+    mp.mp.dps = 40
+    mu = mp.sqrt(T) / sigma
+
+    def gap(e):
+        return mp.ncdf(-e / mu + mu / 2) - mp.exp(e) * mp.ncdf(-e / mu - mu / 2) - delta
+
+    exact = float(mp.findroot(gap, mu * mu / 2 + 2 * mu))
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(1.0), steps=T).epsilon(delta,
+                                                                          accountant="pld")
+    assert float(g.lower.value) <= exact <= float(g.upper.value)
