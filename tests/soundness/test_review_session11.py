@@ -306,7 +306,8 @@ def test_ten_steps_against_monte_carlo() -> None:
 # ----------------------------------------------------------- extremes: answer or refuse
 
 @pytest.mark.parametrize(("sigma", "q", "K", "T"), [
-    (0.3, 1e-8, 2, 1), (50.0, 0.9, 2, 1000), (1.0, 1e-6, 64, 10), (2.0, 0.5, 16, 5000),
+    (0.3, 1e-8, 2, 1), pytest.param(50.0, 0.9, 2, 1000, marks=pytest.mark.slow),
+    pytest.param(1.0, 1e-6, 64, 10, marks=pytest.mark.slow), (2.0, 0.5, 16, 5000),
     (0.5, 1e-4, 4, 10000), (10.0, 1e-3, 64, 20000),
 ])
 def test_extremes_answer_without_warnings(sigma: float, q: float, K: int, T: int) -> None:
