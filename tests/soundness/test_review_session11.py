@@ -74,8 +74,8 @@ def _mp_epsilon(delta_fn, target: float) -> float:
 
 T1_SETTINGS = [  # (K, q, sigma)
     (2, 0.01, 1.0), (8, 1e-3, 2.0), (3, 0.5, 0.5), (16, 1e-4, 5.0), (4, 0.9, 1.0),
-    (2, 1e-8, 0.3), (32, 0.1, 50.0), (64, 1e-3, 10.0), (5, 0.3, 0.3),
-]
+    (2, 1e-8, 0.3), (5, 0.3, 0.3),
+]  # (K 32 / 64 at sigma 50 / 10 were checked by the review too; 25-350 s each, left out)
 
 
 @pytest.mark.slow

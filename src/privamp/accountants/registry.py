@@ -140,13 +140,16 @@ class RunAccountant:
 
     ``capabilities``: what its analyses offer (a subset of :data:`CAPABILITIES`), declared so
     that callers can decide before building (e.g. "rdp_accountant": answers are the
-    conversion of a Rényi-DP curve, which the screening rule may rule out unbuilt)."""
+    conversion of a Rényi-DP curve, which the screening rule may rule out unbuilt).
+    ``in_best``: asked by ``accountant="best"`` (False: only when asked for by name, e.g. a
+    bound that never beats another registered one and exists for comparison)."""
 
     name: str
     applies: Callable[[Training], bool]
     build: Callable[[Training], RunAnalysis]
     description: str = ""
     capabilities: frozenset[str] = frozenset()
+    in_best: bool = True
 
 
 ACCOUNTANTS: dict[str, list[RunAccountant]] = {}
@@ -154,13 +157,14 @@ ACCOUNTANTS: dict[str, list[RunAccountant]] = {}
 
 def run_accountant(
     name: str, applies: Callable[[Training], bool], description: str = "",
-    capabilities: tuple[str, ...] = (),
+    capabilities: tuple[str, ...] = (), in_best: bool = True,
 ) -> Callable[[Callable[[Training], RunAnalysis]], Callable[[Training], RunAnalysis]]:
     """Register ``build(run) -> RunAnalysis`` under the accountant name ``name``.
 
     Several builders may share a name (e.g. ``"pld"`` for Poisson and for sampling without
-    replacement); each declares with ``applies(run)`` which runs it handles, and with
-    ``capabilities`` what its analyses offer (:data:`CAPABILITIES`).
+    replacement); each declares with ``applies(run)`` which runs it handles, with
+    ``capabilities`` what its analyses offer (:data:`CAPABILITIES`), and with ``in_best``
+    whether ``accountant="best"`` asks it (:class:`RunAccountant`).
 
     Raises:
         ValueError: an unknown capability.
@@ -171,14 +175,15 @@ def run_accountant(
 
     def register(build):
         ACCOUNTANTS.setdefault(name, []).append(
-            RunAccountant(name, applies, build, description, frozenset(capabilities)))
+            RunAccountant(name, applies, build, description, frozenset(capabilities), in_best))
         return build
 
     return register
 
 
 def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
-    """The registered accountants that apply to ``run`` ("best": all; else those of ``name``).
+    """The registered accountants that apply to ``run`` ("best": all those with ``in_best``;
+    else those of ``name``).
 
     Raises:
         NotApplicable: accountants named ``name`` exist but none applies to ``run``.
@@ -186,7 +191,7 @@ def applicable(run: Training, name: str = "best") -> list[RunAccountant]:
     """
     found = [a for accs in ACCOUNTANTS.values() for a in accs if a.applies(run)]
     if name == "best":
-        return found
+        return [a for a in found if a.in_best]
     chosen = [a for a in found if a.name == name]
     if not chosen:
         names = sorted({a.name for a in found}) or ["none"]

@@ -72,6 +72,9 @@ GAUSSIAN_PROFILE_RTOL = 1e-12
 # by (|a| + 1) times that relatively), the erfcx difference f(x) - f(x + s/sqrt 2) (cancels
 # ~x / s digits: <= 2u (|a| + 2) / s), and log1mexp near 0 (a >= 0: delta >= 0.38 s Phi(a))
 _FLOAT_MIN_SHIFT = 0.03
+#: below this shift every point of :func:`gaussian_profile` is evaluated in mpmath (~0.1 ms
+#: each): callers that need the profile at ~1e5 points may refuse such shifts
+FLOAT_PROFILE_MIN_SHIFT = _FLOAT_MIN_SHIFT
 _FLOAT_MAX_COND = 2e3
 # below a = -38.6, Phi(a) < 1e-325: delta <= Phi(a) rounds to 0 in double precision
 _ZERO_A = -38.6

@@ -182,6 +182,10 @@ def eps_from_rdp(
     return eps.reshape(d.shape), order.reshape(d.shape)
 
 
+_LOG_TINY = math.log(np.finfo(float).tiny)  # exp below this is subnormal
+_SUBNORMAL = math.nextafter(0.0, 1.0)
+
+
 def delta_from_rdp(
     alpha: np.ndarray, rdp: np.ndarray, epsilon: float | np.ndarray, conversion: str = "balle2020"
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +197,11 @@ def delta_from_rdp(
     table = _log_delta_table(a, r, e.ravel(), conversion)
     k = np.argmin(table, axis=1)
     ld = table[np.arange(table.shape[0]), k]
-    delta = np.minimum(np.exp(ld) * (1.0 + _ROUND), 1.0)
+    delta = np.exp(ld) * (1.0 + _ROUND)
+    # below the normal range exp's result is subnormal (absolute error <= 2^-1075) or 0: one
+    # smallest subnormal more keeps a positive true delta's bound above it (review session 11)
+    delta = np.where(np.isfinite(ld) & (ld < _LOG_TINY), delta + _SUBNORMAL, delta)
+    delta = np.minimum(delta, 1.0)
     return delta.reshape(e.shape), a[k].reshape(e.shape)
 
 

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import NotApplicable
 from ...mechanisms.gaussian import Gaussian
 from ...mechanisms.laplace import Laplace
 from ...mechanisms.randomized_response import RandomizedResponse
+from ...numerics.special import FLOAT_PROFILE_MIN_SHIFT
 from ...renyi.conversion import SOURCE_BALLE
 from ...results import Bound
 from ...sampling.relations import AddRemove, Substitution
@@ -33,6 +35,18 @@ __all__ = ["SRC_BLACK_BOX"]
 
 SRC_BLACK_BOX = f"{PAPER}, Thm 6 of Thms 8-11 / Poisson substitution with black-box group " \
     "privacy (Sec. 5)"
+
+
+def _check_cost(mech) -> None:
+    """Thm 6's grid asks a Gaussian's one-record profile at ~1e5 points; below shift
+    :data:`~privamp.numerics.special.FLOAT_PROFILE_MIN_SHIFT` each is an mpmath evaluation
+    (sigma 50: 20-140 s a query, review session 11), so such runs are refused."""
+    if isinstance(mech, Gaussian) and mech.shift(1) < FLOAT_PROFILE_MIN_SHIFT:
+        raise NotApplicable(
+            f"black-box group privacy needs sensitivity / sigma >= {FLOAT_PROFILE_MIN_SHIFT} "
+            f"(sigma <= {1 / FLOAT_PROFILE_MIN_SHIFT:.4g} at sensitivity 1), got "
+            f"{mech.shift(1):.4g}: its profile would take minutes in high precision; the "
+            "white-box group accountants (accountant='best') answer this run")
 
 
 def _applies(mech, scheme, relation) -> bool:
@@ -53,6 +67,7 @@ def _applies(mech, scheme, relation) -> bool:
     in_best=False,
 )
 def _black_box_rdp(mech, scheme, relation, alpha: np.ndarray) -> np.ndarray:
+    _check_cost(mech)
     return profile_rdp(mech, scheme, alpha, relation, "black-box")
 
 
@@ -83,7 +98,10 @@ class _BlackBoxRun(RunAnalysis):
     lambda run: run.relation is not None and REGISTRY["balle-profile-black-box"].applies(
         run.mechanism, run.scheme, run.relation),
     "groups by black-box group privacy of the one-record profile (Balle et al. 2018, Sec. 5), "
-    "Thm 6 -> RDP, composed",
+    "Thm 6 -> RDP, composed (never tighter than the white-box group accountants: asked by "
+    "name only)",
+    in_best=False,
 )
 def _build(run) -> RunAnalysis:
+    _check_cost(run.mechanism)
     return _BlackBoxRun(run)
