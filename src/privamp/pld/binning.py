@@ -60,8 +60,12 @@ def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
 
 
 def suffix_sums(m: np.ndarray) -> np.ndarray:
-    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum)."""
-    return np.cumsum(m[::-1])[::-1]
+    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum,
+    written reversed into a contiguous array: the same floats)."""
+    out = np.empty(len(m))
+    if len(m):
+        np.cumsum(m[::-1], out=out[::-1])
+    return out
 
 
 #: :func:`tail_side` looks for the switch point in prefix sums of this many masses first
@@ -81,24 +85,33 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
     each the same float as in the full cumulative sum, its chain of additions continued
     from the last sum of the previous chunk (issue 28: a float cumsum costs ~25 additions'
     time here; for small-rate pairs the switch sits a few hundred points up)."""
-    above = (suffix_sums(m) if above_all is None else above_all)[1:]  # mass above l_k
+    own = above_all is None  # (then the suffix sums are this function's to overwrite)
+    above = (suffix_sums(m) if own else above_all)[1:]  # mass above l_k
     tot = float(m.sum())
     inner = m[1:-1]
     n = len(inner)  # above has n + 1 entries, k = 0..n
+
+    def result(k: int) -> np.ndarray:  # above + tot before the switch k, above from there
+        if not own:
+            out = above + tot
+            out[k:] = above[k:]
+            return out
+        np.add(above[:k], tot, out=above[:k])  # (issue 28: no second array)
+        return above
+
     m0 = m[0]
-    out = above + tot
     if not len(above):
-        return out
+        return above + tot
     if not math.isfinite(tot) or float(m.min()) < 0.0:
+        out = above + tot
         below = np.concatenate(([m0], m0 + np.cumsum(inner)))  # stored mass <= l_k
         np.copyto(out, above, where=above <= below)
         return out
     if above[0] <= m0:  # (below_0 = m_0)
-        return above.copy()
+        return result(0) if own else above.copy()
     k = _switch_by_bounds(inner, above, m0, tot)
     if k is not None:
-        out[k:] = above[k:]
-        return out
+        return result(k)
     j, chunk, carry = 0, _SWITCH_CHUNK, None
     while j < n:
         part = inner[j : j + chunk]
@@ -108,13 +121,15 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
             sums = np.cumsum(np.concatenate(([carry], part)))[1:]
         hit = np.flatnonzero(above[j + 1 : j + 1 + len(part)] <= m0 + sums)
         if len(hit):
-            k = j + 1 + int(hit[0])
-            out[k:] = above[k:]
-            return out
+            return result(j + 1 + int(hit[0]))
         carry = float(sums[-1])
         j += len(part)
         chunk *= 2
-    return out
+    return result(n + 1)
+
+
+#: :func:`_switch_by_bounds` looks for its candidate in chunks of this many points
+_SEARCH_CHUNK = 1 << 16
 
 
 def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: float
@@ -131,8 +146,13 @@ def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: floa
     n = len(inner)
     if n < 1 or n * _U > 1e-6:
         return None
-    cand = np.flatnonzero(above <= tot - above)
-    k = int(cand[0]) if len(cand) else n + 1  # (n + 1: no switch)
+    k = n + 1  # (n + 1: no switch)
+    for i in range(0, n + 1, _SEARCH_CHUNK):  # the first k with above_k <= tot - above_k
+        part = above[i : i + _SEARCH_CHUNK]
+        hit = np.flatnonzero(part <= tot - part)
+        if len(hit):
+            k = i + int(hit[0])
+            break
 
     def bounds(i: int) -> tuple[float, float]:  # float below_i lies within these
         if i == 0:
@@ -166,11 +186,10 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     :func:`tail_errors`.  The combination rounds each P-mass by a relative 3.01 u.  So the
     profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
     above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
-    # (ordered so that at most four arrays of the grid's length are alive here at once,
+    # (ordered so that at most three arrays of the grid's length are alive here at once,
     # each value from the same float operations as before: issue 28, session 11)
     side_p = tail_side(pb)
     side_p *= w
-    eta = tail_side(qm)
     em = np.expm1(l)
     c = np.add(em, w)
     np.abs(c, out=c)
@@ -179,6 +198,7 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     em *= 4.0 * _U
     c += em
     del em
+    eta = tail_side(qm)
     top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
     # eta = r (c tail_side(qm) + w tail_side(pb)) + c top_q + w top_p, in place
     eta *= c
@@ -274,8 +294,8 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
 # The stages of :func:`optimistic_masses`, public so that a caller holding grid-length
 # arrays can release them between stages (issue 28: ``discretise`` drops its inputs as they
 # die); each stage computes its values by the same float operations as the whole did.
-def chord_tents(dlt: np.ndarray, qb: np.ndarray, e: np.ndarray, qgt: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def chord_tents(dlt: np.ndarray, qb: np.ndarray, e: np.ndarray, qgt: np.ndarray,
+                e_dead: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stage 1 of :func:`optimistic_masses`: per segment i, the chord slope
     ``m_i = -Q(L > l_{i+1}) - e_i``, the tent height ``g_i = Delta_i A B / (A + B)`` and its
     peak's relative position ``t_i = B / (A + B)`` (A = Q_i - e_i, B = e_i).
@@ -285,9 +305,11 @@ def chord_tents(dlt: np.ndarray, qb: np.ndarray, e: np.ndarray, qgt: np.ndarray
         qb: the bins' Q-masses.
         e: the Q-mass of each bin sent to its upper end (:func:`bin_split`).
         qgt: Q(L > l_i), i = 0..K.
+        e_dead: the caller no longer needs ``e``: t is written over it.
 
     Returns:
-        (m, g, t), three new arrays of length K (the inputs are not modified).
+        (m, g, t), arrays of length K (the inputs are not modified, but for ``e`` if
+        ``e_dead``).
     """
     m = np.negative(qgt[1:])
     m -= e
@@ -299,7 +321,7 @@ def chord_tents(dlt: np.ndarray, qb: np.ndarray, e: np.ndarray, qgt: np.ndarray
         g *= dlt
         g *= e
         g /= safe
-        t = e / safe
+        t = np.divide(e, safe, out=e) if e_dead else e / safe
         if not everywhere:
             np.copyto(g, 0.0, where=~pos)
             np.copyto(t, 0.5, where=~pos)
@@ -475,8 +497,8 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     return mu
 
 
-#: blocks per chunk of :func:`vertex_lowering` (2^12 blocks: 2^17 segments, 1 MiB a table)
-_CHAIN_CHUNK = 4096
+#: blocks per chunk of :func:`vertex_lowering` (2^10 blocks: 2^15 segments, 256 KiB a table)
+_CHAIN_CHUNK = 1024
 
 
 def _max_rule_at(g: np.ndarray, idx: np.ndarray) -> np.ndarray:

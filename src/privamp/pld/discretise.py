@@ -171,13 +171,17 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     o = None
     if optimistic:
         assert q_gt is not None
-        qge0 = q_ge(0)
-        m, g, t = chord_tents(dlt, qb, e, q_gt)
+        qge0, a0 = q_ge(0), float(a[0])
+        del a  # (recomputed below: the same floats)
+        m, g, t = chord_tents(dlt, qb, e, q_gt, e_dead=True)
         del qm_all, qb, e, q_gt
         v, mu = chord_values(m, dlt, g, t)
         del g, t
-        slopes, weights = chord_slopes(m, dlt, mu, v, qge0, q_ge, float(a[0]))
+        slopes, weights = chord_slopes(m, dlt, mu, v, qge0, q_ge, a0)
         del m, v, mu, dlt
+        l = np.arange(i_lo, i_lo + full) * h  # (the grid of _grid)
+        a = np.exp(l if at is None else l[at])
+        del l
         o = convex_masses(slopes, weights, a)
         del slopes, weights
     del a
