@@ -280,7 +280,9 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
     slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.
 
-    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i).
+    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i) (``l``, the
+    losses, is not read: ``a`` carries the grid).  The work is done by the stages
+    :func:`chord_tents`, :func:`chord_values`, :func:`chord_slopes`, :func:`convex_masses`.
     """
     qge0 = float(q_ge(0))  # Q(L >= l_0)
     m, g, t = chord_tents(dlt, qb, e, qgt)
