@@ -193,9 +193,13 @@ class MixturePair(LossPair):
             return None
         edges = np.asarray(edges, dtype=float)
         up_p, lo_p, up_q, lo_q, acc = self._edge_tails(edges)
-        pb, qm = cell_masses(up_p, lo_p), cell_masses(up_q, lo_q)
-        pm = qm * (1.0 - self.w)  # (1 - w) qm + w pb
-        pm += pb * self.w
+        pb = cell_masses(up_p, lo_p)
+        del up_p, lo_p  # (issue 28: grid-length arrays released as they die)
+        qm = cell_masses(up_q, lo_q)
+        del lo_q
+        pm = qm * (1.0 - self.w)  # (1 - w) qm + w pb, the second term in chunks
+        for i in range(0, len(pm), _CHUNK):
+            pm[i : i + _CHUNK] += pb[i : i + _CHUNK] * self.w
         return pm, qm, pb, acc, up_q
 
     def _edge_tails(self, edges: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -308,6 +312,9 @@ _LOOKUP_POINTS = 1024
 
 #: :meth:`MixturePair.split_bin_masses` keeps its edge tails for grids up to this size
 _EDGE_CACHE_POINTS = 1 << 18
+
+#: elements per chunk of the elementwise passes of :meth:`MixturePair.split_bin_masses`
+_CHUNK = 1 << 16
 
 
 #: relative accuracy assumed of a pair's tail evaluations (scipy's ndtr: a few ulp)

@@ -188,6 +188,10 @@ def as_array(l: np.ndarray | float) -> np.ndarray:
 
 
 
+#: elements per chunk of :func:`cell_masses`' masked pass
+_CELL_CHUNK = 1 << 16
+
+
 def cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
     """Masses of (-inf, e_0], (e_0, e_1], ..., (e_K, inf] from the tails ``up = dist(L > e)``
     and ``lo = dist(L <= e)`` at the edges e: each interior mass the difference of the
@@ -203,7 +207,9 @@ def cell_masses(up: np.ndarray, lo: np.ndarray) -> np.ndarray:
     out = np.empty(len(up) + 1)
     inner = out[1:-1]
     np.subtract(lo[1:], lo[:-1], out=inner)
-    np.copyto(inner, up[:-1] - up[1:], where=up[:-1] < lo[1:])
+    for i in range(0, len(inner), _CELL_CHUNK):  # (chunk-sized temporaries: issue 28)
+        j = min(len(inner), i + _CELL_CHUNK)
+        np.copyto(inner[i:j], up[i:j] - up[i + 1 : j + 1], where=up[i:j] < lo[i + 1 : j + 1])
     np.maximum(inner, 0.0, out=inner)
     out[0], out[-1] = lo[0], up[-1]
     return out

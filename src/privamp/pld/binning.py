@@ -18,6 +18,10 @@ from ..numerics.fft import UNIT_ROUNDOFF
 
 __all__ = [
     "bin_split",
+    "chord_slopes",
+    "chord_tents",
+    "chord_values",
+    "convex_masses",
     "optimistic_masses",
     "relative_split",
     "split_tail_errors",
@@ -56,8 +60,12 @@ def tail_errors(pm: np.ndarray, qm: np.ndarray, a: np.ndarray, ulps: float = 4.0
 
 
 def suffix_sums(m: np.ndarray) -> np.ndarray:
-    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum)."""
-    return np.cumsum(m[::-1])[::-1]
+    """``s_k = m_k + (m_{k+1} + (... + m_last))``, summed from the top (a reversed cumsum,
+    written reversed into a contiguous array: the same floats)."""
+    out = np.empty(len(m))
+    if len(m):
+        np.cumsum(m[::-1], out=out[::-1])
+    return out
 
 
 #: :func:`tail_side` looks for the switch point in prefix sums of this many masses first
@@ -77,24 +85,33 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
     each the same float as in the full cumulative sum, its chain of additions continued
     from the last sum of the previous chunk (issue 28: a float cumsum costs ~25 additions'
     time here; for small-rate pairs the switch sits a few hundred points up)."""
-    above = (suffix_sums(m) if above_all is None else above_all)[1:]  # mass above l_k
+    own = above_all is None  # (then the suffix sums are this function's to overwrite)
+    above = (suffix_sums(m) if own else above_all)[1:]  # mass above l_k
     tot = float(m.sum())
     inner = m[1:-1]
     n = len(inner)  # above has n + 1 entries, k = 0..n
+
+    def result(k: int) -> np.ndarray:  # above + tot before the switch k, above from there
+        if not own:
+            out = above + tot
+            out[k:] = above[k:]
+            return out
+        np.add(above[:k], tot, out=above[:k])  # (issue 28: no second array)
+        return above
+
     m0 = m[0]
-    out = above + tot
     if not len(above):
-        return out
+        return above + tot
     if not math.isfinite(tot) or float(m.min()) < 0.0:
+        out = above + tot
         below = np.concatenate(([m0], m0 + np.cumsum(inner)))  # stored mass <= l_k
         np.copyto(out, above, where=above <= below)
         return out
     if above[0] <= m0:  # (below_0 = m_0)
-        return above.copy()
+        return result(0) if own else above.copy()
     k = _switch_by_bounds(inner, above, m0, tot)
     if k is not None:
-        out[k:] = above[k:]
-        return out
+        return result(k)
     j, chunk, carry = 0, _SWITCH_CHUNK, None
     while j < n:
         part = inner[j : j + chunk]
@@ -104,13 +121,15 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
             sums = np.cumsum(np.concatenate(([carry], part)))[1:]
         hit = np.flatnonzero(above[j + 1 : j + 1 + len(part)] <= m0 + sums)
         if len(hit):
-            k = j + 1 + int(hit[0])
-            out[k:] = above[k:]
-            return out
+            return result(j + 1 + int(hit[0]))
         carry = float(sums[-1])
         j += len(part)
         chunk *= 2
-    return out
+    return result(n + 1)
+
+
+#: :func:`_switch_by_bounds` looks for its candidate in chunks of this many points
+_SEARCH_CHUNK = 1 << 16
 
 
 def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: float
@@ -127,8 +146,13 @@ def _switch_by_bounds(inner: np.ndarray, above: np.ndarray, m0: float, tot: floa
     n = len(inner)
     if n < 1 or n * _U > 1e-6:
         return None
-    cand = np.flatnonzero(above <= tot - above)
-    k = int(cand[0]) if len(cand) else n + 1  # (n + 1: no switch)
+    k = n + 1  # (n + 1: no switch)
+    for i in range(0, n + 1, _SEARCH_CHUNK):  # the first k with above_k <= tot - above_k
+        part = above[i : i + _SEARCH_CHUNK]
+        hit = np.flatnonzero(part <= tot - part)
+        if len(hit):
+            k = i + int(hit[0])
+            break
 
     def bounds(i: int) -> tuple[float, float]:  # float below_i lies within these
         if i == 0:
@@ -162,6 +186,10 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     :func:`tail_errors`.  The combination rounds each P-mass by a relative 3.01 u.  So the
     profile errs by at most ``|a_k - 1 + w| |eta^Q_k| + w |eta^P_k| + 3.01 u (stored P-mass
     above l_k)``, taken twice (safety factor 2; c_k >= |a_k - 1 + w| with expm1's error)."""
+    # (ordered so that at most three arrays of the grid's length are alive here at once,
+    # each value from the same float operations as before: issue 28, session 11)
+    side_p = tail_side(pb)
+    side_p *= w
     em = np.expm1(l)
     c = np.add(em, w)
     np.abs(c, out=c)
@@ -169,23 +197,25 @@ def split_tail_errors(pm: np.ndarray, qm: np.ndarray, pb: np.ndarray, l: np.ndar
     np.abs(em, out=em)
     em *= 4.0 * _U
     c += em
-    above = (suffix_sums(pm) if p_above is None else p_above)[1:] * (1.0 + 2.0 * len(pm) * _U)
+    del em
+    eta = tail_side(qm)
+    top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
+    # eta = r (c tail_side(qm) + w tail_side(pb)) + c top_q + w top_p, in place
+    eta *= c
+    eta += side_p
+    del side_p
     r = np.maximum(acc, 4.0 * _U)
     r *= 3.0
     r += _U  # >= 2 acc + u, and 12 u at acc = 4 u
-    top_q, top_p = float(acc[-1]) * qm[-1], float(acc[-1]) * pb[-1]
-    # eta = r (c tail_side(qm) + w tail_side(pb)) + c top_q + w top_p, in place
-    eta = tail_side(qm)
-    eta *= c
-    side_p = tail_side(pb)
-    side_p *= w
-    eta += side_p
     eta *= r
+    del r
     c *= top_q
     eta += c
+    del c
     eta += w * top_p
     # 2 eta + 8 u above + 1e-300
     eta *= 2.0
+    above = (suffix_sums(pm) if p_above is None else p_above)[1:] * (1.0 + 2.0 * len(pm) * _U)
     above *= 8.0 * _U
     eta += above
     eta += 1e-300
@@ -250,36 +280,106 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     [0, a_0].  The greatest convex minorant of these points (isotonic regression of the
     slopes with weights Delta) is the optimistic profile; its slope increments are Q'-masses.
 
-    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i).
+    ``qgt`` holds Q(L > l_i), i = 0..K, and ``q_ge(i)`` returns Q(L >= l_i) (``l``, the
+    losses, is not read: ``a`` carries the grid).  The work is done by the stages
+    :func:`chord_tents`, :func:`chord_values`, :func:`chord_slopes`, :func:`convex_masses`.
     """
-    K = len(l) - 1
     qge0 = float(q_ge(0))  # Q(L >= l_0)
-    # (in place where it keeps the floats: issue 28)
+    m, g, t = chord_tents(dlt, qb, e, qgt)
+    v, mu = chord_values(m, dlt, g, t)
+    del g, t
+    slopes, weights = chord_slopes(m, dlt, mu, v, qge0, q_ge, float(a[0]))
+    del m, v, mu
+    return convex_masses(slopes, weights, a)
+
+
+# The stages of :func:`optimistic_masses`, public so that a caller holding grid-length
+# arrays can release them between stages (issue 28: ``discretise`` drops its inputs as they
+# die); each stage computes its values by the same float operations as the whole did.
+def chord_tents(dlt: np.ndarray, qb: np.ndarray, e: np.ndarray, qgt: np.ndarray,
+                e_dead: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stage 1 of :func:`optimistic_masses`: per segment i, the chord slope
+    ``m_i = -Q(L > l_{i+1}) - e_i``, the tent height ``g_i = Delta_i A B / (A + B)`` and its
+    peak's relative position ``t_i = B / (A + B)`` (A = Q_i - e_i, B = e_i).
+
+    Args:
+        dlt: the segment lengths Delta_i = a_{i+1} - a_i (K of them).
+        qb: the bins' Q-masses.
+        e: the Q-mass of each bin sent to its upper end (:func:`bin_split`).
+        qgt: Q(L > l_i), i = 0..K.
+        e_dead: the caller no longer needs ``e``: t is written over it.
+
+    Returns:
+        (m, g, t), arrays of length K (the inputs are not modified, but for ``e`` if
+        ``e_dead``).
+    """
     m = np.negative(qgt[1:])
     m -= e
-    A = qb - e
     with np.errstate(invalid="ignore", divide="ignore"):
         pos = qb > 0
         everywhere = bool(pos.all())
         safe = qb if everywhere else np.where(pos, qb, 1.0)
-        g = dlt * A
+        g = np.subtract(qb, e)  # A, then Delta A B / (A + B) in place (A Delta = Delta A)
+        g *= dlt
         g *= e
         g /= safe
-        t = e / safe
+        t = np.divide(e, safe, out=e) if e_dead else e / safe
         if not everywhere:
             np.copyto(g, 0.0, where=~pos)
             np.copyto(t, 0.5, where=~pos)
         np.clip(t, 0.0, 1.0, out=t)
+    return m, g, t
+
+
+def chord_values(m: np.ndarray, dlt: np.ndarray, g: np.ndarray, t: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 2 of :func:`optimistic_masses`: the lowered chord values
+    ``v_i = W_i - mu_i`` (W_i = D(a_i) - D(a_K), the suffix sums of ``-m Delta``) and the
+    vertex lowerings mu of :func:`vertex_lowering` (capped by W).
+
+    Args:
+        m, dlt, g, t: the chord slopes, segment lengths and tents of :func:`chord_tents`.
+
+    Returns:
+        (v, mu), each of length K + 1.
+    """
+    K = len(m)
     w = np.zeros(K + 1)
     down = np.negative(m)
     down *= dlt
-    w[:K] = suffix_sums(down)
+    np.cumsum(down[::-1], out=w[K - 1 :: -1] if K else w[:0])  # suffix_sums(down), in place
+    del down
     mu = vertex_lowering(g, t, cap=w)
-    v = w - mu
+    np.subtract(w, mu, out=w)  # v
+    return w, mu
+
+
+def chord_slopes(m: np.ndarray, dlt: np.ndarray, mu: np.ndarray, v: np.ndarray,
+                 qge0: float, q_ge, a0: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 3 of :func:`optimistic_masses`: the slopes of the lowered chords up to the
+    grid's end K' (the first index >= 1 with v <= 0; the last segment is the tangent at
+    a_K' with slope -Q(L >= l_K')), after the virtual segment [0, a_0] of slope
+    -Q(L >= l_0), with their weights (the segments' lengths).
+
+    Args:
+        m, dlt: chord slopes and segment lengths (:func:`chord_tents`).
+        mu, v: vertex lowerings and lowered values (:func:`chord_values`).
+        qge0: Q(L >= l_0).
+        q_ge: ``q_ge(i)`` returns Q(L >= l_i).
+        a0: a_0 = e^{l_0}.
+
+    Returns:
+        (slopes, weights), each of length K' + 1.
+    """
+    K = len(m)
     nonpos = np.nonzero(v[1:] <= 0)[0]
     kend = int(nonpos[0]) + 1 if len(nonpos) else K  # first index >= 1 with v <= 0
+    del nonpos
+    slopes = np.empty(kend + 1)
+    slopes[0] = -qge0
     # slopes on segments 0..kend-1
-    s = mu[1 : kend + 1] - mu[:kend]
+    s = slopes[1:]
+    np.subtract(mu[1 : kend + 1], mu[:kend], out=s)
     s /= dlt[:kend]
     np.subtract(m[:kend], s, out=s)
     # tangent at a_K' with the left derivative -Q(L >= l_K') (a subgradient of D there)
@@ -290,23 +390,47 @@ def optimistic_masses(l: np.ndarray, a: np.ndarray, dlt: np.ndarray, qb: np.ndar
     if kend >= 2:
         # keep v_{kend-1} consistent: the segment before ends at the (possibly lowered) value
         s[kend - 2] = (v_last - v[kend - 2]) / dlt[kend - 2]
-    slopes = np.concatenate(([-qge0], s))
-    weights = np.concatenate(([a[0]], dlt[:kend]))
+    weights = np.empty(kend + 1)
+    weights[0] = a0
+    weights[1:] = dlt[:kend]
+    return slopes, weights
+
+
+def convex_masses(slopes: np.ndarray, weights: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Stage 4 of :func:`optimistic_masses`: the greatest convex minorant of the lowered
+    chords (isotonic regression of ``slopes`` with ``weights``, capped at 0) and its slope
+    increments, the Q'-masses, as P-masses ``a_j q_j`` on the grid (zero beyond K').
+
+    Args:
+        slopes, weights: from :func:`chord_slopes` (length K' + 1).
+        a: the grid a_i = e^{l_i}, i = 0..K.
+
+    Returns:
+        The K + 1 P-masses, scaled down for the pooled slopes' rounding.
+    """
+    K = len(a) - 1
+    kend = len(slopes) - 1
     fit = isotonic_regression(slopes, weights=weights, increasing=True).x
-    fit = np.minimum(fit, 0.0)
+    np.minimum(fit, 0.0, out=fit)
     # Q'-mass at a_j = slope increment there (slope after the last point is 0)
-    inc = np.empty(len(fit))
+    n = len(fit)
+    inc = np.empty(n)
     np.subtract(fit[1:], fit[:-1], out=inc[:-1])
-    if len(fit):
+    if n:
         inc[-1] = 0.0 - fit[-1]
-    runs = np.flatnonzero(inc[:-1] != 0.0)  # (inc[:-1] is np.diff(fit))
-    q = np.maximum(inc, 0.0, out=inc)
-    out = np.zeros(K + 1)
-    np.multiply(a[: kend + 1], q, out=out[: kend + 1])
+    del fit
     # a pooled slope (weighted mean of m slopes of one sign) carries a relative error
     # <= (m + 2) u, and the profile at a is the integral of |slope| to its right, so scaling
     # the masses down by 4 (m + 2) u covers it (m: the longest run of pooled slopes)
-    m = int(np.max(np.diff(np.concatenate(([-1], runs, [len(fit) - 1]))))) if len(fit) else 1
+    if n:
+        runs = np.flatnonzero(inc[:-1] != 0.0)  # (inc[:-1] is np.diff(fit))
+        m = int(np.max(np.diff(np.concatenate(([-1], runs, [n - 1])))))
+        del runs
+    else:
+        m = 1
+    q = np.maximum(inc, 0.0, out=inc)
+    out = np.zeros(K + 1)
+    np.multiply(a[: kend + 1], q, out=out[: kend + 1])
     out *= 1.0 - 4.0 * (m + 2) * _U
     return out
 
@@ -375,8 +499,8 @@ def vertex_lowering(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None = None
     return mu
 
 
-#: blocks per chunk of :func:`vertex_lowering` (2^12 blocks: 2^17 segments, 1 MiB a table)
-_CHAIN_CHUNK = 4096
+#: blocks per chunk of :func:`vertex_lowering` (2^10 blocks: 2^15 segments, 256 KiB a table)
+_CHAIN_CHUNK = 1024
 
 
 def _max_rule_at(g: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -16,7 +16,10 @@ from ..pairs.combinators import MixturePair
 from ..pairs.loss_pair import LossPair
 from .binning import (
     bin_split,
-    optimistic_masses,
+    chord_slopes,
+    chord_tents,
+    chord_values,
+    convex_masses,
     split_tail_errors,
     suffix_sums,
     tail_errors,
@@ -126,18 +129,30 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
             f"{MEMORY_BUDGET / 2**20:.0f} MiB; use h >= {fit:.3g}")
     if at is not None:
         l = l[at]
-    a = np.exp(l)
+    # (issue 28, session 11: every grid-length array is dropped as soon as it is dead, the
+    # pessimistic masses are built in chunks, the optimistic construction runs in stages
+    # with its inputs released between them; every value comes from the same float
+    # operations as in one pass, so both PLDs are bit-identical)
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
-    q_gt = None  # Q(L > l) at the grid points, if the masses came with it
     if split is not None:  # float error scaling with the mixture weight
         pm_all, qm_all, base_p, acc, q_gt = split
-        p_above = suffix_sums(pm_all)  # (shared with the pessimistic side below)
-        errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc,
-                                 p_above)
+        del split
+        errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc)
+        del base_p, acc
+        p_above = None  # (computed below only if some bin's Q-mass is subnormal)
+        a = np.exp(l)
     else:
+        a = np.exp(l)
         pm_all, qm_all = pair.bin_masses(l)
         p_above = suffix_sums(pm_all)
         errs = tail_errors(pm_all, qm_all, a, p_above=p_above)
+        q_gt = pair.tail(l, "Q", True, True) if optimistic else None
+
+    def q_ge(i: int) -> float:  # Q(L >= l_i), at the grid's loss l_i (the same float)
+        j = i_lo + (i if at is None else int(at[i]))
+        return float(pair.tail(np.arange(j, j + 1) * h, "Q", True, False)[0])
+
+    del l
     pb, qb = pm_all[1:-1], qm_all[1:-1]  # bins (l_i, l_{i+1}]
     dlt, e = bin_split(pb, qb, a, h if at is None else np.diff(at) * h)
 
@@ -148,32 +163,82 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
         out[at] = m
         return out
 
-    p = None
+    pess = None
     if pessimistic:  # connect-the-dots (Doroshenko et al. 2022)
-        pess = np.zeros(len(a))
-        low_part, high_part = a[:-1] * (qb - e), a[1:] * e
-        # bins whose Q-mass is out of the normal float range (near the 700 clip it underflows
-        # to 0 and e^l q_b lost the bin's P-mass: group of 4, K s = 70, q = 0.01, upper delta
-        # 1.3e-7 below the truth, review27): the bin's P-mass at its upper end (rounding the
-        # losses up is pessimistic), raised by its float error (8 u of the P-tail above)
-        low = qb < _Q_NORMAL
-        if np.any(low):
-            tail_p = p_above[1:-1]  # P(L > l_i) for the bins' left ends
-            low_part[low] = 0.0
-            high_part[low] = pb[low] * (1.0 + 1e-12) + 2.0 ** -50 * tail_p[low]
-        pess[:-1] += low_part
-        pess[1:] += high_part
-        pess[0] += pm_all[0]
-        p = strip(with_float_allowance(h, i_lo, on_grid(pess), float(pm_all[-1]),
-                                         "pessimistic", errs, rho_max, at=at))
-    if not optimistic:
+        pess = _connect_the_dots(a, pb, qb, e, pm_all, p_above)
+    pm_last = float(pm_all[-1])
+    del pm_all, pb, p_above
+    o = None
+    if optimistic:
+        assert q_gt is not None
+        qge0, a0 = q_ge(0), float(a[0])
+        del a  # (recomputed below: the same floats)
+        m, g, t = chord_tents(dlt, qb, e, q_gt, e_dead=True)
+        del qm_all, qb, e, q_gt
+        v, mu = chord_values(m, dlt, g, t)
+        del g, t
+        slopes, weights = chord_slopes(m, dlt, mu, v, qge0, q_ge, a0)
+        del m, v, mu, dlt
+        l = np.arange(i_lo, i_lo + full) * h  # (the grid of _grid)
+        a = np.exp(l if at is None else l[at])
+        del l
+        o = convex_masses(slopes, weights, a)
+        del slopes, weights
+    del a
+    p = None
+    if pess is not None:
+        p = strip(with_float_allowance(h, i_lo, on_grid(pess), pm_last, "pessimistic", errs,
+                                       rho_max, at=at))
+        del pess
+    if o is None:
         return p, None
-    o = optimistic_masses(l, a, dlt, qb, e,
-                          pair.tail(l, "Q", True, True) if q_gt is None else q_gt,
-                          lambda i: pair.tail(l[i : i + 1], "Q", True, False)[0])
-    opt = with_float_allowance(h, i_lo, on_grid(o), pair.p_inf, "optimistic", 2.0 * errs,
-                                rho_max, at=at)
+    errs *= 2.0
+    opt = with_float_allowance(h, i_lo, on_grid(o), pair.p_inf, "optimistic", errs,
+                               rho_max, at=at)
     return p, strip(opt)
+
+
+#: bins per chunk of :func:`_connect_the_dots` (its temporaries are chunk-sized)
+_CTD_CHUNK = 1 << 16
+
+
+def _connect_the_dots(a: np.ndarray, pb: np.ndarray, qb: np.ndarray, e: np.ndarray,
+                      pm_all: np.ndarray, p_above: np.ndarray | None) -> np.ndarray:
+    """The pessimistic masses at the grid points a (Doroshenko et al. 2022): each bin's
+    Q-mass ``qb - e`` at its lower end and ``e`` at its upper end, as P-masses ``a q``; the
+    P-mass below the grid at its first point.  Built in chunks (the lower ends of all bins
+    first, then the upper ends: the additions of the one-pass form, in its order).
+    ``p_above``: :func:`suffix_sums` of ``pm_all``, if already computed."""
+    K = len(qb)
+    pess = np.zeros(len(a))
+    low_any = bool(np.any(qb < _Q_NORMAL)) if K else False
+    if low_any and p_above is None:
+        p_above = suffix_sums(pm_all)
+    for upper in (False, True):
+        for s0 in range(0, K, _CTD_CHUNK):
+            s1 = min(K, s0 + _CTD_CHUNK)
+            part = a[s0 + 1 : s1 + 1] * e[s0:s1] if upper else \
+                a[s0:s1] * (qb[s0:s1] - e[s0:s1])
+            # bins whose Q-mass is out of the normal float range (near the 700 clip it
+            # underflows to 0 and e^l q_b lost the bin's P-mass: group of 4, K s = 70,
+            # q = 0.01, upper delta 1.3e-7 below the truth, review27): the bin's P-mass at
+            # its upper end (rounding the losses up is pessimistic), raised by its float
+            # error (8 u of the P-tail above)
+            if low_any:
+                low = qb[s0:s1] < _Q_NORMAL
+                if np.any(low):
+                    if upper:
+                        assert p_above is not None
+                        tail_p = p_above[1 + s0 : 1 + s1]  # P(L > l_i), the bins' left ends
+                        part[low] = pb[s0:s1][low] * (1.0 + 1e-12) + 2.0 ** -50 * tail_p[low]
+                    else:
+                        part[low] = 0.0
+            if upper:
+                pess[s0 + 1 : s1 + 1] += part
+            else:
+                pess[s0:s1] += part
+    pess[0] += pm_all[0]
+    return pess
 
 
 #: sparse tails (:func:`discretise`): every grid point where the P-tail above exceeds this
