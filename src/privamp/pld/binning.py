@@ -86,7 +86,7 @@ def tail_side(m: np.ndarray, above_all: np.ndarray | None = None) -> np.ndarray:
     from the last sum of the previous chunk (issue 28: a float cumsum costs ~25 additions'
     time here; for small-rate pairs the switch sits a few hundred points up)."""
     own = above_all is None  # (then the suffix sums are this function's to overwrite)
-    above = (suffix_sums(m) if own else above_all)[1:]  # mass above l_k
+    above = (suffix_sums(m) if above_all is None else above_all)[1:]  # mass above l_k
     tot = float(m.sum())
     inner = m[1:-1]
     n = len(inner)  # above has n + 1 entries, k = 0..n

@@ -134,12 +134,13 @@ def discretise(pair: LossPair, h: float, tail: float = 1e-16,
     # with its inputs released between them; every value comes from the same float
     # operations as in one pass, so both PLDs are bit-identical)
     split = pair.split_bin_masses(l) if isinstance(pair, MixturePair) else None
+    q_gt: np.ndarray | None
     if split is not None:  # float error scaling with the mixture weight
         pm_all, qm_all, base_p, acc, q_gt = split
         del split
         errs = split_tail_errors(pm_all, qm_all, base_p, l, cast(MixturePair, pair).w, acc)
         del base_p, acc
-        p_above = None  # (computed below only if some bin's Q-mass is subnormal)
+        p_above: np.ndarray | None = None  # (below, only if some bin's Q-mass is subnormal)
         a = np.exp(l)
     else:
         a = np.exp(l)
