@@ -41,7 +41,7 @@ _U = UNIT_ROUNDOFF
 
 
 #: grid points per chunk of :func:`suffix_scan` (rounded to whole blocks)
-SCAN_CHUNK = 1 << 16
+SCAN_CHUNK = 1 << 14
 
 
 def suffix_scan(m: np.ndarray, h: float, up: bool, chunk: int = SCAN_CHUNK
