@@ -1,6 +1,6 @@
 """PLD queries without kept tables (:mod:`privamp.pld.profile_scan`, issue 28).
 
-* :func:`suffix_scan` against the whole tables (discounted_suffix and the reversed cumsum
+* :class:`TableScan` against the whole tables (discounted_suffix and the reversed cumsum
   of the session-10 ``PLD._get_tables``, copied here): the same bits, for any chunk size;
 * ``PLD.delta`` / ``PLD.epsilon`` through the scan against the whole-table path
   (``PLD._invert`` on ``PLD._get_tables()``, the session-10 algorithm): the same bits;
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from privamp.pld.grid import PLD
-from privamp.pld.profile_scan import suffix_scan
+from privamp.pld.profile_scan import TableScan
 from privamp.pld.tables import discounted_suffix
 
 
@@ -51,7 +51,7 @@ def test_scan_same_bits_as_whole_tables(seed: int) -> None:
     r, g = whole_tables(m, h, up)
     chunk = int(rng.choice([1, 777, 4096, 1 << 16]))
     top = n
-    for lo, rr, gg in suffix_scan(m, h, up, chunk):
+    for lo, rr, gg in TableScan(m, h, up).scan(chunk):
         assert lo + len(rr) == top and len(gg) == len(rr)
         assert np.array_equal(rr, r[lo:top]) and np.array_equal(gg, g[lo:top])
         top = lo
@@ -153,3 +153,26 @@ def test_no_grid_arrays_kept_and_small_query_peak() -> None:
     assert float(again[0]) == float(up0) and math.isfinite(float(e))
     assert cur - before < 64 * 1024  # a few memoised floats, no tables
     assert peak - before < m.nbytes / 4  # a chunk of the scan, not R and G (2 x 8 MiB)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_resumed_chunks_in_any_order(seed: int) -> None:
+    """Entries and crossings read in a random order from a scan of small chunks (states
+    kept, chunks recomputed from them) against the whole tables."""
+    rng = np.random.default_rng(400 + seed)
+    n = int(rng.integers(1, 5000))
+    h = float(rng.choice([0.01, 0.3, 2.0]))
+    up = bool(seed % 2)
+    m = random_masses(rng, n)
+    r, g = whole_tables(m, h, up)
+    scan = TableScan(m, h, up, chunk=int(rng.choice([1, 64, 1000])))
+    for _ in range(20):
+        want = rng.integers(0, n, int(rng.integers(0, 4)))
+        target = float(rng.choice([0.0, 1e-9, 1e-4, 0.3, 2.0])) if rng.random() < 0.6 else None
+        got, j = scan.values(want, target)
+        for i in want.tolist():
+            assert got[i] == (g[i], r[i])
+        if target is not None:
+            assert j == n - int(np.searchsorted(g[::-1], target, side="right"))
+            jj = min(j, n - 1)
+            assert got[jj] == (g[jj], r[jj])

@@ -56,7 +56,7 @@ from ..numerics.fft import (
 from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
-from .profile_scan import gather, invert_many, invert_one, scan_values
+from .profile_scan import TableScan, gather, invert_many, invert_one
 from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
 
 __all__ = [
@@ -126,7 +126,7 @@ class PLD:
     inf_mass: float
     kind: str
     slack: float = 0.0
-    _tables: tuple | None = field(default=None, repr=False, compare=False)
+    _tables: TableScan | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in ("pessimistic", "optimistic"):
@@ -372,7 +372,7 @@ class PLD:
         """R_j = sum_{i>=j} p_i e^{-(l_i - l_j)} and G_j = sum_{i>j} p_i (1 - e^{-(l_i-l_j)})
         (the raw profile at eps = l_j), both sums of nonnegative terms; also G reversed
         (nondecreasing; G is a view of it).  Built on each call and not kept (issue 28: the
-        queries read a few entries through :func:`privamp.pld.profile_scan.scan_values`)."""
+        queries read a few entries through :class:`privamp.pld.profile_scan.TableScan`)."""
         m = self.masses
         r = discounted_suffix(m, self.h, self.kind == "pessimistic")
         inc = -math.expm1(-self.h) * r
@@ -381,20 +381,11 @@ class PLD:
             np.cumsum(inc[:0:-1], out=g_up[1:])  # (no temporary: issue 28)
         return GridLosses(self.offset, self.h, len(m)), r, g_up[::-1], g_up
 
-    def _entries(self, want: np.ndarray, target: float | None = None
-                 ) -> tuple[dict, int]:
-        """Table entries at ``want`` (and the crossing of ``target``: :func:`scan_values`),
-        remembered in ``_tables`` (a few floats per index; at most _MEMO of them)."""
-        memo = self._tables if isinstance(self._tables, dict) else {}
-        wanted = np.unique(np.asarray(want, dtype=np.intp))
-        if target is None and all(i in memo for i in wanted.tolist()):
-            return memo, -1
-        got, j = scan_values(self.masses, self.h, self.kind == "pessimistic", wanted, target)
-        if len(memo) + len(got) > _MEMO:
-            memo = {}
-        memo.update(got)
-        self._tables = memo
-        return memo, j
+    def _scan(self) -> TableScan:
+        """The PLD's :class:`TableScan` (kept: a few floats per chunk of the grid)."""
+        if not (isinstance(self._tables, TableScan) and self._tables.m is self.masses):
+            self._tables = TableScan(self.masses, self.h, self.kind == "pessimistic")
+        return self._tables
 
     def _raw_delta(self, eps: np.ndarray, tables: tuple | None = None) -> np.ndarray:
         """sum_{l_j > eps} p_j (1 - e^{eps - l_j}) + inf_mass (no slack, no rounding)."""
@@ -406,7 +397,7 @@ class PLD:
         if tables is not None:
             gj, rj = tables[2][jj], tables[1][jj]
         else:
-            gj, rj = gather(self._entries(np.atleast_1d(jj)[np.atleast_1d(inside)])[0],
+            gj, rj = gather(self._scan().values(np.atleast_1d(jj)[np.atleast_1d(inside)])[0],
                             jj, inside)
         t = np.where(inside, losses[jj] - eps, 0.0)  # > 0 inside; 0 elsewhere (unused)
         val = gj + (-np.expm1(-t)) * rj
@@ -481,15 +472,14 @@ class PLD:
             return math.inf, True
         pess = self.kind == "pessimistic"
         if tables is None:
-            key = ("epsilon", d)
-            memo = self._tables if isinstance(self._tables, dict) else {}
-            if key not in memo:
+            scan = self._scan()
+            key = (target, self.inf_mass)
+            if key not in scan.answers:
                 losses = GridLosses(self.offset, self.h, len(self.masses))
                 i0 = int(np.searchsorted(losses, 0.0, side="right"))
-                memo, j = self._entries(np.array([i0] if i0 < len(losses) else [], np.intp),
-                                        target)
-                memo[key] = invert_one(target, self.inf_mass, pess, losses, j, memo.get)
-            return memo[key]
+                got, j = scan.values([i0] if i0 < len(losses) else [], target)
+                scan.answers[key] = invert_one(target, self.inf_mass, pess, losses, j, got.get)
+            return scan.answers[key]
         losses, r, g, g_up = tables
         j = len(g) - int(np.searchsorted(g_up, target, side="right"))
         return invert_one(target, self.inf_mass, pess, losses, j,
@@ -529,10 +519,6 @@ def window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
 #: (:func:`privamp.pld.tables.band_tables`): an epsilon curve's answers move little
 #: between checkpoints
 _BAND = 512
-
-
-#: at most this many remembered query-table entries per PLD (:meth:`PLD._entries`)
-_MEMO = 4096
 
 
 def truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,

@@ -29,11 +29,10 @@ from .tables import suffix_weights
 
 __all__ = [
     "SCAN_CHUNK",
+    "TableScan",
     "gather",
     "invert_many",
     "invert_one",
-    "scan_values",
-    "suffix_scan",
 ]
 
 
@@ -44,107 +43,134 @@ _U = UNIT_ROUNDOFF
 SCAN_CHUNK = 1 << 14
 
 
-def suffix_scan(m: np.ndarray, h: float, up: bool, chunk: int = SCAN_CHUNK
-                ) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
-    """The query tables of the grid masses ``m`` (step ``h``; ``up``: pessimistic) from the
-    top of the grid down: yields ``(lo, r, g)`` with ``r = R[lo:top]`` and ``g = G[lo:top]``
-    for consecutive ranges, the first ending at ``len(m)``, the last starting at 0.
+class TableScan:
+    """The query tables of the grid masses ``m`` (step ``h``; ``up``: pessimistic), produced
+    from the top of the grid down a chunk at a time and read where a query needs them.
 
-    The values are those of ``discounted_suffix(m, h, up)`` and of the reversed cumsum of
-    ``(1 - e^{-h}) R`` bit for bit: the same blocks of B points (aligned at index 0, the top
-    one padded with zeros), the same per-block reversed cumsums, the same chain of block
-    carries (sequential, from the top), the same underflow allowance (it depends on
-    ``len(m)`` only) and the same sequential chain G_j = G_{j+1} + inc_{j+1} (continued
-    across chunks by starting each chunk's cumsum from the value above it).
+    Chunk k covers whole blocks of B points (the blocks of
+    :func:`privamp.pld.tables.discounted_suffix`, aligned at index 0, the top one padded
+    with zeros); its values follow from the state left by chunk k - 1: the carry of the
+    block chain and G with its increment at the chunk's top.  Those states (three floats
+    per chunk) and G and R at each chunk's first index are kept, so a later query computes
+    only the chunks holding the entries it reads.  The values are those of the whole
+    tables bit for bit: the same per-block reversed cumsums, the same sequential chain of
+    block carries, the same underflow allowance (it depends on ``len(m)`` only) and the
+    same sequential chain G_j = G_{j+1} + inc_{j+1} (each chunk's cumsum started from the
+    value above it).
 
     Args:
-        m: nonnegative masses (1-d float array).
+        m: nonnegative masses (1-d float array; read, not copied).
         h: grid step > 0.
-        up: round the underflow allowance up (pessimistic) or down (optimistic).
-        chunk: grid points per chunk (at least one block).
-
-    Yields:
-        ``(lo, r, g)``: the first index of the range and the tables there (fresh arrays).
+        up: pessimistic (underflow allowance added) or optimistic (taken off).
+        chunk: grid points per chunk (rounded to whole blocks, at least one).
     """
-    n = len(m)
-    B = int(max(1, min(1024, math.floor(30.0 / h))))
-    nb = -(-n // B)
-    wrev, tailrev, decay = suffix_weights(B, h)
-    rows = max(1, chunk // B)
-    a = n * math.exp(30.0) * 5e-324  # discounted_suffix's (and underflow's) allowance
-    c_inc = -math.expm1(-h)
-    acc = 0.0
-    carry = np.empty(rows)
-    g_above: float | None = None  # G and inc at the first index of the range above
-    inc_above = 0.0
-    for c in range(0, nb, rows):
-        R = min(rows, nb - c)
-        lo, hi = (nb - c - R) * B, (nb - c) * B
-        top = min(hi, n)
-        seg = np.zeros(hi - lo)
-        seg[: top - lo] = m[lo:top]
-        blk = np.cumsum(seg[::-1].reshape(R, B) * wrev, axis=1)
+
+    def __init__(self, m: np.ndarray, h: float, up: bool, chunk: int = SCAN_CHUNK) -> None:
+        self.m, self.h, self.up = m, h, up
+        self.n = n = len(m)
+        self.B = B = int(max(1, min(1024, math.floor(30.0 / h))))
+        self.nb = -(-n // B)
+        self.rows = max(1, chunk // B)
+        self.chunks = -(-self.nb // self.rows)
+        self.weights = suffix_weights(B, h)
+        self.allowance = n * math.exp(30.0) * 5e-324  # discounted_suffix's
+        self.c_inc = -math.expm1(-h)
+        self.states: list[tuple[float, float | None, float]] = [(0.0, None, 0.0)]
+        self.first: list[tuple[float, float]] = []  # (G, R) at each chunk's first index
+        self.entries: dict[int, tuple[float, float]] = {}
+        self.answers: dict = {}
+
+    def span(self, k: int) -> tuple[int, int]:
+        """The index range [lo, top) of chunk k."""
+        R = min(self.rows, self.nb - k * self.rows)
+        hi = (self.nb - k * self.rows) * self.B
+        return hi - R * self.B, min(hi, self.n)
+
+    def chunk_of(self, i: int) -> int:
+        """The chunk holding index i."""
+        return (self.nb - 1 - i // self.B) // self.rows
+
+    def run(self, k: int) -> tuple[int, np.ndarray, np.ndarray]:
+        """``(lo, R[lo:top], G[lo:top])`` of chunk k (k <= the chunks computed so far)."""
+        acc, g_above, inc_above = self.states[k]
+        wrev, tailrev, decay = self.weights
+        B, rows = self.B, min(self.rows, self.nb - k * self.rows)
+        lo, top = self.span(k)
+        seg = np.zeros(rows * B)
+        seg[: top - lo] = self.m[lo:top]
+        blk = np.cumsum(seg[::-1].reshape(rows, B) * wrev, axis=1)
         blk /= wrev
-        for b in range(R):
+        carry = np.empty(rows)
+        for b in range(rows):
             carry[b] = acc
             acc = float(blk[b, -1]) + decay * acc
-        blk += carry[:R, None] * tailrev
+        blk += carry[:, None] * tailrev
         r = blk.reshape(-1)[::-1][: top - lo]
-        if up:
-            r = r + a
+        if self.up:
+            r = r + self.allowance
         else:
-            r = r - a
+            r = r - self.allowance
             np.maximum(r, 0.0, out=r)
-        inc = c_inc * r
+        inc = self.c_inc * r
         x = np.empty(top - lo + 1)
-        if g_above is None:  # the top: G_{n-1} = 0, then G_{n-2} = inc_{n-1}, ...
-            x[0] = 0.0
-            x[1] = 0.0
-            x[2:] = inc[:0:-1]
-        else:
-            x[0] = g_above
-            x[1] = inc_above
-            x[2:] = inc[:0:-1]
-        g = np.cumsum(x)[1:][::-1] if g_above is not None else np.cumsum(x[1:])[::-1]
-        g_above, inc_above = float(g[0]), float(inc[0])
-        yield lo, np.ascontiguousarray(r), np.ascontiguousarray(g)
+        x[0] = 0.0 if g_above is None else g_above  # the top: G_{n-1} = 0, G_{n-2} = inc_{n-1}
+        x[1] = 0.0 if g_above is None else inc_above
+        x[2:] = inc[:0:-1]
+        g = (np.cumsum(x[1:]) if g_above is None else np.cumsum(x)[1:])[::-1]
+        if k == len(self.first):
+            self.first.append((float(g[0]), float(r[0])))
+            self.states.append((acc, float(g[0]), float(inc[0])))
+        return lo, np.ascontiguousarray(r), np.ascontiguousarray(g)
+
+    def scan(self, chunk: int | None = None) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """Every chunk from the top down (``chunk``: another chunk size, for tests)."""
+        t = self if chunk is None else TableScan(self.m, self.h, self.up, chunk)
+        for k in range(t.chunks):
+            yield t.run(k)
+
+    def values(self, want: np.ndarray, target: float | None = None
+               ) -> tuple[dict[int, tuple[float, float]], int]:
+        """The entries (G, R) at the indices ``want`` (in [0, n)) and, if ``target`` (a
+        level) is given, the first index ``j`` with ``G_j <= target`` (G is nonincreasing:
+        ``j = #{i: G_i > target}``, what ``n - searchsorted(G reversed, target, "right")``
+        gives) with the entries at ``min(j, n - 1)``.
+
+        Returns:
+            ``(entries, j)``: a dict holding (at least) those indices; j = -1 without a
+            target.
+        """
+        if len(self.entries) > _MEMO:
+            self.entries = {}
+        j = -1
+        if target is not None:
+            k = next((k for k, f in enumerate(self.first) if f[0] > target), None)
+            while k is None and len(self.first) < self.chunks:
+                self.run(len(self.first))
+                k = len(self.first) - 1 if self.first[-1][0] > target else None
+            if k is None:  # every G_i <= target
+                j = 0
+                self.entries[0] = self.first[-1]
+            else:
+                lo, r, g = self.run(k)
+                j = lo + int(np.count_nonzero(g > target))
+                jj = min(j, self.n - 1)
+                self.entries[jj] = (float(g[jj - lo]), float(r[jj - lo])) \
+                    if jj < lo + len(r) else self.first[k - 1]
+        missing = sorted({int(i) for i in np.ravel(want).tolist()} - self.entries.keys())
+        by_chunk: dict[int, list[int]] = {}
+        for i in missing:
+            by_chunk.setdefault(self.chunk_of(i), []).append(i)
+        for k in sorted(by_chunk):
+            while len(self.first) < k:
+                self.run(len(self.first))
+            lo, r, g = self.run(k)
+            for i in by_chunk[k]:
+                self.entries[i] = (float(g[i - lo]), float(r[i - lo]))
+        return self.entries, j
 
 
-def scan_values(m: np.ndarray, h: float, up: bool, want: np.ndarray,
-                target: float | None = None) -> tuple[dict[int, tuple[float, float]], int]:
-    """Entries of the query tables (:func:`suffix_scan`) at the indices ``want`` and, if
-    ``target`` is given, the first index ``j`` with ``G_j <= target`` (G is nonincreasing:
-    ``j = #{i: G_i > target}``, what ``n - searchsorted(G reversed, target, "right")``
-    gives) and the entries at ``min(j, n - 1)``; the scan stops as soon as it has them.
-
-    Args:
-        m, h, up: as for :func:`suffix_scan`.
-        want: indices in [0, len(m)).
-        target: a level >= 0, or None.
-
-    Returns:
-        ``({index: (G, R)}, j)`` (j = -1 when no target was given).
-    """
-    n = len(m)
-    want = np.unique(np.asarray(want, dtype=np.intp))
-    got: dict[int, tuple[float, float]] = {}
-    j = -1
-    low = (n, 0.0, 0.0)  # the first index of the range above and its entries
-    for lo, r, g in suffix_scan(m, h, up):
-        for i in want[(want >= lo) & (want < lo + len(r))].tolist():
-            got[i] = (float(g[i - lo]), float(r[i - lo]))
-        if target is not None and j < 0 and float(g[0]) > target:
-            j = lo + int(np.count_nonzero(g > target))
-            jj = min(j, n - 1)
-            got[jj] = (float(g[jj - lo]), float(r[jj - lo])) if jj < lo + len(r) else \
-                (low[1], low[2])
-        low = (lo, float(g[0]), float(r[0]))
-        if (target is None or j >= 0) and (not want.size or lo <= int(want[0])):
-            break
-    if target is not None and j < 0:  # every G_i <= target
-        j = 0
-        got[0] = (low[1], low[2])
-    return got, j
+#: at most this many remembered table entries per :class:`TableScan`
+_MEMO = 4096
 
 
 def gather(memo: dict, jj: np.ndarray, inside: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
