@@ -57,6 +57,7 @@ from ..numerics.threads import limit_blas
 from .binning import bin_split, optimistic_masses, relative_split, tail_errors
 from .budget import MEMORY_BUDGET, POWER_MAX_LEN, QUERY_REL, REL_SAFETY, TRUNC_BUDGET
 from .coarse_bins import bin_sums
+from .profile_scan import TableScan, gather, invert_many, invert_one
 from .tables import GridLosses, band_tables, discounted_suffix, product_allowances, profile_at
 from .tail_cut import tail_cut
 
@@ -127,7 +128,7 @@ class PLD:
     inf_mass: float
     kind: str
     slack: float = 0.0
-    _tables: tuple | None = field(default=None, repr=False, compare=False)
+    _tables: TableScan | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.kind not in ("pessimistic", "optimistic"):
@@ -369,35 +370,45 @@ class PLD:
                                             slack=self.slack))
 
     # -- queries ----------------------------------------------------------------------------
-    def _get_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _get_tables(self) -> tuple:
         """R_j = sum_{i>=j} p_i e^{-(l_i - l_j)} and G_j = sum_{i>j} p_i (1 - e^{-(l_i-l_j)})
         (the raw profile at eps = l_j), both sums of nonnegative terms; also G reversed
-        (nondecreasing; G is a view of it)."""
-        if self._tables is None:
-            m = self.masses
-            r = discounted_suffix(m, self.h, self.kind == "pessimistic")
-            inc = -math.expm1(-self.h) * r
-            g_up = np.zeros_like(m)
-            if len(m) > 1:
-                np.cumsum(inc[:0:-1], out=g_up[1:])  # (no temporary: issue 28)
-            self._tables = (GridLosses(self.offset, self.h, len(m)), r, g_up[::-1], g_up)
+        (nondecreasing; G is a view of it).  Built on each call and not kept (issue 28: the
+        queries read a few entries through :class:`privamp.pld.profile_scan.TableScan`)."""
+        m = self.masses
+        r = discounted_suffix(m, self.h, self.kind == "pessimistic")
+        inc = -math.expm1(-self.h) * r
+        g_up = np.zeros_like(m)
+        if len(m) > 1:
+            np.cumsum(inc[:0:-1], out=g_up[1:])  # (no temporary: issue 28)
+        return GridLosses(self.offset, self.h, len(m)), r, g_up[::-1], g_up
+
+    def _scan(self) -> TableScan:
+        """The PLD's :class:`TableScan` (kept: a few floats per chunk of the grid)."""
+        if not (isinstance(self._tables, TableScan) and self._tables.m is self.masses):
+            self._tables = TableScan(self.masses, self.h, self.kind == "pessimistic")
         return self._tables
 
-    def _raw_delta(self, eps: np.ndarray) -> np.ndarray:
+    def _raw_delta(self, eps: np.ndarray, tables: tuple | None = None) -> np.ndarray:
         """sum_{l_j > eps} p_j (1 - e^{eps - l_j}) + inf_mass (no slack, no rounding)."""
-        losses, r, g, _ = self._get_tables()
-        n = len(losses)
+        n = len(self.masses)
+        losses = GridLosses(self.offset, self.h, n) if tables is None else tables[0]
         j = np.searchsorted(losses, eps, side="right")
         inside = j < n
         jj = np.minimum(j, n - 1)
+        if tables is not None:
+            gj, rj = tables[2][jj], tables[1][jj]
+        else:
+            gj, rj = gather(self._scan().values(np.atleast_1d(jj)[np.atleast_1d(inside)])[0],
+                            jj, inside)
         t = np.where(inside, losses[jj] - eps, 0.0)  # > 0 inside; 0 elsewhere (unused)
-        val = g[jj] + (-np.expm1(-t)) * r[jj]
+        val = gj + (-np.expm1(-t)) * rj
         return np.where(inside, val, 0.0) + self.inf_mass
 
     def delta(self, epsilon: np.ndarray | float) -> np.ndarray:
         """Bound of this PLD's kind on the true profile delta(eps) (eps real)."""
         eps = np.asarray(epsilon, dtype=float)
-        raw = self._raw_delta(eps)
+        raw = self._raw_delta(eps) if len(self.masses) else eps * 0.0 + self.inf_mass
         if self.kind == "pessimistic":
             return np.minimum(raw * (1 + QUERY_REL) + self.slack, 1.0)
         return np.maximum(raw * (1 - QUERY_REL) - self.slack, 0.0)
@@ -428,6 +439,10 @@ class PLD:
                 out, inside = sub._invert(d, sub._get_tables())
                 if inside:
                     return out
+        if d.ndim == 0 and len(self.masses):  # no tables: a scan for the entries it reads
+            one = self._invert_one(float(d), None)
+            if one is not None:
+                return np.asarray(one[0])
         return self._invert(d, self._get_tables())[0]
 
     def _target(self, d):
@@ -444,59 +459,35 @@ class PLD:
             one = self._invert_one(float(d), tables)
             if one is not None:
                 return np.asarray(one[0]), one[1]
-        losses, r, g, g_up = tables
-        pess = self.kind == "pessimistic"
         target = np.atleast_1d(self._target(d))
-        out = np.empty_like(target)
-        raw0 = self._raw_delta(np.zeros_like(target)) - self.inf_mass
-        # g is nonincreasing: the first index j with g_j <= target (n - #{g_j <= target})
-        n = len(g)
-        j = n - np.searchsorted(g_up, target, side="right")
-        jj = np.minimum(j, n - 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            frac = (target - g[jj]) / r[jj]
-            t = -np.log1p(-np.clip(frac, 0.0, 1.0))
-        eps = losses[jj] - t
-        lower_end = np.where(jj > 0, losses[np.maximum(jj - 1, 0)], -np.inf)
-        eps = np.maximum(eps, lower_end)
-        finite = np.isfinite(eps)  # -inf: the whole profile is below target (answer 0)
-        step = np.where(finite, 1e-12 * np.maximum(1.0, np.abs(np.where(finite, eps, 0.0)))
-                        + 4 * _U, 0.0)
-        eps = eps + step if pess else eps - step
-        eps = np.maximum(eps, 0.0)
-        out[:] = eps
-        out[raw0 <= target] = 0.0
-        out[target < 0] = np.inf
-        return out.reshape(d.shape), bool(np.all((j >= 1) | (target < 0)))
+        raw0 = self._raw_delta(np.zeros_like(target), tables) - self.inf_mass
+        out, inside = invert_many(target, raw0, self.kind == "pessimistic", tables)
+        return out.reshape(d.shape), inside
 
-    def _invert_one(self, d: float, tables: tuple) -> tuple[float, bool] | None:
+    def _invert_one(self, d: float, tables: tuple | None) -> tuple[float, bool] | None:
         """:meth:`_invert` at one delta, step for step on floats (None: a degenerate case,
-        left to the array code)."""
-        losses, r, g, g_up = tables
+        left to the array code); ``tables`` None: the entries it reads from a scan."""
         target = self._target(d)
         if not math.isfinite(target):
             return None
         if target < 0:
             return math.inf, True
-        n = len(g)
-        j = n - int(np.searchsorted(g_up, target, side="right"))
-        i0 = int(np.searchsorted(losses, 0.0, side="right"))  # the raw profile at eps = 0
-        raw0 = 0.0 if i0 >= n else float(g[i0]) + (-math.expm1(-float(losses[i0]))) * float(
-            r[i0])
-        if (raw0 + self.inf_mass) - self.inf_mass <= target:
-            return 0.0, j >= 1
-        jj = min(j, n - 1)
-        rj = float(r[jj])
-        if not rj > 0:
-            return None
-        frac = min(max((target - float(g[jj])) / rj, 0.0), 1.0)
-        eps = float(losses[jj]) - (math.inf if frac == 1.0 else -math.log1p(-frac))
-        if jj > 0:
-            eps = max(eps, float(losses[jj - 1]))
-        if math.isfinite(eps):
-            step = 1e-12 * max(1.0, abs(eps)) + 4 * _U
-            eps = eps + step if self.kind == "pessimistic" else eps - step
-        return max(eps, 0.0), j >= 1
+        pess = self.kind == "pessimistic"
+        if tables is None:
+            scan = self._scan()
+            key = (target, self.inf_mass)
+            if key not in scan.answers:
+                losses = GridLosses(self.offset, self.h, len(self.masses))
+                i0 = int(np.searchsorted(losses, 0.0, side="right"))
+                want = np.array([i0] if i0 < len(losses) else [], dtype=np.intp)
+                got, j = scan.values(want, target)
+                scan.answers[key] = invert_one(target, self.inf_mass, pess, losses, j,
+                                               got.__getitem__)
+            return scan.answers[key]
+        losses, r, g, g_up = tables
+        j = len(g) - int(np.searchsorted(g_up, target, side="right"))
+        return invert_one(target, self.inf_mass, pess, losses, j,
+                          lambda i: (float(g[i]), float(r[i])))
 
 
 def window_pld(h: float, offset: int, z: np.ndarray, err: float, tau_lo: float,
