@@ -9,8 +9,6 @@
 * :mod:`.pld_run`: shared refusals and the checkpoints of an epsilon curve.
 * :mod:`.never_sampled`: the never-sampled bound ("never-sampled": under Poisson sampling
   delta(eps) <= the probability that the record is ever drawn).
-* :mod:`.full_batch`: Poisson sampling at rate 1 ("full-batch": the unsampled Gaussian
-  composed T times, exact).
 * :mod:`.participation`: the participation bound ("participation": each record takes part in
   at most m releases, the unsampled m-fold composition).
 
@@ -18,7 +16,6 @@ docs/architecture.md walks through the layers and the protocol.
 """
 
 from . import (
-    full_batch,
     grid,
     never_sampled,
     participation,
@@ -50,7 +47,7 @@ from .registry import (
 )
 
 __all__ = [
-    "full_batch", "grid", "never_sampled", "participation", "phases", "pld_run", "poisson",
+    "grid", "never_sampled", "participation", "phases", "pld_run", "poisson",
     "rdp", "registry",
     "auto_grid", "ComposedPLDAnalysis", "compose_plds", "PLDAnalysis", "pld_analysis",
     "poisson_pairs", "RdpAccountant", "RdpRunAnalysis", "compositions", "pure_dp_epsilon",

@@ -12,11 +12,13 @@ Units: ``s = sensitivity / sigma`` is the mean shift of one Gaussian release in 
   PLD, (max, count)).
 * :mod:`.shuffle`: the public functions on (sigma, T, E) and calibration.
 * :mod:`.mixture`: the count-mixture upper bound (condition on the number of releases).
+* :mod:`.full_batch`: Poisson sampling at rate 1 (every record in every batch: the
+  deterministic full batch), run accountant "full-batch", in closed form.
 * :mod:`.accountants`: the run accountants "ablq-deterministic" and "ablq-shuffle" (any
   n, b, drop_last, persistent, partial epochs), with the PLD capability.
 """
 
-from . import accountants, deterministic, mixture, shuffle, statistics, witness
+from . import accountants, deterministic, full_batch, mixture, shuffle, statistics, witness
 from .deterministic import (
     SRC_DET,
     deterministic_delta,
@@ -57,6 +59,7 @@ __all__ = [
     "calibrate_interval",
     "accountants",
     "deterministic",
+    "full_batch",
     "mixture",
     "shuffle",
     "statistics",

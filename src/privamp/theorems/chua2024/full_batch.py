@@ -1,6 +1,7 @@
-"""Poisson sampling at rate 1: every record is in every batch, so the run is the unsampled
-Gaussian mechanism released ``T`` times, in closed form and *exact* (run accountant
-"full-batch").
+"""Poisson sampling at rate 1: every record is in every batch -- the same sampler as
+deterministic batches of the whole dataset, Chua et al. 2024's ABLQ_D with one batch per
+epoch -- so the run is the unsampled Gaussian mechanism released ``T`` times, in closed
+form and *exact* (run accountant "full-batch").
 
 *Why it is exact.*  At rate 1 the batch is the whole dataset under both neighbours, whatever
 the relation (add/remove or zero-out): the differing record(s) take part in every step.
@@ -26,14 +27,14 @@ import math
 
 import numpy as np
 
-from ..errors import NotApplicable
-from ..mechanisms.gaussian import Gaussian
-from ..numerics.arrays import shaped
-from ..results import Bound
-from ..sampling.relations import AddRemove, ZeroOut
-from ..sampling.schemes import Poisson
-from ..theorems.chua2024.deterministic import gauss_delta, gauss_epsilon
-from .registry import BoundPair, RunAnalysis, run_accountant
+from ...errors import NotApplicable
+from ...mechanisms.gaussian import Gaussian
+from ...numerics.arrays import shaped
+from ...results import Bound
+from ...sampling.relations import AddRemove, ZeroOut
+from ...sampling.schemes import Poisson
+from ..registry import BoundPair, RunAnalysis, run_accountant
+from .deterministic import gauss_delta, gauss_epsilon
 
 __all__ = ["FullBatchAnalysis", "SRC_FULL_BATCH", "full_batch_shift"]
 
