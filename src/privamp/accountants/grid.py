@@ -24,6 +24,7 @@ from ..pld.budget import (
 )
 from .quartiles import mixture_quantile, replayed_brackets
 from .short_grid import (
+    DENSE_TAIL_LONG_STEP,
     DENSE_TAIL_MAX_POINTS,
     DENSE_TAIL_MAX_T,
     DENSE_TAIL_MIN_STEP,
@@ -62,6 +63,7 @@ __all__ = [
     "SPARSE_TAIL",
     "DENSE_TAIL_MAX_T",
     "DENSE_TAIL_MIN_STEP",
+    "DENSE_TAIL_LONG_STEP",
     "DENSE_TAIL_MAX_POINTS",
     "tail_sparsity",
     "ONE_LEVEL_LOST",

@@ -384,7 +384,7 @@ class PLDAnalysis(RunAnalysis):
                 o = o.coarsen(k)
         if one is not None or not optimistic:
             p, _ = discretise(pair, one or h, self._tail, optimistic=False, rho_max=self._rho,
-                              sparse_tail=tail_sparsity(pair, one, self.steps, self._tail))
+                              sparse_tail=tail_sparsity(pair, one, h, self.steps, self._tail))
         assert p is not None
         two = self._two_level(h, width, one)
         return p, o, (two, two)

@@ -18,6 +18,7 @@ __all__ = [
     "SPARSE_TAIL",
     "DENSE_TAIL_MAX_T",
     "DENSE_TAIL_MIN_STEP",
+    "DENSE_TAIL_LONG_STEP",
     "DENSE_TAIL_MAX_POINTS",
     "tail_sparsity",
     "SHORT_RUN_POINTS",
@@ -120,9 +121,13 @@ SPARSE_TAIL = 32
 DENSE_TAIL_MAX_T = 10_000
 
 
-#: ... where the one-level step is at least this (the sparse tail's spacing
-#: ``SPARSE_TAIL`` steps then at least 4e-4, four times dp-accounting's default resolution)
+#: ... where the one-level step is at least this (the sparse tail's spacing of
+#: ``SPARSE_TAIL`` steps then at least 4e-4, four times dp-accounting's default resolution) ...
 DENSE_TAIL_MIN_STEP = 1.25e-5
+
+
+#: ... and at least this in runs of ``SHORT_RUN_COARSE_T`` steps or more ...
+DENSE_TAIL_LONG_STEP = 5e-5
 
 
 #: ... and the dense step's grid has at most this many points (its cost: one tail
@@ -130,33 +135,50 @@ DENSE_TAIL_MIN_STEP = 1.25e-5
 DENSE_TAIL_MAX_POINTS = 1e6
 
 
-def tail_sparsity(pair: LossPair, step: float | None, T: int, tail: float) -> int:
-    """How many grid points in one carry mass above the bulk in the one-level pessimistic
-    step of a small-rate Gaussian direction (:func:`privamp.pld.discretise.discretise`'s
+def tail_sparsity(pair: LossPair, step: float | None, h: float, T: int, tail: float) -> int:
+    """How many grid points in one carry mass above the bulk in the pessimistic step of a
+    small-rate Gaussian direction (:func:`privamp.pld.discretise.discretise`'s
     ``sparse_tail``): 1 (dense) where there is no one-level step (``step`` None: two-level
-    composition), and for the remove direction of runs of at most
-    ``DENSE_TAIL_MAX_T`` steps on a one-level ``step`` of at least ``DENSE_TAIL_MIN_STEP``
-    whose grid (``pair.loss_range(tail)``, as discretise covers it) has at most
-    ``DENSE_TAIL_MAX_POINTS`` points; else ``SPARSE_TAIL``.
+    composition, no sparse tail), and for the remove direction of a one-level run when
+
+    * the range, not the bulk, sets the one-level step (``step > h``: the loss range spans
+      more than ~4e5 automatic steps, a heavy tail: sigma <= 0.5 at q <= 1e-3),
+    * ``T <= DENSE_TAIL_MAX_T`` and ``step >= DENSE_TAIL_MIN_STEP``
+      (``DENSE_TAIL_LONG_STEP`` from ``SHORT_RUN_COARSE_T`` steps on), and
+    * the grid (``pair.loss_range(tail)``, as discretise covers it) has at most
+      ``DENSE_TAIL_MAX_POINTS`` points;
+
+    else ``SPARSE_TAIL``.
 
     Why (issue 28, benchmarks/results/sparse_session11.md): above the bulk the sparse tail
-    puts mass on one grid point in ``SPARSE_TAIL``; its chord error is ~SPARSE_TAIL^2 times
-    a dense bin's, and for runs of 10..1e4 steps at sigma 0.3..0.5 the query's delta 1e-5
-    lives there.  It held privamp's certified upper above dp-accounting's PLD estimate on
-    seven rows of benchmarks/scan.py (q 1e-5, sigma 0.3, T 100; q 1e-4, T 10, 100, 1e4;
-    q 1e-3, T 10, 100; q 1e-3, sigma 0.5, T 10).  The dense tail costs one mixture tail
-    evaluation per grid point (the one-level grid has ~4e5: 0.03-0.1 s), small against those
-    runs' compositions (0.15-1.5 s) and dp-accounting's (0.8-2 s).  Where the one-level step
-    is finer (q <= 1e-5 at sigma 0.5, sigma >= 1 at q <= 1e-4) the sparse tail's spacing is
-    already near dp-accounting's resolution, whose estimate lies far above, and privamp's
-    whole call (0.01-0.3 s) is as fast as dp-accounting's: the dense tail would only cost
-    time.  Longer runs' deltas are held by other allowances (the relative float allowance,
-    the certified FFT bounds), not by the tail.  The add direction's profile lies far below
-    the remove direction's: sparse.
+    puts mass on one grid point in ``SPARSE_TAIL``, and its chord error is ~SPARSE_TAIL^2
+    times a dense bin's.  For runs of 10..1e4 steps at sigma 0.3..0.5 the query's delta 1e-5
+    lives there: it held privamp's certified upper above dp-accounting's PLD estimate on seven
+    rows of benchmarks/scan.py (q 1e-5, sigma 0.3, T 100; q 1e-4, T 10, 100, 1e4; q 1e-3,
+    T 10, 100; q 1e-3, sigma 0.5, T 10; dense: two below it, five within 3.4e-8 relative).
+    The dense tail costs one mixture tail evaluation per grid point (the one-level grid has
+    ~4e5: 0.03-0.1 s), small against those runs' compositions (0.3-1.7 s) and far below
+    dp-accounting's (0.9-2 s).  Where it stays sparse:
+
+    * sigma >= 0.8 (``step == h``): dp-accounting's estimate lies above the sparse tail's
+      bound, and the 17-setting grid's one-level rows (q 1e-3, sigma 0.8 and 1, T 1000:
+      17-29 ms) would pay ~10-25% more;
+    * finer one-level steps (q <= 1e-5 at sigma 0.5): dp-accounting's estimate lies far
+      above, and privamp's whole call is about as fast as dp-accounting's (q 1e-7, T 1e4:
+      0.32 s against 0.36 s);
+    * long runs (``T >= SHORT_RUN_COARSE_T``) on steps below ``DENSE_TAIL_LONG_STEP``: at
+      T 1e4 (q 1e-7, 1e-6, 1e-5 at sigma 0.3: steps 2.7e-5..4.4e-5) the dense tail moved the
+      upper by at most 1.8e-7 relative, the relative float allowance and the certified FFT
+      bounds hold them; q 1e-5 was already below dp-accounting, whose call is faster there
+      (1.9 s against 2.2 s).  Longer than ``DENSE_TAIL_MAX_T`` likewise (T 1e6: 2e-7);
+    * the add direction: its profile lies far below the remove direction's.
+
+    A heuristic: soundness never depends on the points carrying mass.
 
     Args:
         pair: one step's pair (the remove direction ``(w P + (1-w) Q, Q)``, or its swap).
         step: the one-level pessimistic grid step (None: none, two-level composition).
+        h: the direction's automatic step (:func:`privamp.accountants.grid.grid_plan`).
         T: the number of steps.
         tail: the discretisation's tail (its grid covers ``pair.loss_range(tail)``).
 
@@ -165,7 +187,8 @@ def tail_sparsity(pair: LossPair, step: float | None, T: int, tail: float) -> in
     """
     if step is None:
         return 1
-    if isinstance(pair, SwappedPair) or T > DENSE_TAIL_MAX_T or step < DENSE_TAIL_MIN_STEP:
+    least = DENSE_TAIL_MIN_STEP if T < SHORT_RUN_COARSE_T else DENSE_TAIL_LONG_STEP
+    if isinstance(pair, SwappedPair) or T > DENSE_TAIL_MAX_T or step <= h or step < least:
         return SPARSE_TAIL
     lo, hi = pair.loss_range(tail)
     points = (min(hi, MAX_LOSS) - max(lo, -MAX_LOSS)) / step + 3.0
