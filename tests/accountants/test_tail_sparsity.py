@@ -21,6 +21,7 @@ from privamp.accountants.short_grid import (
     DENSE_TAIL_LONG_STEP,
     DENSE_TAIL_MAX_POINTS,
     DENSE_TAIL_MAX_T,
+    DENSE_TAIL_MIN_HITS,
     DENSE_TAIL_MIN_STEP,
     SHORT_RUN_COARSE_T,
     SPARSE_TAIL,
@@ -49,6 +50,7 @@ def test_rule_bounds() -> None:
     assert tail_sparsity(lead, step, h, DENSE_TAIL_MAX_T + 1, TAIL) == SPARSE_TAIL
     small = DENSE_TAIL_MIN_STEP * 0.99
     assert tail_sparsity(lead, small, small / 3, 10, TAIL) == SPARSE_TAIL
+    assert tail_sparsity(lead, step, h, int(DENSE_TAIL_MIN_HITS / 1e-4) - 1, TAIL) == SPARSE_TAIL
     mid = DENSE_TAIL_LONG_STEP * 0.99
     assert tail_sparsity(lead, mid, mid / 3, SHORT_RUN_COARSE_T - 1, TAIL) == 1
     assert tail_sparsity(lead, mid, mid / 3, SHORT_RUN_COARSE_T, TAIL) == SPARSE_TAIL
@@ -72,10 +74,12 @@ def test_dense_on_the_looser_rows(q: float, sigma: float, T: int) -> None:
 @pytest.mark.parametrize("q, sigma, T", [
     (1e-7, 0.3, 10**6), (1e-5, 0.3, 10**4), (1e-6, 0.3, 10**4), (1e-5, 0.5, 100),
     (1e-7, 0.5, 10**4), (1e-5, 1.0, 10), (1e-6, 1.0, 10**4), (1e-4, 2.0, 10),
-    (1e-3, 1.0, 100), (1e-3, 0.8, 1000), (1e-3, 1.0, 1000)])
+    (1e-3, 1.0, 100), (1e-3, 0.8, 1000), (1e-3, 1.0, 1000), (1e-6, 0.3, 100),
+    (1e-5, 0.3, 10), (1e-7, 0.3, 100)])
 def test_sparse_where_not_needed(q: float, sigma: float, T: int) -> None:
-    """Long one-level runs, fine one-level steps, and steps the bulk sets (sigma >= 0.8; the
-    17-setting grid's T 1e3 rows at q 1e-3) keep the sparse tail."""
+    """Long one-level runs, fine one-level steps, steps the bulk sets (sigma >= 0.8; the
+    17-setting grid's T 1e3 rows at q 1e-3), and runs of fewer than DENSE_TAIL_MIN_HITS
+    expected sampled steps keep the sparse tail."""
     assert grid_plan(poisson_pairs(pa.Gaussian(sigma), q)[0], T, short_run=True)[2] is not None
     assert _pick(q, sigma, T) == SPARSE_TAIL
 
