@@ -24,12 +24,19 @@ from ..pld.budget import (
 )
 from .quartiles import mixture_quantile, replayed_brackets
 from .short_grid import (
+    DENSE_TAIL_LONG_STEP,
+    DENSE_TAIL_MAX_POINTS,
+    DENSE_TAIL_MAX_T,
+    DENSE_TAIL_MIN_HITS,
+    DENSE_TAIL_MIN_STEP,
     SHORT_RUN_COARSE_T,
     SHORT_RUN_MIN_POINTS,
     SHORT_RUN_MIN_STEP,
     SHORT_RUN_POINTS,
     SHORT_RUN_REFINE,
+    SPARSE_TAIL,
     short_run_step,
+    tail_sparsity,
 )
 
 __all__ = [
@@ -55,6 +62,12 @@ __all__ = [
     "LONG_HEAVY",
     "LONG_MAX_STEP",
     "SPARSE_TAIL",
+    "DENSE_TAIL_MAX_T",
+    "DENSE_TAIL_MIN_STEP",
+    "DENSE_TAIL_LONG_STEP",
+    "DENSE_TAIL_MIN_HITS",
+    "DENSE_TAIL_MAX_POINTS",
+    "tail_sparsity",
     "ONE_LEVEL_LOST",
     "MAX_COMPOSED_POINTS",
     "laplace_direction",
@@ -255,12 +268,6 @@ def short_optimistic_step(h: float, span: float, bulk: float) -> float:
 #: one-level pessimistic composition (tiny rates): about this many points over one step's
 #: loss range (the T-fold window is about twice that)
 _ONE_LEVEL_POINTS = 4e5
-
-
-#: one-level regime: above the bulk, one grid point in this many carries mass
-#: (:func:`privamp.pld.discretise.discretise`'s ``sparse_tail``; q = 1e-5, T = 1e5,
-#: sigma 0.3: 1.35M -> 74k points, both bounds within 1e-8 relative of the full grid's)
-SPARSE_TAIL = 32
 
 
 #: one-level regime, optimistic side: the single step drops P-mass above its grid

@@ -41,6 +41,7 @@ from .grid import (
     lead_direction,
     one_level_optimistic_step,
     secondary_direction,
+    tail_sparsity,
 )
 from .laplace_poisson import laplace_compose, laplace_precise, laplace_single_step, needs_precise
 from .pld_run import (
@@ -382,8 +383,8 @@ class PLDAnalysis(RunAnalysis):
                 assert o is not None  # discretise returns the optimistic side when asked
                 o = o.coarsen(k)
         if one is not None or not optimistic:
-            p, _ = discretise(pair, h if one is None else one, self._tail, optimistic=False,
-                              rho_max=self._rho, sparse_tail=sparse)
+            p, _ = discretise(pair, one or h, self._tail, optimistic=False, rho_max=self._rho,
+                              sparse_tail=tail_sparsity(pair, one, h, self.steps, self._tail))
         assert p is not None
         two = self._two_level(h, width, one)
         return p, o, (two, two)
