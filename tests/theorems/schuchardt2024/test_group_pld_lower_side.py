@@ -5,9 +5,12 @@ The remove pair (B_4, N(0, 1)), B_4 = sum_k Binom(k | 4, q) N(2 k, 1), has its l
 L(x) = log sum_k b_k e^{2 k x - 2 k^2} >= log b_0 = -4.0002e-4, and more than half of P
 lies within 1e-4 of that floor: one grid bin near the floor holds O(1) mass, so a grid PLD
 below the profile must lose O(h) there (the lowered chords' tents are h A B / (A + B), first
-order when the bin's Q-mass A + B is O(1)).  These tests pin what is true: both sides bracket
-mpmath's exact profile at T = 1 and dp-accounting's PLDs at T = 10 and 1000; the pessimistic
-side keeps the loss's mean (KL) to second order, the optimistic one does not exceed it.
+order when the bin's Q-mass A + B is O(1), and the convex minorant carried one collapsed
+vertex over the profile).  The automatic step is now at most 0.85 |log b_0|
+(``FLOOR_STEP``).  These tests pin what is true: both sides bracket mpmath's exact profile
+at T = 1 and dp-accounting's PLDs at T = 10 and 1000, the automatic interval is at most 1e-3
+relative at T = 1..1e4; the pessimistic side keeps the loss's mean (KL) to second order, the
+optimistic one does not exceed it.
 References are independent: mpmath / scipy quadrature of the pair, dp-accounting 0.4
 ``from_mixture_gaussian_mechanism`` (value_discretization_interval 1e-4) run offline.
 """
@@ -110,3 +113,20 @@ def test_composed_sides_bracket_dp_accounting():
     up, lo = an.epsilon(np.array(1e-5))
     assert float(lo.value) <= 2.0134807
     assert abs(float(up.value) - 2.0134807) <= 1e-3 * 2.0134807
+
+
+def test_one_step_epsilon_brackets_mpmath_and_is_tight():
+    # T = 1: the add direction's loss is at most -log b_0 = 4e-4, so its profile is 0 above
+    # that and the remove direction decides epsilon(1e-5); its root by mpmath
+    exact = float(mp.findroot(lambda e: _exact_remove_delta(e) - mp.mpf(1e-5), (0.05, 0.1),
+                              solver="bisect"))
+    up, lo = GroupPLDAnalysis(Gaussian(SIGMA, 1.0), Q, 1, K).epsilon(np.array(1e-5))
+    assert float(lo.value) <= exact <= float(up.value)
+    assert float(up.value) - float(lo.value) <= 1e-3 * exact
+
+
+def test_automatic_interval_at_most_1e3_relative():
+    # (before the floor step: 3% at T 10, 22% at T 1000, lower 0 at T 1e4)
+    for steps in (10, 1000, 10_000):
+        up, lo = GroupPLDAnalysis(Gaussian(SIGMA, 1.0), Q, steps, K).epsilon(np.array(1e-5))
+        assert 0 < float(lo.value) <= float(up.value) <= float(lo.value) * (1 + 1e-3)
