@@ -3,8 +3,8 @@
 
 The remove pair (B_4, N(0, 1)), B_4 = sum_k Binom(k | 4, q) N(2 k, 1), has its loss
 L(x) = log sum_k b_k e^{2 k x - 2 k^2} >= log b_0 = -4.0002e-4, and more than half of P
-lies within 1e-4 of that floor: one grid bin near the floor holds O(1) mass, so a grid PLD
-below the profile must lose O(h) there (the lowered chords' tents are h A B / (A + B), first
+lies within 1e-4 of that floor: on a step above |log b_0| one grid bin holds O(1) mass, and
+the optimistic construction loses O(h) there (the lowered chords' tents are h A B / (A + B), first
 order when the bin's Q-mass A + B is O(1), and the convex minorant carried one collapsed
 vertex over the profile).  The automatic step is now at most 0.85 |log b_0|
 (``FLOOR_STEP``).  These tests pin what is true: both sides bracket mpmath's exact profile
