@@ -83,6 +83,9 @@ __all__ = [
     "GRID_POINTS_LONG",
     "LONG_RUN",
     "group_step",
+    "FLOOR_STEP",
+    "FLOOR_POINTS",
+    "FLOOR_MAX_SHIFT",
 ]
 
 SRC_GROUP_PLD = ("; group of {K}: dominating pair sum_k Binom(k | {K}, q) N(k Delta, sigma^2) vs "
@@ -169,6 +172,25 @@ def group_mixture_pairs(k: int, q: float, s: float) -> list[LossPair]:
 #: is a dominating pair's PLD on any grid, the lower a realised pair's)
 GROUP_IQR_BINS = 30.0
 
+#: the automatic step is at most FLOOR_STEP times the loss's floor |log b_0| = K |log(1 - q)|
+#: (where that costs at most FLOOR_POINTS points over one step's loss range).  Session 11
+#: review: sigma 0.5, q 1e-4, K 4 (floor -4.0e-4, over half of P within 1e-4 of it) had
+#: h = 1.7e-3 / 8.5e-4 (the GRID_POINTS floor): the whole bulk in one or two bins, and the
+#: optimistic side's chained lowered chords dropped a vertex next to it to ~0 (one step:
+#: delta(0.01) 3.5e-6 against mpmath's 6.1e-5), which the convex minorant carried over the
+#: profile; epsilon(1e-5) intervals 3% (T 10), 22% (T 1000), 100% (T 1e4) relative.  At
+#: h = FLOOR_STEP |floor|: 5.7e-6, 4.1e-5, 2.3e-4 for 1.7-2.5x the CPU (0.10-0.21 s); at
+#: q 1e-5 (191k points at the floor's step) 74-100% -> 3e-5..9e-5 in 0.8-1.5 s.  h at or
+#: just below |floor| still collapsed (h = |floor|: 100% at T 10; 0.98 |floor|: 20x wider
+#: than 0.85); 0.5 and 0.7 were tight too but slower.  A heuristic: soundness never
+#: depends on the step.  Only up to K Delta / sigma = FLOOR_MAX_SHIFT: at 16 (sigma 1/8,
+#: K 2, q 1e-3, T 100) it took the interval from 1.3% to 0.4% for 5x the CPU (0.1 -> 0.5 s),
+#: at 64 (sigma 1/8, K 8, q 0.01, T 1000) the lower bound fell from 3969 to 3885 (upper
+#: 4156, 4152; not understood), so large shifts keep the range-floor step
+FLOOR_STEP = 0.85
+FLOOR_POINTS = 250_000
+FLOOR_MAX_SHIFT = 12.0
+
 
 def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6) -> float:
     """The automatic grid step of the group PLD (a heuristic: soundness never depends on it).
@@ -185,7 +207,11 @@ def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6
     short runs at small rates: the step then follows the
     tiny interquartile range of a rare loss, 150k points per direction at K = 8,
     q = 1e-3, T = 100, for an interval 1e-6 wide; this keeps it ~1e-4 wide in a tenth of
-    the time).
+    the time); finally at most :data:`FLOOR_STEP` times the loss's floor |log b_0| where
+    that takes at most :data:`FLOOR_POINTS` points over one step's range and K s <=
+    :data:`FLOOR_MAX_SHIFT` (a coarser grid
+    puts P's bulk, just above the floor, in one or two bins and the optimistic side
+    collapses).
 
     Args:
         pair: the remove direction's pair (B_K, N(0, 1)).
@@ -205,7 +231,12 @@ def group_step(pair: GaussianShiftMixturePair, steps: int, points: float = 1.5e6
     fine = iqr / GROUP_IQR_BINS if iqr > 0.1 * sd else max(sd, 1e-9) / 120.0
     width = 20.0 * math.sqrt(steps) * sd + span
     h = cap_composed(min(max(fine, width / points), 0.05), width)
-    return float(max(h, span / (GRID_POINTS_LONG if steps >= LONG_RUN else GRID_POINTS)))
+    h = max(h, span / (GRID_POINTS_LONG if steps >= LONG_RUN else GRID_POINTS))
+    floor_h = FLOOR_STEP * abs(pair.floor)  # (:data:`FLOOR_STEP`)
+    if (h > floor_h > 0 and span <= FLOOR_POINTS * floor_h
+            and pair.j[-1] * pair.s <= FLOOR_MAX_SHIFT):
+        h = floor_h
+    return float(h)
 
 
 def group_pld_applies(run) -> bool:
