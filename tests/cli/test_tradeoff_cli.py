@@ -40,3 +40,17 @@ def test_table_audit_violation_and_plot(tmp_path, capsys):
 def test_accountant_other_than_best_is_refused(capsys):
     assert main([*ARGS, "--accountant", "rdp"]) == 2
     assert "tradeoff" in capsys.readouterr().err
+
+
+def test_plot_into_a_missing_folder_is_refused_before_computing(tmp_path, capsys):
+    """Fuzz, session 11: ``--plot`` into a folder that does not exist ended in an internal
+    error (exit 3) after the computing; it is now a one-line usage error (exit 2) naming the
+    option, for tradeoff and sweep alike."""
+    bad = str(tmp_path / "missing" / "x.png")
+    assert main([*ARGS, "--plot", bad]) == 2
+    assert "--plot" in capsys.readouterr().err
+    assert main(["sweep", "--sampler", "poisson", "--sigma", "1", "--rate", "0.01", "--steps",
+                 "10", "--delta", "1e-5", "--no-store", "--plot", bad, "--x", "sigma",
+                 "--y", "steps"]) == 2
+    err = capsys.readouterr().err
+    assert "--plot" in err and "does not exist" in err

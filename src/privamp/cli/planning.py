@@ -94,6 +94,12 @@ def _run(args: argparse.Namespace, settings: dict[str, Any]) -> SweepResult:
             print(f"privamp: {problem}", file=sys.stderr)
         raise CliError(f"the grid is refused ({len(exc.problems)} problem(s) above); "
                        "nothing ran") from None
+    if args.plot:  # before the computing (fuzz, session 11)
+        from ..plotting import check_plot_path
+
+        if not (args.x and args.y):
+            raise CliError("--plot needs --x and --y (two grid keys)")
+        check_plot_path(args.plot)
     store = None
     if not args.no_store:
         store = args.store or (str(Path(args.grid).with_suffix(".sqlite")) if args.grid

@@ -46,6 +46,10 @@ def cmd_tradeoff(args: argparse.Namespace) -> None:
     """``privamp tradeoff``: TPR bounds at ``--fpr``, GDP mu, ``--audit`` checks, ``--plot``."""
     if args.accountant != "best":
         raise ValueError("tradeoff uses every accountant offering a PLD (--accountant best)")
+    if args.plot:
+        from ..plotting import check_plot_path
+
+        check_plot_path(args.plot)  # before the computing (fuzz, session 11)
     run = make_run(args)
     fprs = np.asarray(args.fpr, dtype=float)
     g = working("trade-off curve", lambda: run.tpr_at_fpr(fprs, args.order))
