@@ -279,7 +279,7 @@ class GroupPLDAnalysis(PLDAnalysis):
         self._group_pairs = pairs
         self._sum_test = (self.group, self.rate, mechanism.shift(1))
 
-    def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
+    def _step_plds(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
         """One step's PLDs per direction (the base's, with an explicit step h).  On the
         automatic grid the add direction (N, B_K) gets its pessimistic side only, on a grid
         ``ADD_COARSE`` times coarser, and is composed again on h, both sides, if its upper
@@ -294,7 +294,9 @@ class GroupPLDAnalysis(PLDAnalysis):
         compose in two levels
         (:func:`privamp.pld.compose.compose_two_level`: every stage keeps its side's kind)."""
         if self._singles is not None or not self.auto_grid:
-            return super()._single_steps()
+            return super()._step_plds()
+        # (the base's hook since session 11: its run PLD, curve and queries read the steps
+        # through _step_plds; overriding _single_steps alone left this grid unused)
         self._pairs = self.step_pairs()
         self._tail = min(1e-16, 1e-13 / self.steps)
         self._rho = min(1e-6, max(1e-10, 1e-4 / self.steps))
@@ -306,6 +308,8 @@ class GroupPLDAnalysis(PLDAnalysis):
                            rho_max=self._rho)
         check_slack(pa, self.steps)
         self.grid = [h, ADD_COARSE * h]
+        self._plans = [(h, 0.0, None), (ADD_COARSE * h, 0.0, None)]
+        self._fine = set()
         self._partial = [1]
         self._singles = [(p, o, (two, two)), (pa, None, (two, True))]
         self._psteps = [h, ADD_COARSE * h]
