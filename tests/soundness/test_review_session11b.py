@@ -79,6 +79,19 @@ def _check_window(res, ref_window) -> float:
     return max(neg, tot - tau_lo - tau_hi) / err
 
 
+def _binomial_window(p: np.ndarray, T: int):
+    """``ref(s, W)``: entries s .. s + W - 1 of the T-fold power of the two atoms ``p``
+    (binomial in closed form with the float64 inputs' exact values, mpmath, 40 digits)."""
+    mp.mp.dps = 40
+    a, b = mp.mpf(float(p[0])), mp.mpf(float(p[1]))
+
+    def ref(s: int, W: int) -> np.ndarray:
+        return np.array([np.longdouble(str(mp.binomial(T, k) * b**k * a ** (T - k)))
+                         for k in range(s, s + W)], dtype=np.longdouble)
+
+    return ref
+
+
 @pytest.mark.skipif(not LD_OK, reason="needs 80-bit long double")
 @pytest.mark.parametrize("q,T", [(1e-5, 10**7), (1e-7, 10**7), (2.0**-24, 10**7), (0.3, 10**5),
                                  (1e-3, 7)])
@@ -89,14 +102,7 @@ def test_atom_path_binomial_closed_form(q, T, monkeypatch) -> None:
     p = np.array([1.0 - q, q])
     res = fft_mod.self_convolve_power(p, T, 1e-20)
     assert used == [True]
-    mp.mp.dps = 40
-    a, b = mp.mpf(float(p[0])), mp.mpf(float(p[1]))
-
-    def ref(s: int, W: int) -> np.ndarray:
-        return np.array([np.longdouble(str(mp.binomial(T, k) * b**k * a ** (T - k)))
-                         for k in range(s, s + W)], dtype=np.longdouble)
-
-    _check_window(res, ref)
+    _check_window(res, _binomial_window(p, T))
 
 
 @pytest.mark.skipif(not LD_OK, reason="needs 80-bit long double")
@@ -110,14 +116,7 @@ def test_atom_path_aliasing_window(q, T, tau, monkeypatch) -> None:
     p = np.array([1.0 - q, q])
     res = fft_mod.self_convolve_power(p, T, tau)
     assert used == [True]
-    mp.mp.dps = 40
-    a, b = mp.mpf(float(p[0])), mp.mpf(float(p[1]))
-
-    def ref(s: int, W: int) -> np.ndarray:
-        return np.array([np.longdouble(str(mp.binomial(T, k) * b**k * a ** (T - k)))
-                         for k in range(s, s + W)], dtype=np.longdouble)
-
-    _check_window(res, ref)
+    _check_window(res, _binomial_window(p, T))
 
 
 @pytest.mark.slow
