@@ -169,13 +169,15 @@ def convolve_nonneg(
 # T-fold self-convolution by exponentiation in the Fourier domain
 # ------------------------------------------------------------------------------------------
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
-#: per-log2(N) constant of the per-coefficient FFT roundoff bound C log2(N) u ||x||_1: a
-#: path-wise argument (each radix pass combines disjoint input subsets with unit-modulus
-#: twiddles; in the spirit of Higham 2002, Sec. 24.1, whose Thm 24.2 is the 2-norm form),
-#: not proven here for pocketfft's radix-4/5 real passes; the measured constant of scipy's
-#: float64 and long-double rfft at lengths ~1e6 is <= 0.43, so C = 8 (x 4 where used) is a
-#: ~75x margin (adversarial review, issue 14)
-_FFT_C = 8.0
+#: per-log2(N) constant of the per-coefficient FFT roundoff bound C log2(N) u ||x||_1
+#: (forward; inverse: C log2(N) u ||Y||_1 / N), proven in docs/fft_roundoff.md for scipy's
+#: pocketfft rfftp (radf/radb 2, 3, 4, 5 passes, twiddles from libm cos/sin within 2 ulps)
+#: on every 5-smooth length, float64 and long double: path-wise over the passes (each
+#: combines disjoint input subsets with unit-modulus weights), per-pass constants from the
+#: butterflies' roundings and twiddle errors; max 13.99 up to 2^25, sup 14.51 (radix 3).
+#: The 2-norm form (the l2 route of _inverse_error, 2C) needs <= 25.2.  Issue 28: was 8
+#: (unproven); tests/numerics/test_fft_roundoff_proof.py recomputes the proof's constants.
+_FFT_C = 15.0
 _MAX_POWER_LEN = 2**23  # ~96 B/point (long doubles, moduli, output): <= ~800 MB (2^25: 3 GB)
 
 #: inside :func:`shared_spectra`: the long-double spectra of :func:`self_convolve_power`, their
