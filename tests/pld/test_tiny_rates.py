@@ -181,7 +181,7 @@ def test_low_spectrum_within_its_bound_of_mpmath_dft() -> None:
     N, xk, b, d64, d = low
     K = len(xk)
     assert 16 < K < N // 100
-    d_ld = 4.0 * 8.0 * math.log2(N) * fft_mod._U_LD * l1
+    d_ld = 4.0 * fft_mod._FFT_C * math.log2(N) * fft_mod._U_LD * l1
     assert d <= 1.5 * d_ld, (d, d_ld)
     mp.mp.dps = 40
     nz = np.nonzero(p)[0]
