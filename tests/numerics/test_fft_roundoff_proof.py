@@ -403,8 +403,7 @@ def _libm_double():
 
 
 def _exact(v) -> mpmath.mpf:
-    num, den = v.as_integer_ratio()
-    return mpmath.mpf(num) / den
+    return mpmath.mpf(v.as_integer_ratio()[0]) / v.as_integer_ratio()[1]
 
 
 def _calc(x: int, n: int, ang, cos, sin):
@@ -434,7 +433,8 @@ def test_twiddles_within_the_proofs_mu(u: float) -> None:
     libm, within mu of exp(2 pi i k / n); libm's cos, sin within LIBM_ULPS ulps."""
     mpmath.mp.prec = 130
     n = 3**4 * 5**2 * 2**5
-    ang = np.longdouble(0.25) * np.longdouble(mpmath.nstr(mpmath.pi, 30)) / np.longdouble(n)
+    pi_ld = np.longdouble(np.pi) + 1.2246467991473532e-16  # (pi's long-double rounding)
+    ang = np.longdouble(0.25) * pi_ld / np.longdouble(n)
     ftype, (cos, sin) = (float, _libm_double()) if u == U64 else (np.longdouble, (np.cos, np.sin))
     ang = ftype(ang)  # Thigh(0.25L * pi / n)
     nval = (n + 2) // 2
