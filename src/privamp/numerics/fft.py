@@ -169,14 +169,12 @@ def convolve_nonneg(
 # T-fold self-convolution by exponentiation in the Fourier domain
 # ------------------------------------------------------------------------------------------
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
-#: per-log2(N) constant of the per-coefficient FFT roundoff bound C log2(N) u ||x||_1
-#: (forward; inverse: C log2(N) u ||Y||_1 / N), proven in docs/fft_roundoff.md for scipy's
-#: pocketfft rfftp (radf/radb 2, 3, 4, 5 passes, twiddles from libm cos/sin within 2 ulps)
-#: on every 5-smooth length, float64 and long double: path-wise over the passes (each
-#: combines disjoint input subsets with unit-modulus weights), per-pass constants from the
-#: butterflies' roundings and twiddle errors; max 13.99 up to 2^25, sup 14.51 (radix 3).
-#: The 2-norm form (the l2 route of _inverse_error, 2C) needs <= 25.2.  Issue 28: was 8
-#: (unproven); tests/numerics/test_fft_roundoff_proof.py recomputes the proof's constants.
+#: per-log2(N) constant of the per-coefficient FFT roundoff bound C log2(N) u ||x||_1 (inverse:
+#: C log2(N) u ||Y||_1 / N), proven in docs/fft_roundoff.md for scipy's pocketfft rfftp (radix
+#: 2-5 real passes; twiddles from libm cos/sin within 2 ulps), float64 and long double, every
+#: 5-smooth N: path-wise over the passes, per-pass constants from each butterfly's roundings
+#: and twiddle errors; max 13.99 for N <= 2^25, sup 14.51; the l2 route of _inverse_error (2C)
+#: needs <= 25.2.  Was 8, unproven (issue 28); checked by tests/.../test_fft_roundoff_proof.py
 _FFT_C = 15.0
 _MAX_POWER_LEN = 2**23  # ~96 B/point (long doubles, moduli, output): <= ~800 MB (2^25: 3 GB)
 
