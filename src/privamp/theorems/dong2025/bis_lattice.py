@@ -198,8 +198,12 @@ def _power(x: np.ndarray, n: int) -> tuple[np.ndarray, int]:
 
 
 _SPLIT = 4  # radix of the split in _rfft_ld
-_SPLIT_STAGES = 16.0  # extra Higham stages (12 u_ld each) allowed for the split's combination
+_SPLIT_UNITS = 240.0  # the split's combination, u_ld sqrt(n) ||x||_2: >= 2 * 111 (_rfft_ld)
 _SUB_ROUNDING = 2.5  # the sub-transforms' rounding to complex128: <= 2 u sqrt(n) ||x||_2
+#: pocketfft's proven 2-norm rates, ||fl(F x) - F x||_2 <= rate u log2(N) ||F x||_2 for every
+#: 5-smooth N and numpy's FFT (the same code): docs/fft_roundoff.md, sections 6 and 10
+_L2_RATE_LD = 25.2
+_L2_RATE_64 = 23.4
 
 
 def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
@@ -209,20 +213,22 @@ def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
     largest buffer of the BIS PLD).  X[k] = sum_r w^{r k} F_r[k mod m], m = n / R, F_r = rfft
     of x[r::R] (conjugate-symmetric), w = e^{-2 pi i / n}, combined in long double chunks.
 
-    Error (l2, as in :func:`factor`): the sub-transforms obey Higham's bound at length m,
-    12 u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is sqrt(R) times a unitary
-    map on (F_r), so together <= 12 u_ld log2(n) sqrt(n) ||x||_2.  The combination's own
-    rounding: the angle 2 pi / n (8 atanl(1) / n, n a power of two) times k0 <= n / 2 is
-    within 3 u_ld pi of the true angle, cosl / sinl add ~1 u_ld each, so the chunk start
-    and the table entries are within 11 u_ld of the true twiddles; w^k (one complex product,
-    <= 3 u_ld) within 16 u_ld, w^{2k} within 35 u_ld, w^{3k} within 54 u_ld; then R products
-    and R - 1 sums (<= 6 u_ld more): each X[k] is off by <= 60 u_ld sum_r |F_r[k mod m]|,
-    whose l2 norm over k is <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e.
-    <= 120 u_ld sqrt(n) ||x||_2 < 12 u_ld ``_SPLIT_STAGES`` sqrt(n) ||x||_2 (192 u_ld),
-    which :func:`factor` adds.  The sub-transforms are rounded to complex128 (each entry
-    within u |F_r[j]|): X[k] moves by <= u sum_r |F_r[k mod m]|, whose l2 norm over k is
-    <= u sqrt(R n) ||x||_2 = 2u sqrt(n) ||x||_2 by the same Cauchy-Schwarz and Parseval
-    argument (:data:`_SUB_ROUNDING` u, with margin, which :func:`factor` adds too).
+    Error (l2, as in :func:`factor`): the sub-transforms obey pocketfft's proven 2-norm bound
+    at length m, ``_L2_RATE_LD`` u_ld log2(m) sqrt(m) ||x_r||_2 each, and the combination is
+    sqrt(R) times a unitary map on (F_r), so together <= ``_L2_RATE_LD`` u_ld log2(n) sqrt(n)
+    ||x||_2.  The combination's own rounding (libm within 2 ulps, as docs/fft_roundoff.md
+    assumes; glibc documents 1): the angle 2 pi / n (8 atanl(1) / n, n a power of two,
+    2.55 u_ld) times j <= n / 2 (u_ld) is within 3.55 pi u_ld = 11.2 u_ld of the true angle,
+    cosl / sinl add <= 4 u_ld (complex), so the chunk start and the table entries are within
+    tau = 15.2 u_ld of the true twiddles; complex products (Higham 2002, Lemma 3.5:
+    sqrt(2) gamma_2 <= 2.83 u_ld) give w^k within 2 tau + 2.83 = 33.2 u_ld, w^{2k} within 69.2,
+    w^{3k} within 105.2 u_ld; then the products by F_r (2.83) and R - 1 = 3 sums (3 u_ld):
+    each X[k] is off by <= 111 u_ld sum_r |F_r[k mod m]|, whose l2 norm over k is
+    <= sqrt(R n) ||x||_2 (Cauchy-Schwarz and Parseval), i.e. <= 222 u_ld sqrt(n) ||x||_2
+    <= ``_SPLIT_UNITS`` u_ld sqrt(n) ||x||_2, which :func:`factor` adds.  The sub-transforms
+    are rounded to complex128 (each entry within u |F_r[j]|): X[k] moves by <= u sum_r
+    |F_r[k mod m]|, of l2 norm <= 2u sqrt(n) ||x||_2 by the same argument
+    (:data:`_SUB_ROUNDING` u, with margin, which :func:`factor` adds too).
 
     ``x`` may be given as a one-element list, which is emptied once the sub-transforms are
     taken (memory: the input then goes before the output is allocated)."""
@@ -278,9 +284,9 @@ def factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float =
     """(spectrum, dropped mass, l1 cell error, l2 spectral error bound) of one coordinate.
 
     The real FFT is taken in extended precision (np.longdouble, unit roundoff u_ld) and
-    rounded to complex128: ||X_hat - X||_2 <= (12 u_ld log2 N + 2u) sqrt(N) ||x||_2
-    (Higham 2002, Thm 24.2 with eta = 6 u_ld per stage and safety factor 2, then one rounding
-    of each component)."""
+    rounded to complex128: ||X_hat - X||_2 <= (``_L2_RATE_LD`` u_ld log2 N + 2u) sqrt(N)
+    ||x||_2 (pocketfft's proven 2-norm bound, docs/fft_roundoff.md, section 6, then one
+    rounding of each component), plus the split's terms (:func:`_rfft_ld`)."""
     key = (s, log_scale, d, n, z)
     if key not in cache:
         cells, top, err = _cell_masses(s, log_scale, d, n, z)
@@ -289,8 +295,9 @@ def factor(s: float, log_scale: float, d: float, n: int, cache: dict, z: float =
         del cells
         spec = _rfft_ld(holder)  # drops the cells after its sub-transforms (memory)
         u_ld = float(np.finfo(np.longdouble).eps) / 2.0
-        k = max(math.log2(n), 1.0) + _SPLIT_STAGES  # the split's combination, see _rfft_ld
-        a = 1.01 * (12.0 * u_ld * k + (2.0 + _SUB_ROUNDING) * _U) * math.sqrt(n) * l2
+        k = max(math.log2(n), 1.0)
+        a = 1.01 * ((_L2_RATE_LD * k + _SPLIT_UNITS) * u_ld + (2.0 + _SUB_ROUNDING) * _U
+                    ) * math.sqrt(n) * l2
         cache[key] = (spec, top, err, a)
     return cache[key]
 
@@ -338,11 +345,11 @@ class SumLaw:
         # l1 roundoff bound.  Spectra: ||X_hat - X||_2 <= a (see factor); powers:
         # |a^m - b^m| <= m R^{m-1} |a - b| with R = 1 + a >= |X|, |X_hat|; complex products
         # of relative error <= sqrt(2) gamma_2 < 3u each (Higham 2002, Lemma 3.5); inverse FFT
-        # (Higham 2002, Thm 24.2, eta = 6u per stage, safety factor 2); with
+        # (float64: _L2_RATE_64 u log2 N relative in 2-norm, docs/fft_roundoff.md, sec. 6); with
         # ||F v||_2 = sqrt(N) ||v||_2 and l1 <= sqrt(N) l2 on the output the l1 error is
-        # <= ||dY||_2 + 12 u log2(N) ||Y_hat||_2 (+ its own error).
+        # <= ||dY||_2 + _L2_RATE_64 u log2(N) ||Y_hat||_2 (+ its own error).
         k = max(math.log2(n), 1.0)
-        eta = 2.0 * 6.0 * _U * k
+        eta = _L2_RATE_64 * _U * k
         r_pow = (1.0 + max(a0, a1)) ** T
         del y
         rel = (1.0 + 3.0 * _U) ** (count + 1) - 1.0
