@@ -9,7 +9,7 @@ Two error models are combined.
   exactly by scaling the result by ``1 + 2 gamma`` (``round="up"``) or ``1 - 2 gamma``
   (``round="down"``), so no additive allowance is needed.
 * FFT (``scipy.fft``, pocketfft, float64): ``||fl(F x) - F x||_2 <= E2 ||F x||_2`` with
-  ``E2 <= 23.4 u log2 N`` for every 5-smooth N (proven: docs/fft_roundoff.md, sections 6 and
+  ``E2 <= 23.41 u log2 N`` for every 5-smooth N (proven: docs/fft_roundoff.md, sections 6 and
   10; Higham 2002, Thm 24.2's ``k eta`` form, ``k = log2 N``, ``2 eta = 24 u`` covering it).
   For z = x * y computed as ``irfft(rfft(x) rfft(y))``, using ``||F x||_2 = sqrt(N) ||x||_2``
   and ``||F x||_inf <= ||x||_1``, the two forward transforms, the pointwise product (sqrt(2)
@@ -74,7 +74,7 @@ def _fft_conv(x: np.ndarray, y: np.ndarray, same: bool) -> tuple[np.ndarray, flo
     fz = fx * fx if same else fx * sfft.rfft(y, size)
     z = sfft.irfft(fz, size)[:n]
     k = max(math.log2(size), 1.0)
-    eta = 12.0 * u  # 2 eta >= 23.4 u, pocketfft's proven 2-norm rate (docs/fft_roundoff.md)
+    eta = 12.0 * u  # 2 eta >= 23.41 u, pocketfft's proven 2-norm rate (docs/fft_roundoff.md)
     l1x, l1y = float(np.sum(np.abs(x))), float(np.sum(np.abs(y)))
     # (not np.linalg.norm: BLAS threads contend on a busy machine)
     l2x, l2y = math.sqrt(float(np.sum(x * x))), math.sqrt(float(np.sum(y * y)))

@@ -203,7 +203,7 @@ _SUB_ROUNDING = 2.5  # the sub-transforms' rounding to complex128: <= 2 u sqrt(n
 #: pocketfft's proven 2-norm rates, ||fl(F x) - F x||_2 <= rate u log2(N) ||F x||_2 for every
 #: 5-smooth N and numpy's FFT (the same code): docs/fft_roundoff.md, sections 6 and 10
 _L2_RATE_LD = 25.2
-_L2_RATE_64 = 23.4
+_L2_RATE_64 = 23.5
 
 
 def _rfft_ld(x: np.ndarray | list[np.ndarray]) -> np.ndarray:
