@@ -18,8 +18,11 @@ import pytest
 from privamp.numerics.fft_power import power_terms
 
 ULD = 2.0**-64
-#: assumed per-component accuracy (ulps): documented + 1
-CLOG_RE, CLOG_IM, CEXP = 4.0, 2.0, 2.0
+#: assumed per-component accuracy of clogl (ulps): documented + 1
+CLOG_RE, CLOG_IM = 4.0, 2.0
+#: cexpl's relative error in modulus (u_ld): glibc computes expl(x) * (cosl(y), sinl(y)),
+#: each within 2 ulps (<= 4 u relative), one product (u): 4 + 4 + 1
+CEXP = 9.0
 
 
 def _mp(v: np.longdouble) -> mpmath.mpf:
@@ -67,8 +70,8 @@ def test_clogl_and_cexpl_within_the_assumed_ulps() -> None:
     worst = 0.0
     for z, e in zip(Z, E, strict=True):
         ref = mpmath.exp(mpmath.mpc(_mp(z.real), _mp(z.imag)))
-        worst = max(worst, _ulps(e.real, ref.real), _ulps(e.imag, ref.imag))
-    assert worst <= CEXP, worst
+        worst = max(worst, float(abs(mpmath.mpc(_mp(e.real), _mp(e.imag)) - ref) / abs(ref)))
+    assert worst <= CEXP * ULD, worst / ULD
 
 
 def _needed(T: int, lx: float, ulps: tuple[float, float, float] = (CLOG_RE, CLOG_IM, CEXP)
@@ -76,9 +79,9 @@ def _needed(T: int, lx: float, ulps: tuple[float, float, float] = (CLOG_RE, CLOG
     """Relative error of fl(exp(fl(T fl(log X)))) vs X^T, units of u_ld (first order; the
     second-order terms are < 1e-9 of it for T <= 1e7): clog's real part within ulps[0]
     (<= 2 ulps[0] u |log|X||), its imaginary within ulps[1] (<= 2 ulps[1] u pi), both
-    multiplied by T; the product by T (u per component); cexp (<= 2 ulps[2] u in modulus)."""
+    multiplied by T; the product by T (u per component); cexp (ulps[2] u in modulus)."""
     re, im, ex = ulps
-    return 2.0 * ex + T * ((2.0 * re + 1.0) * lx + (2.0 * im + 1.0) * math.pi)
+    return ex + T * ((2.0 * re + 1.0) * lx + (2.0 * im + 1.0) * math.pi)
 
 
 def _charged(T: int, x: complex) -> float:
@@ -116,7 +119,7 @@ def test_charge_covers_the_documented_ulps_where_it_matters() -> None:
         for lx in (0.0, 1e-3, 0.5, 5.0, 40.0):
             if T * lx <= 600.0:
                 x = complex(math.exp(-lx) * math.cos(3.0), math.exp(-lx) * math.sin(3.0))
-                assert _charged(T, x) + 2048.0 >= _needed(T, lx, (3.0, 1.0, 1.0))
+                assert _charged(T, x) + 2048.0 >= _needed(T, lx, (3.0, 1.0, 5.0))
 
 
 @pytest.mark.xfail(strict=True, reason="power_terms charges 4 u_ld T (|log|X|| + pi); with "
