@@ -16,10 +16,10 @@ dropped (event E^c, P(E^c) <= sum_i P(W_i >= N d)); the law of K on E is the T-f
 convolution of the cell masses, computed on the circle Z_N by one real FFT per factor, a
 binary power and one inverse FFT.  Wrapped mass (K >= N on E) is bounded by Chernoff,
 e^{-theta N d} prod_i E[e^{theta W_i}; W_i < N d] (moment generating functions bounded above
-from coarse cells); the FFT roundoff by an l1 bound (Higham 2002, Thm 24.2, with the power
-rule |a^m - b^m| <= m R^{m-1} |a - b|).  N is the smallest power of two with dropped and
-wrapped mass <= 2e-11 (the lattice step d is
-doubled, up to 8 times, when N would exceed the memory budget's 2^22 points).
+from coarse cells); the FFT roundoff by an l1 bound (pocketfft's proven 2-norm bound,
+docs/fft_roundoff.md, sections 6 and 10, with the power rule |a^m - b^m| <= m R^{m-1}
+|a - b|).  N is the smallest power of two with dropped and wrapped mass <= 2e-11 (the
+lattice step d is doubled, up to 8 times, when N would exceed the memory budget's 2^22 points).
 
 *Dominating grid pair* (upper bounds).  At the loss grid l_i = i h the profile of each
 direction, D(a) = E_Q[(r - a)_+] (remove) and E_Q[(1 - a r)_+] (add), r = S / T = dP/dQ,
