@@ -45,6 +45,14 @@ _TWO_LEVEL_MAX_T1 = 32000
 _REMAINDER_DIRECT = 1e5
 
 
+#: long first-level blocks (:func:`_coarse_factor`): the coarse stage pays its discretisation
+#: error once per block, T / T1 <= ~64 times instead of ~T / 1000, so it may take a coarser
+#: grid ...
+_LONG_OPTIMISTIC_FACTOR = 32
+_LONG_PESSIMISTIC_FACTOR = 16
+_SPREAD_DOMINATED = 4.0
+
+
 def optimistic_factor(w: float) -> int:
     """Coarsening of the optimistic side of the leading direction: the chained optimistic
     discretisation's error shrinks with the spread of the single-step loss (about w), so at
@@ -76,6 +84,20 @@ def _first_level_length(T: int, target: int) -> int:
     return int(cands[np.lexsort((np.abs(cands - target), rem))[0]])
 
 
+def _coarse_factor(p: PLD, fine: PLD, t1: int) -> int:
+    """The second level's coarsening factor: :data:`TWO_LEVEL_FACTOR` for blocks of about
+    ``_TWO_LEVEL_T1`` steps; for long blocks (at least twice that) ``_LONG_OPTIMISTIC_FACTOR``
+    on the optimistic side and on a pessimistic side whose block window is at least
+    ``_SPREAD_DOMINATED`` times one step's (the composition's spread, not one step's range,
+    sets it), else ``_LONG_PESSIMISTIC_FACTOR`` (issue 28, session 12; a heuristic: every
+    factor keeps the PLD's kind, so the bounds stay certified)."""
+    if t1 < 2 * _TWO_LEVEL_T1:
+        return TWO_LEVEL_FACTOR
+    if fine.kind == "optimistic" or len(fine.masses) >= _SPREAD_DOMINATED * len(p.masses):
+        return _LONG_OPTIMISTIC_FACTOR
+    return _LONG_PESSIMISTIC_FACTOR
+
+
 def compose_two_level(p: PLD, T: int) -> PLD:
     """The T-fold composition of a PLD in two levels: ``T1`` (0.7..1.4 times
     ``min(max(1000, T / 32), 32000)``, the one leaving the smallest remainder r = T mod T1;
@@ -94,7 +116,6 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     if T < TWO_LEVEL_MIN_T:
         return p.self_compose(T)
     tau = TRUNC_BUDGET / (2.0 * T)
-    k = TWO_LEVEL_FACTOR
     target = min(max(_TWO_LEVEL_T1, T // _TWO_LEVEL_BLOCKS), _TWO_LEVEL_MAX_T1)
     fine = None
     if target > _TWO_LEVEL_T1:  # long blocks: by the power method only, else short ones
@@ -107,6 +128,7 @@ def compose_two_level(p: PLD, T: int) -> PLD:
         t1 = _first_level_length(T, _TWO_LEVEL_T1)
         fine = _power_or_squaring(p, t1, tau)
     t2, r = divmod(T, t1)
+    k = _coarse_factor(p, fine, t1)
     coarse = fine.coarsen(k)
     del fine
     # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
