@@ -63,6 +63,13 @@ _HEAVY_FACTOR = 16
 _HEAVY_SD_IQR = 4.0
 
 
+#: ... and a light-tailed step (not heavy_tailed) takes first-level blocks of about
+#: T / _LIGHT_BLOCKS steps (at least 2 _TWO_LEVEL_T1, at most _TWO_LEVEL_MAX_T1): the first
+#: level's window, hence its transform, shrinks with the block, while the slack and the
+#: coarse stage's error grow by far less than these rows' margins to dp-accounting
+_LIGHT_BLOCKS = 128
+
+
 def optimistic_factor(w: float) -> int:
     """Coarsening of the optimistic side of the leading direction: the chained optimistic
     discretisation's error shrinks with the spread of the single-step loss (about w), so at
@@ -96,17 +103,14 @@ def _first_level_length(T: int, target: int) -> int:
     return int(cands[int(np.argmin(key))])
 
 
-def _coarse_factor(p: PLD, fine: PLD, t1: int) -> int:
-    """The second level's coarsening factor: :data:`TWO_LEVEL_FACTOR` for blocks of about
-    ``_TWO_LEVEL_T1`` steps; for long blocks (at least twice that) ``_LONG_FACTOR``, but
-    ``_HEAVY_FACTOR`` on the pessimistic side of a heavy-tailed step (:func:`heavy_tailed`;
-    issue 28, session 12; a heuristic: every factor keeps the PLD's kind, so the bounds stay
-    certified)."""
+def _coarse_factor(fine: PLD, t1: int, heavy: bool) -> int:
+    """The second level's coarsening factor: :data:`TWO_LEVEL_FACTOR` for blocks of under
+    ``2 _TWO_LEVEL_T1`` steps; for longer blocks ``_LONG_FACTOR``, but ``_HEAVY_FACTOR`` on
+    the pessimistic side of a heavy-tailed step (:func:`heavy_tailed`; issue 28, session
+    12; a heuristic: every factor keeps the PLD's kind, so the bounds stay certified)."""
     if t1 < 2 * _TWO_LEVEL_T1:
         return TWO_LEVEL_FACTOR
-    if fine.kind == "pessimistic" and heavy_tailed(p.masses):
-        return _HEAVY_FACTOR
-    return _LONG_FACTOR
+    return _HEAVY_FACTOR if heavy and fine.kind == "pessimistic" else _LONG_FACTOR
 
 
 def heavy_tailed(masses: np.ndarray) -> bool:
@@ -151,6 +155,9 @@ def compose_two_level(p: PLD, T: int) -> PLD:
         return p.self_compose(T)
     tau = TRUNC_BUDGET / (2.0 * T)
     target = min(max(_TWO_LEVEL_T1, T // _TWO_LEVEL_BLOCKS), _TWO_LEVEL_MAX_T1)
+    heavy = target >= 2 * _TWO_LEVEL_T1 and heavy_tailed(p.masses)
+    if target >= 2 * _TWO_LEVEL_T1 and not heavy:  # light tails: more, shorter blocks
+        target = min(max(2 * _TWO_LEVEL_T1, T // _LIGHT_BLOCKS), _TWO_LEVEL_MAX_T1)
     fine = None
     if target > _TWO_LEVEL_T1:  # long blocks: by the power method only, else short ones
         t1 = _first_level_length(T, target)
@@ -162,7 +169,7 @@ def compose_two_level(p: PLD, T: int) -> PLD:
         t1 = _first_level_length(T, _TWO_LEVEL_T1)
         fine = _power_or_squaring(p, t1, tau)
     t2, r = divmod(T, t1)
-    k = _coarse_factor(p, fine, t1)
+    k = _coarse_factor(fine, t1, heavy)
     coarse = fine.coarsen(k)
     del fine
     # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
