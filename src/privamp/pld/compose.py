@@ -137,18 +137,33 @@ def heavy_tailed(masses: np.ndarray) -> bool:
 
 
 def compose_two_level(p: PLD, T: int) -> PLD:
-    """The T-fold composition of a PLD in two levels: ``T1`` (0.7..1.4 times
-    ``min(max(1000, T / 32), 32000)``, the one leaving the smallest remainder r = T mod T1;
-    blocks of 700..1400 steps where the power method cannot take the longer ones) steps on
-    p's grid, then that PLD coarsened 8 times (:meth:`PLD.coarsen`: connect-the-dots of its
-    atoms for a pessimistic PLD, merged atoms and chained lowered chords for an optimistic
-    one) and composed ``T // T1`` times, times r coarsened single steps.
+    """The T-fold composition of a PLD in two levels: ``T1`` steps on p's grid, then that
+    PLD coarsened k times (:meth:`PLD.coarsen`: connect-the-dots of its atoms for a
+    pessimistic PLD, merged atoms and chained lowered chords for an optimistic one) and
+    composed ``T // T1`` times, times r = T mod T1 coarsened single steps.
+
+    T1 is 0.7..1.4 times a target, the one leaving the smallest remainder: the target is
+    ``min(max(1000, T / 32), 32000)``; where that is at least 2000 and p is not
+    :func:`heavy_tailed`, ``min(max(2000, T / 128), 32000)`` (issue 28, session 12); blocks
+    of 700..1400 steps where the power method cannot take the longer ones.  k is 8 for
+    blocks of under 2000 steps, else 32 (16 on the pessimistic side of a heavy-tailed p).
 
     Every stage keeps the PLD's kind, so the result bounds the truth the same way.  The
-    coarse stage's discretisation error (second order in the step, once per T1 steps) adds
-    a fraction to the fine one's (once per step), while its window is 8 times shorter: for
+    coarse stage's discretisation error (second order in the step, once per block) adds a
+    fraction to the fine one's (once per step), while its window is k times shorter: for
     long runs this is both faster and about as tight as one level on p's grid.  One level
     for T < 5000.
+
+    Args:
+        p: one step's PLD.
+        T: the number of steps (>= 1).
+
+    Returns:
+        The T-fold composition's PLD, of p's kind, on step ``k p.h`` (``p.h`` below 5000
+        steps).
+
+    Raises:
+        ValueError: T not a positive integer.
     """
     T = check_int("T", T, minimum=1)
     if T < TWO_LEVEL_MIN_T:
@@ -175,7 +190,12 @@ def compose_two_level(p: PLD, T: int) -> PLD:
     # one FFT pair even for few coarse steps (squaring would take log2(t2) pairs)
     out = _power_or_squaring(coarse, t2, tau)
     if r:  # r < t2 steps, each coarsened on its own (r H^2 against T h^2: a small share)
-        rest = p.coarsen(k).self_compose(r, truncation=tau, direct_budget=_REMAINDER_DIRECT)
+        # (on the grid TWO_LEVEL_FACTOR times coarser, their product then brought to k h in
+        # one coarsening: r (8 h)^2 + (k h)^2 rather than r (k h)^2)
+        k0 = min(k, TWO_LEVEL_FACTOR)
+        rest = p.coarsen(k0).self_compose(r, truncation=tau, direct_budget=_REMAINDER_DIRECT)
+        if k > k0:
+            rest = rest.coarsen(k // k0)
         out = out.compose(rest, truncation=tau, direct_budget=_REMAINDER_DIRECT)
     return out
 
