@@ -25,7 +25,8 @@ _TWO_LEVEL_T1 = 1000
 
 
 #: ... and at most about this many first-level blocks: a longer run takes T1 near
-#: T / _TWO_LEVEL_BLOCKS, up to _TWO_LEVEL_MAX_T1 (issue 28).  The coarse stage charges the
+#: T / _TWO_LEVEL_BLOCKS, up to _TWO_LEVEL_MAX_T1 (issue 28; since session 12 only for a
+#: heavy-tailed step, others T / _LIGHT_BLOCKS).  The coarse stage charges the
 #: first level's certified FFT allowance (its slack) once per block and pays one
 #: coarsening's discretisation error per block, so fewer, longer blocks are tighter:
 #: q 1e-4, sigma 0.3, T 1e6 (T1 1000 -> 31250): slack 1.9e-9 -> 2.6e-10, upper
@@ -49,9 +50,9 @@ _REMAINDER_DIRECT = 1e5
 
 #: long first-level blocks (:func:`_coarse_factor`): the coarse stage pays its discretisation
 #: error once per block, T / T1 <= ~64 times instead of ~T / 1000, so it may take a grid
-#: this many times coarser than the first level's (was TWO_LEVEL_FACTOR = 8: q 1e-2,
-#: sigma 1, T 1e6: 0.16 -> 0.10 s CPU, upper 139.030723 -> 139.030735, dp-accounting
-#: 139.031357) ...
+#: this many times coarser than the first level's (was TWO_LEVEL_FACTOR = 8; with the
+#: T / _LIGHT_BLOCKS blocks below, q 1e-2, sigma 1, T 1e6: 0.176 -> 0.085 s CPU, upper
+#: 139.030723 -> 139.030777, dp-accounting 139.031357) ...
 _LONG_FACTOR = 32
 
 
