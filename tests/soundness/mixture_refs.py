@@ -101,12 +101,18 @@ def log_mgf(w: np.ndarray, s: float, re: float, u: np.ndarray, dx: float) -> np.
     k = len(w) - 1
     x = np.arange(-14.0 + min(re, 0.0) * k * s, max(re, 1.0) * k * s + 14.0 + dx, dx)
     lx = step_loss(x, w, s)
-    dens = np.exp(-x * x / 2) / math.sqrt(2 * math.pi) * dx
+    logdens = -x * x / 2 - 0.5 * math.log(2 * math.pi) + math.log(dx)
+    dens = np.exp(logdens)
+    small = np.abs(re * lx) < 1.0  # expm1 there (accuracy); elsewhere e^{z L + log dens}
     u = np.asarray(u, dtype=float)
     out = np.empty(len(u), dtype=complex)
     for lo in range(0, len(u), 256):  # blocks of u: the (u, x) matrix stays small
         z = re + 1j * u[lo:lo + 256, None]
-        out[lo:lo + 256] = np.log1p(np.expm1(z * lx[None, :]) @ dens)
+        zl = z * lx[None, :]
+        with np.errstate(over="ignore", invalid="ignore"):
+            terms = np.where(small[None, :], np.expm1(zl) * dens[None, :],
+                             np.exp(zl + logdens[None, :]) - dens[None, :])
+        out[lo:lo + 256] = np.log1p(terms.sum(axis=1))
     return out
 
 
@@ -197,6 +203,10 @@ def saddle(w: np.ndarray, s: float, steps: int, eps: float, direction: str = "re
     """The a > 1 with T (d/da) log M_d(a) = eps (bisection; central differences at u = 0),
     clipped to [1.2, 8]: the line Re z = a where the damped integrand is flattest."""
     def slope(a: float) -> float:
+        with np.errstate(over="ignore", invalid="ignore"):
+            return raw_slope(a)
+
+    def raw_slope(a: float) -> float:
         h = 1e-4
         if direction == "remove":
             lm = log_mgf(w, s, a + h, np.zeros(1), 0.002).real[0] \
@@ -204,7 +214,8 @@ def saddle(w: np.ndarray, s: float, steps: int, eps: float, direction: str = "re
         else:
             lm = log_mgf(w, s, 1 - a - h, np.zeros(1), 0.002).real[0] \
                 - log_mgf(w, s, 1 - a + h, np.zeros(1), 0.002).real[0]
-        return steps * lm / (2 * h) - eps
+        value = steps * lm / (2 * h) - eps
+        return value if np.isfinite(value) else math.inf  # e^{a L} overflowed: a too large
     lo, hi = 1.2, 8.0
     if slope(lo) >= 0:
         return lo
@@ -219,7 +230,7 @@ def saddle(w: np.ndarray, s: float, steps: int, eps: float, direction: str = "re
 def tilted_delta(w: np.ndarray, s: float, steps: int, eps: float, direction: str = "remove"
                  ) -> tuple[float, float]:
     """delta(eps) by :func:`cf_delta_tilted` at the saddle point a, with an error estimate:
-    the spread over (a, du, dx), (a + 0.5, du, dx) and (a, du / 2, dx / 2).  The u range is
+    the spread over (a, du, dx), (a + 0.1, du, dx) and (a, du / 2, dx / 2).  The u range is
     where |M_d(a + i u)|^T has fallen by e^-40 from u = 0.
 
     Returns:
@@ -236,6 +247,6 @@ def tilted_delta(w: np.ndarray, s: float, steps: int, eps: float, direction: str
             raise ValueError("tilted_delta: |M|^T decays too slowly (small T?)")
     du = upper / 1000
     vals = [cf_delta_tilted(w, s, steps, eps, a, direction, du, upper, dx),
-            cf_delta_tilted(w, s, steps, eps, a + 0.5, direction, du, upper, dx),
+            cf_delta_tilted(w, s, steps, eps, a + 0.1, direction, du, upper, dx),
             cf_delta_tilted(w, s, steps, eps, a, direction, du / 2, upper, dx / 2)]
     return vals[0], max(vals) - min(vals)

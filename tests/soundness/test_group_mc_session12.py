@@ -125,3 +125,4 @@ def test_group_interval_brackets_fourier(sigma, q, K, T):
 def test_group_interval_brackets_fourier_slow(sigma, q, K, T):
     """As above where the one-step characteristic function decays slowly (small K q T)."""
     _check_fourier(sigma, q, K, T)
+
