@@ -156,27 +156,3 @@ def test_split_bin_masses_partial_reuse_is_exact(h, k, monkeypatch):
     for a, b in zip(again, fresh, strict=True):
         assert np.array_equal(a, b)
     assert sum(seen) == len(coarse) - int(np.count_nonzero(same))
-
-
-def test_finer_kept_edges_stay_after_a_coarser_grid(monkeypatch):
-    """After the grid h and then 3 h (found inside it), the kept edges are still h's: the
-    add direction's 4 h grid negated is then found inside them, no tail is evaluated, and
-    its masses are a fresh pair's bit for bit (session 12)."""
-    s, w, h = 1.0, 0.01, 6e-5
-    base = MixturePair(GaussianPair(s), w)
-    base.split_bin_masses(np.arange(-200, 30000) * h)
-    base.split_bin_masses(np.arange(-200 // 3, 30000 // 3) * (3 * h))
-    edges = np.arange(-30000 // 4 + 10, 200 // 4) * (4 * h)
-    fresh = SwappedPair(MixturePair(GaussianPair(s), w)).bin_masses(edges)
-    calls: list[int] = []
-    evaluate = GaussianPair.tail_and_complement
-
-    def counted(self, l, *a):
-        calls.append(np.size(l))
-        return evaluate(self, l, *a)
-
-    monkeypatch.setattr(GaussianPair, "tail_and_complement", counted)
-    again = SwappedPair(base).bin_masses(edges)
-    for a, b in zip(again, fresh, strict=True):
-        assert np.array_equal(a, b)
-    assert sum(calls) <= 8  # (the grid's ends outside the kept range at most)

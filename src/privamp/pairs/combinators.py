@@ -209,30 +209,20 @@ class MixturePair(LossPair):
         j h, where (2j) h and j (2h) round alike) reuse them (issue 28: the optimistic side
         of the leading direction is discretised on twice the pessimistic side's step)."""
         n = len(edges)
-        cache = self.__dict__.get("_edge_cache")
-        found = None if cache is None else _grid_slice(cache[0], edges)
-        vals = self._edge_lookup(edges, fresh_if_none=True, found=(found,))
+        vals = self._edge_lookup(edges, fresh_if_none=True)
         assert vals is not None  # (fresh_if_none)
-        if found is None:  # (session 12: edges found among the kept ones keep those -- the
-            # finer grid: after the optimistic side on 3 h, the add direction's 4 h is still
-            # found inside h; q 0.01, sigma 1, T 1e4: its 3 x 16126 tails no longer evaluated)
-            # (kept only for grids up to _EDGE_CACHE_POINTS: six arrays live as long as the
-            # pair)
-            self.__dict__["_edge_cache"] = (edges, *vals) if n <= _EDGE_CACHE_POINTS else None
+        # (kept only for grids up to _EDGE_CACHE_POINTS: six arrays live as long as the pair)
+        self.__dict__["_edge_cache"] = (edges, *vals) if n <= _EDGE_CACHE_POINTS else None
         return vals
 
-    def _edge_lookup(self, edges: np.ndarray, fresh_if_none: bool = False,
-                     found: tuple | None = None) -> tuple[np.ndarray, ...] | None:
+    def _edge_lookup(self, edges: np.ndarray, fresh_if_none: bool = False
+                     ) -> tuple[np.ndarray, ...] | None:
         """The values of :meth:`_fresh_tails` at ``edges``, those of the kept edges reused
         (at least half must be found among them), the others evaluated; None if too few are
-        found (or, with ``fresh_if_none``, all evaluated).  ``found``: ``(_grid_slice of
-        the kept edges and edges,)`` if already computed."""
+        found (or, with ``fresh_if_none``, all evaluated)."""
         n = len(edges)
         cache = self.__dict__.get("_edge_cache")
-        if found is not None:
-            found = found[0]
-        elif cache is not None:
-            found = _grid_slice(cache[0], edges)
+        found = None if cache is None else _grid_slice(cache[0], edges)
         if found is None:
             return self._fresh_tails(edges) if fresh_if_none else None
         assert cache is not None  # (found only in a cache)
