@@ -6,10 +6,12 @@ those transforms on the same inputs, alone, and compares CPU times (``time.proce
 interleaved, best of ``--repeat``): the floor, the whole query, and their ratio.
 
     python benchmarks/floor.py [--q 0.0042667] [--sigma 1.1] [--steps 14063] [--repeat 15]
-                               [--phases]
+                               [--phases] [--detail]
 
 ``--phases`` also times the query's phases (grid plan, discretisations, two-level
-compositions, the rest), each the least over the repeats.
+compositions, the rest), each the least over the repeats; ``--detail`` finer, overlapping
+costs (Chernoff windows, long-double spectra, coarsening, discretisation parts, the epsilon
+inversion, the RDP screening).
 """
 
 from __future__ import annotations
@@ -65,29 +67,54 @@ def query(q: float, sigma: float, steps: int, delta: float) -> float:
 #: the query's phases timed by ``--phases`` (functions of privamp.accountants.poisson)
 PHASES = ("grid_plan", "discretise", "compose_two_level")
 
+#: the finer costs timed by ``--detail``: (label, module, attribute) wrapped where they are
+#: called (a name imported into a module is looked up there), each call timed once however
+#: deeply it recurses; parts of the phases above, so they overlap them and each other
+DETAIL = (
+    ("power: Chernoff windows", "privamp.numerics.fft", "chernoff_k"),
+    ("power: blocked masses", "privamp.numerics.fft", "blocked_log_masses_both"),
+    ("power: long-double spectra", "privamp.numerics.fft", "_long_double_spectrum"),
+    ("power: inverse FFT", "privamp.numerics.fft", "inverse_then_release"),
+    ("power: all", "privamp.pld.grid", "self_convolve_power"),
+    ("compose (squaring, remainders)", "privamp.pld.grid", "PLD.compose"),
+    ("coarsen", "privamp.pld.grid", "PLD.coarsen"),
+    ("discretise: base tails (ndtr)", "privamp.pairs.combinators", "MixturePair._fresh_tails"),
+    ("discretise: float-error bounds", "privamp.pld.discretise", "split_tail_errors"),
+    ("discretise: allowance tables", "privamp.pld.discretise", "with_float_allowance"),
+    ("query: epsilon inversion", "privamp.pld.grid", "PLD.epsilon"),
+    ("screening: RDP ruled out", "privamp.accounting.training", "rdp_ruled_out"),
+)
 
-def phases(q: float, sigma: float, steps: int, delta: float, repeat: int) -> dict[str, float]:
-    """Per phase, the least CPU seconds over ``repeat`` fresh queries of the calls to each
-    function of :data:`PHASES` (summed within a query), and of the whole query."""
+
+def _best_times(wrapped: list[tuple[str, object, str]], q: float, sigma: float, steps: int,
+                delta: float, repeat: int) -> dict[str, float]:
+    """Per label, the least CPU seconds over ``repeat`` fresh queries of the calls to each
+    ``(label, owner, attribute)`` (summed within a query; a call inside another call of the
+    same label is not counted twice), and of the whole query and the rest."""
     import privamp as pa
-    from privamp.accountants import poisson
 
     spent: dict[str, float] = {}
-    saved = {name: getattr(poisson, name) for name in PHASES}
+    saved = [(owner, attr, getattr(owner, attr)) for _, owner, attr in wrapped]
 
     def timed(name, f):
+        depth = [0]
+
         def g(*a, **k):
+            if depth[0]:
+                return f(*a, **k)
+            depth[0] += 1
             t0 = time.process_time()
             try:
                 return f(*a, **k)
             finally:
+                depth[0] -= 1
                 spent[name] = spent.get(name, 0.0) + time.process_time() - t0
         return g
 
     best: dict[str, float] = {}
     try:
-        for name, f in saved.items():
-            setattr(poisson, name, timed(name, f))
+        for (name, _, _), (owner, attr, f) in zip(wrapped, saved, strict=True):
+            setattr(owner, attr, timed(name, f))
         for _ in range(repeat):
             spent.clear()
             t0 = time.process_time()
@@ -97,8 +124,34 @@ def phases(q: float, sigma: float, steps: int, delta: float, repeat: int) -> dic
             for k, v in row.items():
                 best[k] = min(best.get(k, math.inf), v)
     finally:
-        for name, f in saved.items():
-            setattr(poisson, name, f)
+        for owner, attr, f in saved:
+            setattr(owner, attr, f)
+    return best
+
+
+def phases(q: float, sigma: float, steps: int, delta: float, repeat: int) -> dict[str, float]:
+    """Per phase, the least CPU seconds over ``repeat`` fresh queries of the calls to each
+    function of :data:`PHASES` (summed within a query), and of the whole query."""
+    from privamp.accountants import poisson
+
+    return _best_times([(name, poisson, name) for name in PHASES], q, sigma, steps, delta,
+                       repeat)
+
+
+def detail(q: float, sigma: float, steps: int, delta: float, repeat: int) -> dict[str, float]:
+    """As :func:`phases` for the finer costs of :data:`DETAIL` (overlapping; ``rest`` is then
+    not meaningful and is dropped)."""
+    import importlib
+
+    wrapped = []
+    for label, mod, path in DETAIL:
+        owner = importlib.import_module(mod)
+        *outer, attr = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        wrapped.append((label, owner, attr))
+    best = _best_times(wrapped, q, sigma, steps, delta, repeat)
+    best.pop("rest", None)
     return best
 
 
@@ -111,6 +164,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--phases", action="store_true",
                     help="also print the least CPU time of each phase over --repeat queries")
+    ap.add_argument("--detail", action="store_true",
+                    help="also print the least CPU time of finer (overlapping) costs")
     a = ap.parse_args()
     query(a.q, a.sigma, a.steps, a.delta)  # warm up (imports, scipy plans)
     calls = record(a.q, a.sigma, a.steps, a.delta)
@@ -128,6 +183,11 @@ def main() -> None:
         best = phases(a.q, a.sigma, a.steps, a.delta, a.repeat)
         print("phases (least ms CPU over the repeats; rest = query - phases): " + ", ".join(
             f"{k} {v * 1e3:.2f}" for k, v in best.items()))
+    if a.detail:
+        best = detail(a.q, a.sigma, a.steps, a.delta, a.repeat)
+        print("detail (least ms CPU over the repeats; overlapping):")
+        for k, v in best.items():
+            print(f"  {k:34s} {v * 1e3:7.2f}")
 
 
 if __name__ == "__main__":

@@ -129,3 +129,30 @@ def test_split_bin_masses_reuse_is_exact(k, shift):
     assert fresh is not None and again is not None
     for a, b in zip(again, fresh, strict=True):
         assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("h,k", [(6e-5, 3), (1e-4, 3), (6e-5, 5)])
+def test_split_bin_masses_partial_reuse_is_exact(h, k, monkeypatch):
+    """The grid j (k h) inside j h rounds like (k j) h at most points but not all (k not a
+    power of 2): the matching edges reuse their tails, the others are evaluated fresh, and
+    every value is the float a fresh pair gives (session 12); the reuse does happen."""
+    s, w = 1.0, 0.01
+    used = MixturePair(GaussianPair(s), w)
+    used.split_bin_masses(np.arange(-200, 30000) * h)
+    coarse = np.arange(-200 // k, 30000 // k + 4) * (k * h)
+    same = np.isin(coarse, np.arange(-200, 30000) * h)
+    assert 0.5 < same.mean() < 1.0  # (the case this test is about)
+    fresh = MixturePair(GaussianPair(s), w).split_bin_masses(coarse)
+    seen: list[int] = []
+    evaluate = MixturePair._fresh_tails
+
+    def counted(self, edges):
+        seen.append(len(edges))
+        return evaluate(self, edges)
+
+    monkeypatch.setattr(MixturePair, "_fresh_tails", counted)
+    again = used.split_bin_masses(coarse)
+    assert fresh is not None and again is not None
+    for a, b in zip(again, fresh, strict=True):
+        assert np.array_equal(a, b)
+    assert sum(seen) == len(coarse) - int(np.count_nonzero(same))

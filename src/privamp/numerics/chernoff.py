@@ -214,15 +214,23 @@ def _blocks(p: np.ndarray, points: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     exact = np.zeros(nb, dtype=bool)
     exact[np.argpartition(-sums, k - 1)[:k]] = True
     keep = (sums > 0) & ~exact
-    ent = (np.arange(nb * b).reshape(nb, b)[exact]).ravel()
-    ent = ent[ent < n]
-    ent = ent[p[ent] > 0]
-    order = np.argsort(np.concatenate((last[keep], ent)), kind="stable")
+    # (issue 28, session 12: the kept blocks' last indices and the exact blocks' positive
+    # entries are distinct positions, so their merged order is that of a mask over the
+    # positions -- no argsort; the same values in the same order)
+    in_exact = np.repeat(exact, b)[:n]
+    sel = in_exact & (p > 0)
+    tops = last[keep]
+    sel[tops] = True
+    pos = np.flatnonzero(sel)
+    val = np.array(p, dtype=float)
+    val[tops] = sums[keep]
     with np.errstate(divide="ignore"):
-        logs = np.concatenate((np.log(sums[keep]), np.log(p[ent])))
-    at_max = np.concatenate((last[keep], ent))[order].astype(float)
-    at_min = np.concatenate((first[keep], ent))[order].astype(float)
-    return logs[order], at_max, at_min
+        logs = np.log(val[pos])
+    at_max = pos.astype(float)
+    at_min = at_max.copy()
+    blk = ~in_exact[pos]
+    at_min[blk] = first[pos[blk] // b]
+    return logs, at_max, at_min
 
 
 #: the Chernoff bounds of :func:`product_windows` minimise over this fixed grid of lambdas

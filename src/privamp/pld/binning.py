@@ -550,7 +550,6 @@ def _chain_chunk(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None, b0: int, 
         # starts from the max-rule value
         chain = np.zeros((L + 1, nb))
         chain[0] = _max_rule_at(g, np.arange(s0, s1, L))
-        fwd = np.empty(nb)
         left = np.empty(nb, dtype=bool)
         both = np.empty(nb, dtype=bool)
         # rows without a left-end peak / an oversized tent skip those steps (no-ops there)
@@ -558,16 +557,15 @@ def _chain_chunk(g: np.ndarray, t: np.ndarray, cap: np.ndarray | None, b0: int, 
         any_too_big = too_big.any(axis=1).tolist()
         for i in range(L):
             c, nxt = chain[i], chain[i + 1]
-            # fwd = max((g - (1 - t) c) / t, 0) up
-            np.multiply(omt[i], c, out=fwd)
-            np.subtract(gp[i], fwd, out=fwd)
-            np.divide(fwd, tdiv[i], out=fwd)
-            np.maximum(fwd, 0.0, out=fwd)
-            fwd *= up
-            np.greater(fwd, cap_right[i], out=left)
+            # nxt = max((g - (1 - t) c) / t, 0) up, formed in place (session 12: no copy)
+            np.multiply(omt[i], c, out=nxt)
+            np.subtract(gp[i], nxt, out=nxt)
+            np.divide(nxt, tdiv[i], out=nxt)
+            np.maximum(nxt, 0.0, out=nxt)
+            nxt *= up
+            np.greater(nxt, cap_right[i], out=left)
             if any_at_left[i]:
                 left |= at_left[i]
-            np.copyto(nxt, fwd)
             if left.any():
                 np.copyto(nxt, 0.0, where=left)
                 if any_too_big[i]:

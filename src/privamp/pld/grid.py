@@ -530,8 +530,9 @@ def truncated(h: float, offset: int, z: np.ndarray, inf_mass: float, kind: str,
     """Truncate tails of mass <= tau: pessimistic moves the low tail up to the first kept
     index and the high tail to +inf; optimistic drops both (dropping P-mass lowers D)."""
     n = len(z)
-    i0, low = tail_cut(z, tau)  # (the prefix sums' cut, summing only the tail: issue 28)
-    k, high = tail_cut(z[::-1], tau)
+    nonneg = bool(z.min() >= 0.0) if n else True  # (one pass for both ends: session 12)
+    i0, low = tail_cut(z, tau, nonneg)  # (the prefix sums' cut, summing only the tail)
+    k, high = tail_cut(z[::-1], tau, nonneg)
     i1 = n - k  # keep [i0, i1)
     if i1 <= i0:  # nothing above the threshold: keep the largest entry's neighbourhood
         i0 = int(np.argmax(z))

@@ -42,17 +42,10 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
     a = np.atleast_1d(np.asarray(alpha, dtype=float))
     if pld.inf_mass > 0:
         return np.full(a.shape, np.inf)
-    n = len(pld.masses)
-    k = max(1, math.ceil(n / _FLOOR_BLOCKS))
-    # the block sums of the masses with the top drop done, without a copy (issue 28)
-    blocks, weighted = block_sums(pld.masses, pld.slack, k)
-    keep = blocks > 0
-    if not keep.any():
+    points = _jensen_points(pld)
+    if points is None:
         return np.zeros(a.shape)
-    # P-weighted mean loss of each block (Jensen: sum p e^{tl} >= P_block e^{t mean})
-    index = weighted[keep] / blocks[keep]
-    lm = (pld.offset + k * np.flatnonzero(keep) + index) * pld.h
-    lw = np.log(blocks[keep])
+    lm, lw = points
     out = np.empty(a.shape)
     for i in range(0, a.size, _ORDER_CHUNK):  # (orders x blocks) tables a chunk at a time
         t = (a[i : i + _ORDER_CHUNK] - 1.0)[:, None]
@@ -62,6 +55,30 @@ def renyi_floor(pld: PLD, alpha: np.ndarray) -> np.ndarray:
             lse = top[:, 0] + np.log(np.exp(e - top).sum(axis=1))
         out[i : i + _ORDER_CHUNK] = lse / t[:, 0]
     return np.maximum(out, 0.0)
+
+
+def _jensen_points(pld: PLD) -> tuple[np.ndarray, np.ndarray] | None:
+    """The blocks of :func:`renyi_floor` (independent of the orders): their P-weighted mean
+    losses and log masses, None if no block has mass.  Kept on the PLD while its masses
+    array, offset, step and slack are unchanged (session 12: the screening asks the same
+    one-step PLDs at several sets of orders; the same floats as computed afresh)."""
+    key = (pld.offset, pld.h, pld.slack)
+    memo = pld.__dict__.get("_jensen_memo")
+    if memo is not None and memo[0] is pld.masses and memo[1] == key:
+        return memo[2]
+    n = len(pld.masses)
+    k = max(1, math.ceil(n / _FLOOR_BLOCKS))
+    # the block sums of the masses with the top drop done, without a copy (issue 28)
+    blocks, weighted = block_sums(pld.masses, pld.slack, k)
+    keep = blocks > 0
+    points = None
+    if keep.any():
+        # P-weighted mean loss of each block (Jensen: sum p e^{tl} >= P_block e^{t mean})
+        index = weighted[keep] / blocks[keep]
+        lm = (pld.offset + k * np.flatnonzero(keep) + index) * pld.h
+        points = (lm, np.log(blocks[keep]))
+    pld.__dict__["_jensen_memo"] = (pld.masses, key, points)
+    return points
 
 
 def two_sided_renyi_floor(pld, alpha: np.ndarray) -> np.ndarray:

@@ -79,6 +79,10 @@ class TableScan:
         self.first: list[tuple[float, float]] = []  # (G, R) at each chunk's first index
         self.entries: dict[int, tuple[float, float]] = {}
         self.answers: dict = {}
+        # the last chunk run, during :meth:`values` only (session 12: a query reads the
+        # chunk where its search stopped, and often the chunk at loss 0, right after
+        # running them; read-only; dropped on return, so nothing of a chunk's length stays)
+        self.last: tuple[int, tuple[int, np.ndarray, np.ndarray]] | None = None
 
     def span(self, k: int) -> tuple[int, int]:
         """The index range [lo, top) of chunk k."""
@@ -91,7 +95,10 @@ class TableScan:
         return (self.nb - 1 - i // self.B) // self.rows
 
     def run(self, k: int) -> tuple[int, np.ndarray, np.ndarray]:
-        """``(lo, R[lo:top], G[lo:top])`` of chunk k (k <= the chunks computed so far)."""
+        """``(lo, R[lo:top], G[lo:top])`` of chunk k (k <= the chunks computed so far;
+        read-only arrays)."""
+        if self.last is not None and self.last[0] == k:
+            return self.last[1]
         acc, g_above, inc_above = self.states[k]
         wrev, tailrev, decay = self.weights
         B, rows = self.B, min(self.rows, self.nb - k * self.rows)
@@ -120,13 +127,17 @@ class TableScan:
         if k == len(self.first):
             self.first.append((float(g[0]), float(r[0])))
             self.states.append((acc, float(g[0]), float(inc[0])))
-        return lo, np.ascontiguousarray(r), np.ascontiguousarray(g)
+        r, g = np.ascontiguousarray(r), np.ascontiguousarray(g)
+        r.flags.writeable = g.flags.writeable = False
+        self.last = (k, (lo, r, g))
+        return lo, r, g
 
     def scan(self, chunk: int | None = None) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
         """Every chunk from the top down (``chunk``: another chunk size, for tests)."""
         t = self if chunk is None else TableScan(self.m, self.h, self.up, chunk)
         for k in range(t.chunks):
             yield t.run(k)
+        t.last = None
 
     def values(self, want: np.ndarray, target: float | None = None
                ) -> tuple[dict[int, tuple[float, float]], int]:
@@ -166,6 +177,7 @@ class TableScan:
             lo, r, g = self.run(k)
             for i in by_chunk[k]:
                 self.entries[i] = (float(g[i - lo]), float(r[i - lo]))
+        self.last = None
         return self.entries, j
 
 

@@ -11,7 +11,7 @@ __all__ = ["tail_cut"]
 _FIRST = 1024
 
 
-def tail_cut(z: np.ndarray, tau: float) -> tuple[int, float]:
+def tail_cut(z: np.ndarray, tau: float, nonneg: bool | None = None) -> tuple[int, float]:
     """With ``cs = np.cumsum(z)``: ``i = np.searchsorted(cs, tau, side="right")`` (for
     nonnegative z: the number of leading entries whose prefix mass is <= tau) and
     ``cs[i - 1]`` (0.0 if i = 0), bit for bit.
@@ -26,6 +26,7 @@ def tail_cut(z: np.ndarray, tau: float) -> tuple[int, float]:
     Args:
         z: 1-d float array (a view is fine, e.g. ``z[::-1]`` for the upper tail).
         tau: the tail mass allowed.
+        nonneg: ``z.min() >= 0.0`` if already known (None: checked here).
 
     Returns:
         ``(i, cs[i - 1])``.
@@ -33,7 +34,7 @@ def tail_cut(z: np.ndarray, tau: float) -> tuple[int, float]:
     n = len(z)
     if n == 0:
         return 0, 0.0
-    if not z.min() >= 0.0:
+    if not (z.min() >= 0.0 if nonneg is None else nonneg):
         cs = np.cumsum(z)
         i = int(np.searchsorted(cs, tau, side="right"))
         return i, float(cs[i - 1]) if i > 0 else 0.0
