@@ -56,14 +56,16 @@ def _dpa_add(q: float, sigma: float, T: int, pessimistic: bool):
         logging.disable(logging.NOTSET)
 
 
-@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10)])
+@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10),
+                                       (1e-4, 2.0, 100), (1e-5, 4.0, 100)])
 def test_swapped_run_brackets_dp_accounting(q, sigma, T):
     """The run's add direction (swapped, as the default call leaves it): its delta is at least
     the truth's lower reference -- the identity delta_add(e) = 1 - e^e + e^e delta_rm(-e)
     applied to the remove direction's certified optimistic (lower) run PLD (dp-accounting's
     optimistic add PLD is ~1e-15 at these rates, too weak a reference: review session 11) --
     and within 2e-7 of dp-accounting's pessimistic add PLD (above the truth), at epsilons
-    around the answer."""
+    around the answer.  (q 1e-4, sigma 2, T 100 and q 1e-5, sigma 4, T 100: the lead composed
+    in two levels, swapped since session 12.)"""
     an = pld_analysis(pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T))
     up, _ = an.epsilon(1e-5)
     assert 1 in an._swapped  # (the swap stood: the remove direction decides here)
