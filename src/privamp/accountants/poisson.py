@@ -1,8 +1,7 @@
 """The PLD accountant for Poisson subsampling (add/remove, zero-out): the remove and add
 dominating pairs of a Poisson-subsampled mechanism (Zhu, Dong, Wang 2022, arXiv:2106.08567)
 and the run accountant "pld" for Poisson runs (grid: :mod:`.grid`; checkpoints of an
-epsilon curve: :mod:`.pld_run`).
-"""
+epsilon curve: :mod:`.pld_run`)."""
 
 from __future__ import annotations
 
@@ -54,7 +53,12 @@ from .pld_run import (
     settle_partial,
     sparse_checkpoints,
 )
-from .poisson_bounds import hellinger_tv_bound, product_renyi_floor, swapped_pessimistic
+from .poisson_bounds import (
+    hellinger_tv_bound,
+    product_renyi_floor,
+    run_tv_bound,
+    swapped_pessimistic,
+)
 from .poisson_phase import fixed_step_pld
 from .poisson_policy import (
     FINE_SECONDARY_RATE,
@@ -95,8 +99,7 @@ class PLDAnalysis(RunAnalysis):
     ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
     step of each direction is adjusted so that its largest loss lies on the grid, which
     removes the first-order rounding of the top atom in the optimistic bound).  The
-    composition is computed on the first query and cached.
-    """
+    composition is computed on the first query and cached."""
 
     def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
         self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
@@ -115,13 +118,12 @@ class PLDAnalysis(RunAnalysis):
     def _own_step(self, i: int) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
         singles = self._step_plds()
         if i in self._lazy:
-            if laplace_direction(self._pairs[i]):  # (on its own grid, self.grid[i])
-                p, _ = laplace_single_step(self._pairs[i], self.grid[i], self._tail, self._rho)
+            pair, two = self._pairs[i], (False, False)
+            if laplace_direction(pair):  # (on its own grid, self.grid[i])
+                p = laplace_single_step(pair, self.grid[i], self._tail, self._rho)[0]
                 check_slack(p, self.steps)
-                two = (False, False)
             else:
-                p, _, two = self._lead_recipe(self._pairs[i], *self._plans[0],
-                                              optimistic=False)
+                p, _, two = self._lead_recipe(pair, *self._plans[0], optimistic=False)
             singles[i] = (p, None, two)
             self._psteps[i] = p.h
             self._lazy.discard(i)
@@ -136,7 +138,8 @@ class PLDAnalysis(RunAnalysis):
         own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE`, and
         in every run whose lead direction is composed in one level where the secondary
         direction is its swap (:meth:`_swap_applies`), the secondary direction is on the lead
-        direction's plan from the start."""
+        direction's plan from the start; a swapped one (and Laplace's add direction) gets its
+        own step only when it decides (:meth:`_own_step`)."""
         if self._singles is None:
             self._pairs = self.step_pairs()
             self._tail = min(1e-16, 1e-13 / self.steps)
@@ -191,11 +194,8 @@ class PLDAnalysis(RunAnalysis):
                     singles.append((p, None, (self._two_level(h, width, one), True)))
                 elif self.h is None and lead_direction(pair):
                     singles.append(self._lead_recipe(pair, h, width, one))
-                elif self.h is None and laplace_direction(pair) and singles and \
-                        self._swap_applies(i):
-                    # the add direction: the lead's run swapped first (:meth:`_swap_applies`;
-                    # its own step, on its own grid h, only if it decides)
-                    self._swapped.add(i)
+                elif self.h is None and laplace_direction(pair) and self._swap_applies(i):
+                    self._swapped.add(i)  # (the lead's run swapped; its own step if it decides)
                     self._lazy.add(i)
                     singles.append((singles[0][0], None, (False, False)))
                 elif self.h is None and laplace_direction(pair):
@@ -411,13 +411,9 @@ class PLDAnalysis(RunAnalysis):
         composed on its own only if it decides the upper bound (:meth:`_unswap_if_deciding`).
         Issue 28: its composition was a third of a tiny-rate run's CPU time (q 1e-5, sigma 4,
         T 1e4), and the swapped one, a few 1e-8 looser, lies below the lead in most runs.
-        Session 12: also where the lead is composed in two levels in a run shorter than
-        ``TWO_LEVEL_MIN_T`` (q 1e-4, sigma 2, T 100: 10.5 -> 8.1 ms CPU, the same interval);
-        in longer two-level runs the swap's slack (``e^E`` times the lead's excess mass)
-        made it decide in every setting of the wide scan, so it is not tried there.  And
-        for Poisson-subsampled Laplace (its own step then on its own grid ``self.grid[i]``,
-        :func:`laplace_single_step`): q 1e-4, b 1, T 1e4: 13.2 -> 11.5 ms, the same
-        interval (the add direction lies below on the scan's settings)."""
+        Session 12: also two-level leads in runs shorter than ``TWO_LEVEL_MIN_T`` (longer: it
+        decided on every scan setting), q 1e-4, sigma 2, T 100: 10.5 -> 8.1 ms; and Laplace
+        (own step on ``self.grid[i]``), q 1e-4, b 1, T 1e4: 13.2 -> 11.5 ms; same intervals."""
         pair = self._pairs[i]
         return self.h is None and isinstance(pair, SwappedPair) and pair.base is self._pairs[0]
 
@@ -449,11 +445,10 @@ class PLDAnalysis(RunAnalysis):
         return self.steps >= TWO_LEVEL_MIN_T and width <= SMALL_WINDOW * h
 
     def _one_level(self, i: int, x: PLD, truncation: float | None = None) -> PLD:
-        """``x`` composed over the run in one level (:func:`laplace_compose`); for a
-        small-rate Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of
-        direction ``i``) or in the one-level regime (T >= SHORT_RUN) by the power method first
-        (``auto`` squares PLDs of under 256 atoms: q 1e-4, sigma 8, T 1e4: 6.5 against 1.8 ms;
-        and of under 2^18 points: q 1e-7, sigma 0.5, T 1e4: add direction 151 -> 18 ms)."""
+        """``x`` composed over the run in one level (:func:`laplace_compose`); a small-rate
+        Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of direction ``i``)
+        or in the one-level regime (T >= SHORT_RUN) by the power method first (q 1e-4,
+        sigma 8, T 1e4: 6.5 -> 1.8 ms; q 1e-7, sigma 0.5, T 1e4: add direction 151 -> 18 ms)."""
         h, width, one = self._plans[i] if self.h is None else (0.0, math.inf, None)
         pair = self._pairs[i]
         if (self.steps >= SHORT_RUN if one is not None else self._small_window(h, width)) and (
@@ -517,20 +512,11 @@ class PLDAnalysis(RunAnalysis):
         return changed
 
     def tv_bound(self) -> float:
-        """An upper bound on the run's delta at epsilon 0: steps times the largest total
-        variation distance of one step's pairs (the total variation of a product is at most
-        the sum of its factors'; TV(P, Q) = delta(0) of the pair, rounded up by a relative
-        1e-9 and an absolute 1e-14 for the float error of its two tails).  Where the delta
-        asked for is at least this, epsilon is 0 (exact: delta(eps) is nonincreasing) and no
-        composition is needed (q = 1e-7, sigma 0.3, T = 10, delta = 1e-5: 0.76 s before).
-        Poisson-subsampled Gaussian: also :func:`hellinger_tv_bound` (about q sqrt(T) instead
-        of q T: q = 1e-7, sigma 1, T = 1e4, delta = 1e-5: epsilon 0 in 1 ms instead of a
-        30 ms composition)."""
+        """An upper bound on the run's delta at epsilon 0 (:func:`~.poisson_bounds.
+        run_tv_bound`, computed once): where the delta asked for is at least this, epsilon is
+        0 (exact: delta(eps) is nonincreasing) and no composition is needed."""
         if "_tv" not in self.__dict__:
-            pairs = self.step_pairs()
-            tv = max(float(np.asarray(p.delta(0.0))) for p in pairs)
-            self._tv = min(1.0, self.steps * (tv * (1.0 + 1e-9) + 1e-14),
-                           hellinger_tv_bound(pairs, self.steps))
+            self._tv = run_tv_bound(self.step_pairs(), self.steps)
         return self._tv
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
