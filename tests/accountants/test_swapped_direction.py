@@ -56,14 +56,16 @@ def _dpa_add(q: float, sigma: float, T: int, pessimistic: bool):
         logging.disable(logging.NOTSET)
 
 
-@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10)])
+@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-4, 2.0, 10**4), (1e-5, 1.0, 10),
+                                       (1e-4, 2.0, 100), (1e-5, 4.0, 100)])
 def test_swapped_run_brackets_dp_accounting(q, sigma, T):
     """The run's add direction (swapped, as the default call leaves it): its delta is at least
     the truth's lower reference -- the identity delta_add(e) = 1 - e^e + e^e delta_rm(-e)
     applied to the remove direction's certified optimistic (lower) run PLD (dp-accounting's
     optimistic add PLD is ~1e-15 at these rates, too weak a reference: review session 11) --
     and within 2e-7 of dp-accounting's pessimistic add PLD (above the truth), at epsilons
-    around the answer."""
+    around the answer.  (q 1e-4, sigma 2, T 100 and q 1e-5, sigma 4, T 100: the lead composed
+    in two levels, swapped since session 12.)"""
     an = pld_analysis(pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T))
     up, _ = an.epsilon(1e-5)
     assert 1 in an._swapped  # (the swap stood: the remove direction decides here)
@@ -83,3 +85,28 @@ def test_swap_declines_optimistic():
     p = discretise(poisson_pairs(pa.Gaussian(1.0), 0.1)[0], 1e-3, 1e-16)[1]
     with pytest.raises(ValueError, match="pessimistic"):
         swapped_pessimistic(p)
+
+
+@pytest.mark.parametrize("q,sigma,T", [(1e-5, 4.0, 10**4), (1e-6, 1.0, 10**4),
+                                       (1e-4, 2.0, 100)])
+def test_swapped_direction_left_out_when_below(q, sigma, T):
+    """Session 12: a swapped direction whose pessimistic delta at the others' largest epsilon
+    is <= delta is left out of the query's maximum (no inversion of its profile).  The upper
+    bound equals the maximum over every direction (the code it replaced), and it is at least
+    the add direction's epsilon certified from below by the swap identity on the remove
+    direction's optimistic run PLD (an independent lower reference for the truth)."""
+    an = pld_analysis(pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T))
+    up, lo = an.epsilon(1e-5)
+    assert an._below == {1}
+    full_up, full_lo = an.pld().epsilon(1e-5)  # (every direction, as before session 12)
+    assert float(up.value) == float(full_up) and float(lo.value) == float(full_lo)
+    (_, o_rm), (add, _) = an.pld().directions
+    assert float(add.epsilon(1e-5)) <= float(up.value) * (1 + 1e-12)
+
+    def add_lower(eps: float) -> float:
+        return 1.0 - math.exp(eps) + math.exp(eps) * float(o_rm.delta(-eps))
+
+    grid = np.linspace(0.0, float(up.value) * 1.5, 400)
+    certified = [e for e in grid if add_lower(e) > 1e-5]
+    assert certified  # (the reference is not vacuous)
+    assert max(certified) <= float(up.value)

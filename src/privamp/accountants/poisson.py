@@ -1,8 +1,7 @@
 """The PLD accountant for Poisson subsampling (add/remove, zero-out): the remove and add
 dominating pairs of a Poisson-subsampled mechanism (Zhu, Dong, Wang 2022, arXiv:2106.08567)
 and the run accountant "pld" for Poisson runs (grid: :mod:`.grid`; checkpoints of an
-epsilon curve: :mod:`.pld_run`).
-"""
+epsilon curve: :mod:`.pld_run`)."""
 
 from __future__ import annotations
 
@@ -54,7 +53,12 @@ from .pld_run import (
     settle_partial,
     sparse_checkpoints,
 )
-from .poisson_bounds import hellinger_tv_bound, product_renyi_floor, swapped_pessimistic
+from .poisson_bounds import (
+    hellinger_tv_bound,
+    product_renyi_floor,
+    run_tv_bound,
+    swapped_pessimistic,
+)
 from .poisson_phase import fixed_step_pld
 from .poisson_policy import (
     FINE_SECONDARY_RATE,
@@ -62,6 +66,7 @@ from .poisson_policy import (
     SHORT_RUN,
     SINGLE_FLOOR_POINTS,
     SMALL_WINDOW,
+    check_steps,
 )
 from .registry import BoundPair, RunAnalysis, run_accountant
 
@@ -95,8 +100,7 @@ class PLDAnalysis(RunAnalysis):
     ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
     step of each direction is adjusted so that its largest loss lies on the grid, which
     removes the first-order rounding of the top atom in the optimistic bound).  The
-    composition is computed on the first query and cached.
-    """
+    composition is computed on the first query and cached."""
 
     def __init__(self, mechanism: Mechanism, rate: float, steps: int, h: float | None = None):
         self.mechanism, self.rate, self.steps = mechanism, float(rate), int(steps)
@@ -106,6 +110,7 @@ class PLDAnalysis(RunAnalysis):
         self._singles: list[tuple[PLD, PLD | None, tuple[bool, bool]]] | None = None
         self._swapped: set[int] = set()  # directions whose run PLD is the lead's swapped
         self._lazy: set[int] = set()  # ... whose one-step PLD is not discretised yet
+        self._below: set[int] = set()  # ... shown below the others at the query's points
 
     def _single_steps(self) -> list[tuple[PLD, PLD | None, tuple[bool, bool]]]:
         """:meth:`_step_plds` with every direction's own one-step PLDs (a swapped direction's,
@@ -115,8 +120,14 @@ class PLDAnalysis(RunAnalysis):
     def _own_step(self, i: int) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
         singles = self._step_plds()
         if i in self._lazy:
-            p, _, two = self._lead_recipe(self._pairs[i], *self._plans[0], optimistic=False)
+            pair, two = self._pairs[i], (False, False)
+            if laplace_direction(pair):  # (on its own grid, self.grid[i])
+                p = laplace_single_step(pair, self.grid[i], self._tail, self._rho)[0]
+                check_slack(p, self.steps)
+            else:
+                p, _, two = self._lead_recipe(pair, *self._plans[0], optimistic=False)
             singles[i] = (p, None, two)
+            self._psteps[i] = p.h
             self._lazy.discard(i)
         return singles[i]
 
@@ -129,7 +140,8 @@ class PLDAnalysis(RunAnalysis):
         own grid (:func:`one_level_step`).  At rates up to :data:`FINE_SECONDARY_RATE`, and
         in every run whose lead direction is composed in one level where the secondary
         direction is its swap (:meth:`_swap_applies`), the secondary direction is on the lead
-        direction's plan from the start."""
+        direction's plan from the start; a swapped one (and Laplace's add direction) gets its
+        own step only when it decides (:meth:`_own_step`)."""
         if self._singles is None:
             self._pairs = self.step_pairs()
             self._tail = min(1e-16, 1e-13 / self.steps)
@@ -151,7 +163,8 @@ class PLDAnalysis(RunAnalysis):
                     # decides, :meth:`_swap_applies`)
                     # tiny rates: on the lead direction's plan at once (FINE_SECONDARY_RATE)
                     plan = self._plans[0]
-                    if self._swap_applies(i) and not singles[0][2][0]:  # (one-level lead)
+                    if self._swap_applies(i) and (not singles[0][2][0]
+                                                  or self.steps < TWO_LEVEL_MIN_T):
                         # its own step only on need (_single_steps):
                         # here the lead's stands in (same plan), read by _run_pld for its h
                         self._swapped.add(i)
@@ -183,6 +196,10 @@ class PLDAnalysis(RunAnalysis):
                     singles.append((p, None, (self._two_level(h, width, one), True)))
                 elif self.h is None and lead_direction(pair):
                     singles.append(self._lead_recipe(pair, h, width, one))
+                elif self.h is None and laplace_direction(pair) and self._swap_applies(i):
+                    self._swapped.add(i)  # (the lead's run swapped; its own step if it decides)
+                    self._lazy.add(i)
+                    singles.append((singles[0][0], None, (False, False)))
                 elif self.h is None and laplace_direction(pair):
                     p, o = laplace_single_step(pair, h, self._tail, self._rho)
                     check_slack(p, self.steps)
@@ -333,7 +350,7 @@ class PLDAnalysis(RunAnalysis):
         best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
         lead = min(full, key=lambda i: self._psteps[i])
         for i in list(self._partial):
-            if not np.any(getattr(pld.directions[i][0], which)(x) > best):
+            if i in self._below or not np.any(getattr(pld.directions[i][0], which)(x) > best):
                 continue
             plan = self._plans[lead]
             if i in self._fine:  # already on the lead's plan (FINE_SECONDARY_RATE)
@@ -395,20 +412,30 @@ class PLDAnalysis(RunAnalysis):
         first the lead's composed one swapped (:func:`~.poisson_bounds.swapped_pessimistic`),
         composed on its own only if it decides the upper bound (:meth:`_unswap_if_deciding`).
         Issue 28: its composition was a third of a tiny-rate run's CPU time (q 1e-5, sigma 4,
-        T 1e4), and the swapped one, a few 1e-8 looser, lies below the lead in most runs."""
+        T 1e4), and the swapped one, a few 1e-8 looser, lies below the lead in most runs.
+        Session 12: also two-level leads in runs shorter than ``TWO_LEVEL_MIN_T`` (longer: it
+        decided on every scan setting), q 1e-4, sigma 2, T 100: 10.5 -> 8.1 ms; and Laplace
+        (own step on ``self.grid[i]``), q 1e-4, b 1, T 1e4: 13.2 -> 11.5 ms; same intervals."""
         pair = self._pairs[i]
         return self.h is None and isinstance(pair, SwappedPair) and pair.base is self._pairs[0]
 
     def _unswap_if_deciding(self, x: np.ndarray, which: str) -> None:
         """Compose a swapped direction (:meth:`_swap_applies`) on its own, from its own
         one-step PLD, where its upper bound exceeds every other direction's at some query
-        point (its swap's slack could then widen the interval)."""
+        point (its swap's slack could then widen the interval).  Those below are kept in
+        ``_below``: the query leaves them out of its maximum (for epsilon, session 12: its
+        delta at the others' largest epsilon e is at most the delta asked for, so its true
+        epsilon is at most e -- a profile value instead of an inversion, 0.3 against 0.7 ms
+        on 18k points)."""
         pld = self._run_pld  # (composing it first: that sets the swapped directions)
+        self._below = set()
         for i in sorted(self._swapped):
             others = [getattr(p, which)(x) for j, (p, _) in enumerate(pld.directions)
                       if j != i]
-            if others and not np.any(getattr(pld.directions[i][0], which)(x)
-                                     > np.max(others, axis=0)):
+            top, p = np.max(others or [np.inf], axis=0), pld.directions[i][0]
+            if others and (np.all(p.delta(top) <= x) if which == "epsilon" and np.all(
+                    np.isfinite(top)) else not np.any(getattr(p, which)(x) > top)):
+                self._below.add(i)
                 continue
             p, _, two_level = self._own_step(i)
             run = compose_two_level(p, self.steps) if two_level[0] else self._one_level(i, p)
@@ -427,11 +454,10 @@ class PLDAnalysis(RunAnalysis):
         return self.steps >= TWO_LEVEL_MIN_T and width <= SMALL_WINDOW * h
 
     def _one_level(self, i: int, x: PLD, truncation: float | None = None) -> PLD:
-        """``x`` composed over the run in one level (:func:`laplace_compose`); for a
-        small-rate Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of
-        direction ``i``) or in the one-level regime (T >= SHORT_RUN) by the power method first
-        (``auto`` squares PLDs of under 256 atoms: q 1e-4, sigma 8, T 1e4: 6.5 against 1.8 ms;
-        and of under 2^18 points: q 1e-7, sigma 0.5, T 1e4: add direction 151 -> 18 ms)."""
+        """``x`` composed over the run in one level (:func:`laplace_compose`); a small-rate
+        Gaussian direction on a small window (:data:`SMALL_WINDOW`, plan of direction ``i``)
+        or in the one-level regime (T >= SHORT_RUN) by the power method first (q 1e-4,
+        sigma 8, T 1e4: 6.5 -> 1.8 ms; q 1e-7, sigma 0.5, T 1e4: add direction 151 -> 18 ms)."""
         h, width, one = self._plans[i] if self.h is None else (0.0, math.inf, None)
         pair = self._pairs[i]
         if (self.steps >= SHORT_RUN if one is not None else self._small_window(h, width)) and (
@@ -453,7 +479,8 @@ class PLDAnalysis(RunAnalysis):
             return z, z
         self._unswap_if_deciding(x, which)
         self._refine_if_deciding(x, which)
-        up, lo = getattr(self._run_pld, which)(x)
+        up, lo = getattr(TwoSidedPLD([d for i, d in enumerate(self._run_pld.directions)
+                                      if i not in self._below]), which)(x)
         if self.h is None and isinstance(self.mechanism, Laplace):
             small = float(np.min(x) if which == "epsilon" else np.min(up))
             if small > 0.0 and self._laplace_precise(x, which, small):
@@ -495,20 +522,11 @@ class PLDAnalysis(RunAnalysis):
         return changed
 
     def tv_bound(self) -> float:
-        """An upper bound on the run's delta at epsilon 0: steps times the largest total
-        variation distance of one step's pairs (the total variation of a product is at most
-        the sum of its factors'; TV(P, Q) = delta(0) of the pair, rounded up by a relative
-        1e-9 and an absolute 1e-14 for the float error of its two tails).  Where the delta
-        asked for is at least this, epsilon is 0 (exact: delta(eps) is nonincreasing) and no
-        composition is needed (q = 1e-7, sigma 0.3, T = 10, delta = 1e-5: 0.76 s before).
-        Poisson-subsampled Gaussian: also :func:`hellinger_tv_bound` (about q sqrt(T) instead
-        of q T: q = 1e-7, sigma 1, T = 1e4, delta = 1e-5: epsilon 0 in 1 ms instead of a
-        30 ms composition)."""
+        """An upper bound on the run's delta at epsilon 0 (:func:`~.poisson_bounds.
+        run_tv_bound`, computed once): where the delta asked for is at least this, epsilon is
+        0 (exact: delta(eps) is nonincreasing) and no composition is needed."""
         if "_tv" not in self.__dict__:
-            pairs = self.step_pairs()
-            tv = max(float(np.asarray(p.delta(0.0))) for p in pairs)
-            self._tv = min(1.0, self.steps * (tv * (1.0 + 1e-9) + 1e-14),
-                           hellinger_tv_bound(pairs, self.steps))
+            self._tv = run_tv_bound(self.step_pairs(), self.steps)
         return self._tv
 
     def renyi_floor(self, alpha: np.ndarray) -> np.ndarray:
@@ -578,15 +596,3 @@ def _applies(run) -> bool:
 def _build(run) -> PLDAnalysis:
     check_steps(run.steps)
     return PLDAnalysis(run.mechanism, run.scheme.rate, run.steps)
-
-
-#: above this many steps the FFT composition is not attempted (its grid and float-error
-#: allowances were checked up to 1e9 steps); the RDP accountant composes in closed form
-PLD_MAX_STEPS = 10**9
-
-
-def check_steps(steps: int) -> None:
-    """Raises NotApplicable above :data:`PLD_MAX_STEPS` steps."""
-    if steps > PLD_MAX_STEPS:
-        raise NotApplicable(f"steps={steps} is above the PLD accountant's {PLD_MAX_STEPS:.0e} "
-                            "steps (the Rényi-DP accountant composes any number in closed form)")

@@ -6,8 +6,10 @@ step.  Heuristics: soundness never depends on them (every choice is certified).
 
 from __future__ import annotations
 
-__all__ = ["FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "SHORT_RUN", "SINGLE_FLOOR_POINTS",
-           "SMALL_WINDOW"]
+from ..errors import NotApplicable
+
+__all__ = ["FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "PLD_MAX_STEPS", "SHORT_RUN",
+           "SINGLE_FLOOR_POINTS", "SMALL_WINDOW", "check_steps"]
 
 
 #: ``PLDAnalysis.renyi_floor`` takes T times one step's floor where every one-step
@@ -46,3 +48,23 @@ SMALL_WINDOW = 4e4
 #: sigma 0.3, T 10: 1.84 s -> 0.92 s CPU, lower bound 0.0773320 -> 0.0773194 (upper
 #: 0.0773323, dp-accounting 0.077332 in 1.99 s)
 SHORT_RUN = 100
+
+
+#: above this many steps the FFT composition is not attempted (its grid and float-error
+#: allowances were checked up to 1e9 steps); the RDP accountant composes in closed form
+PLD_MAX_STEPS = 10**9
+
+
+def check_steps(steps: int) -> None:
+    """Raises NotApplicable above :data:`PLD_MAX_STEPS` steps (moved here from
+    :mod:`.poisson` in session 12, which re-exports it).
+
+    Args:
+        steps: the run's number of steps.
+
+    Raises:
+        NotApplicable: ``steps`` above :data:`PLD_MAX_STEPS`.
+    """
+    if steps > PLD_MAX_STEPS:
+        raise NotApplicable(f"steps={steps} is above the PLD accountant's {PLD_MAX_STEPS:.0e} "
+                            "steps (the Rényi-DP accountant composes any number in closed form)")

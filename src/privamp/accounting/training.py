@@ -116,9 +116,11 @@ class Training:
                 out.append((acc, built))
         return out
 
-    def _analyses(self, name: str, skip: tuple[RunAccountant, ...] = ()
+    def _analyses(self, name: str, skip: tuple[RunAccountant, ...] = (),
+                  accountants: list[RunAccountant] | None = None
                   ) -> tuple[list[tuple[str, RunAnalysis]], list[tuple[str, str]]]:
-        accountants = applicable(self, name)
+        if accountants is None:  # (else: applicable(self, name), already found by the caller)
+            accountants = applicable(self, name)
         if not accountants:
             raise NotApplicable(
                 f"no accountant handles {type(self.mechanism).__name__} with "
@@ -172,9 +174,9 @@ class Training:
         """Ask the accountants; with "best", those whose answers are conversions of a Rényi-DP
         curve (capability "rdp_accountant") only when they can win
         (:mod:`privamp.accounting.screening`)."""
-        later = (_screened(self) + floor_screened(applicable(self, "best"))
-                 if accountant == "best" else ())
-        analyses, declined = self._analyses(accountant, skip=later)
+        found = applicable(self, "best") if accountant == "best" else None  # (once a query)
+        later = (_screened(found) + floor_screened(found) if found is not None else ())
+        analyses, declined = self._analyses(accountant, skip=later, accountants=found)
         pairs: list[BoundPair] = []
         errors = self._ask(analyses, accountant, which, x, pairs, declined)
         uppers = [np.asarray(u.value, dtype=float) for u, _ in pairs if u is not None]
@@ -287,7 +289,7 @@ class Training:
                      ) -> list[list[BoundPair]]:
         """Per checkpoint, the (upper, lower) pairs of the accountants that answer."""
         last = self._at(int(order[-1])) if order[-1] != self.steps else self
-        screened = _screened(last)
+        screened = _screened(applicable(last, "best"))
         chosen = applicable(last, accountant)
         if chosen and all(a in screened for a in chosen):  # an RDP accountant by name
             # strict=True: every checkpoint answers
@@ -404,7 +406,7 @@ class Training:
                 run_t = self._at(int(t))
                 n = compositions(run_t)
                 if base is None:
-                    accs = _screened(run_t)
+                    accs = _screened(applicable(run_t, "best"))
                     if not accs:
                         raise NotApplicable(f"no Rényi-DP accountant applies to {run_t}")
                     an = run_t._built(accs[0], "rdp")
@@ -444,11 +446,12 @@ class Training:
         )
 
 
-def _screened(run: Training) -> tuple[RunAccountant, ...]:
-    """The applicable accountants whose answers are the conversion of a Rényi-DP curve
-    (capability "rdp_accountant"): "best" asks them last, where the screening rule
-    (:mod:`privamp.accounting.screening`) does not rule them out."""
-    return tuple(a for a in applicable(run, "best") if "rdp_accountant" in a.capabilities)
+def _screened(found: list[RunAccountant]) -> tuple[RunAccountant, ...]:
+    """The accountants among ``found`` (those applicable to a run with "best") whose answers
+    are the conversion of a Rényi-DP curve (capability "rdp_accountant"): "best" asks them
+    last, where the screening rule (:mod:`privamp.accounting.screening`) does not rule them
+    out."""
+    return tuple(a for a in found if "rdp_accountant" in a.capabilities)
 
 
 class _Floor:
