@@ -217,10 +217,8 @@ def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
 def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np.ndarray:
     """Real FFT of p zero-padded to length N, in long double (memoised inside
     :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
-    def make() -> np.ndarray:
-        buf = np.zeros(N, dtype=np.longdouble)
-        buf[: len(p)] = p
-        return sfft.rfft(buf)
+    def make() -> np.ndarray:  # (in place: one array of N long doubles fewer)
+        return sfft.rfft_inplace(sfft.spectrum_buffer(p, N, np.longdouble), N)
 
     return _memo(("X", N, key), make)
 
@@ -379,7 +377,9 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     n = len(p)
     N = B * sfft.next_fast_len(-(-(max(m, n + B)) // B), real=True)
     d64 = 4.0 * _FFT_C * max(math.log2(N), 1.0) * u * l1
-    b = np.abs(sfft.rfft(p, N)) * (1.0 + 4.0 * u) + (d64 + 1e-300)
+    b = np.abs(sfft.rfft_inplace(sfft.spectrum_buffer(p, N), N))
+    b *= 1.0 + 4.0 * u
+    b += d64 + 1e-300
     kept = np.nonzero(T * (np.log(b) - math.log(l1)) > -80.0)[0]
     if not len(kept):
         return N, np.zeros(0, dtype=np.clongdouble), b, d64, d64

@@ -100,8 +100,8 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     atoms = np.flatnonzero(p >= 2.0**-24 * l1)
     if not 0 < len(atoms) <= ATOM_MAX or N < n:
         return None
-    buf = np.zeros(N)
-    buf[:n] = p
+    Y = sfft.spectrum_buffer(p, N)  # (the rest's transform is written over it)
+    buf = Y.view(float)[:N]
     buf[atoms] = 0.0
     # sum of N nonnegative terms: relative error <= (N - 1) u (Higham 2002, eq. (4.4))
     rest = float(np.sum(buf)) * (1.0 + (N + 2) * _U)
@@ -113,8 +113,8 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
         return None
     if N >= RELEASE_LEN:  # (plans of other lengths, e.g. the low-frequency attempt's)
         sfft.release_fft_plans()
-    Y = sfft.rfft(buf, overwrite_x=True)
     del buf
+    sfft.rfft_inplace(Y, N)
     M = len(Y)
     two_pi = 8.0 * np.arctan(np.longdouble(1.0))
     step = two_pi / np.longdouble(N)
@@ -191,7 +191,8 @@ def circular_window(out: np.ndarray, x_lo: int, W: int) -> np.ndarray:
 
 
 def inverse_then_release(Y: np.ndarray, N: int) -> np.ndarray:
-    """The float64 inverse real FFT of length N of the half spectrum ``Y`` (overwritten);
+    """The float64 inverse real FFT of length N of the half spectrum ``Y`` (C-contiguous,
+    overwritten: the values are written over its memory, :func:`fft_plans.irfft_inplace`);
     for N >= :data:`RELEASE_LEN`, scipy's FFT plan caches are then emptied
     (:func:`privamp.numerics.fft_plans.release_fft_plans`): the plans of one power of that
     length (float64, and long double if used) hold 16-32 bytes a point for the rest of the
@@ -206,7 +207,7 @@ def inverse_then_release(Y: np.ndarray, N: int) -> np.ndarray:
     Returns:
         The N real values.
     """
-    out = sfft.irfft(Y, N, overwrite_x=True)
+    out = sfft.irfft_inplace(Y, N)
     if N >= RELEASE_LEN:
         sfft.release_fft_plans()
     return out
