@@ -300,8 +300,9 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
             del atom  # (the spectrum, before the window's copy)
             return None if out is None else (int(x_lo), circular_window(out, x_lo, W),
                                              float(err), float(tau_lo), float(tau_hi))
-    if low is not None:  # long double only where the power is kept
+    if via_low := low is not None:  # long double only where the power is kept
         N, Xk, b, d_all, d = low
+        del low  # (its b would outlive the name)
         lb = np.log(b)
     else:
         N = sfft.next_fast_len(max(W, n), real=True)
@@ -311,20 +312,21 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         b, lb = _memo(("b", N, key), partial(_moduli, Xk, d))
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
-            low is not None and len(keep) and keep[-1] >= len(Xk)):
+            via_low and len(keep) and keep[-1] >= len(Xk)):
         return None
-    # Memory (issue 28): elementwise steps on chunks of the kept coefficients or in place (the
-    # same operations, so the same results); the spectrum released before the inverse FFT
+    # Memory (issue 28): elementwise steps in chunks or in place, b^(T-1) in coef's array (same
+    # operations, same values); coef: forward error T b^(T-1) d, or b^T where set to 0
     with np.errstate(over="ignore", under="ignore"):
-        pw = np.exp(np.multiply(lb, T - 1))  # b^(T-1)
-    # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
-    coef = b + T * d_all
-    coef *= pw
-    absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
-    for i in range(0, len(keep), 1 << 16):
-        ks = keep[i : i + (1 << 16)]
-        Yd[ks], absy[ks], coef[ks] = power_terms(Xk[ks], b[ks], lb[ks], pw[ks], T, d)
-    del pw, Xk, b, lb  # (the memoised ones stay in the cache)
+        coef = np.multiply(lb, T - 1)
+        np.exp(coef, out=coef)  # b^(T-1)
+        for i in range(0, len(coef), 1 << 16):
+            coef[i : i + (1 << 16)] *= b[i : i + (1 << 16)] + T * d_all
+        absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
+        for i in range(0, len(keep), 1 << 16):
+            ks = keep[i : i + (1 << 16)]
+            pw = np.exp(np.multiply(lb[ks], T - 1))  # (the same values as in coef above)
+            Yd[ks], absy[ks], coef[ks] = power_terms(Xk[ks], b[ks], lb[ks], pw, T, d)
+    del Xk, b, lb  # (the memoised ones stay in the cache)
     err = _inverse_error(hermitian_weights(N), coef, absy, N, W)
     del coef, absy
     if not (math.isfinite(err) and np.all(np.isfinite(Yd))):

@@ -23,6 +23,8 @@ the public scipy.fft functions are used on a copy (same values, no saving).
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 import scipy.fft as _sfft
 
@@ -41,6 +43,8 @@ FFT_PLAN_CACHE = 16
 PLAN_BYTES_CAP = 160 << 20
 #: lengths from which plans are noted (smaller plans are at most a few MB each)
 _LARGE = 1 << 18
+#: spectrum buffers of at least this many bytes are anonymous memory maps
+_MMAP_BYTES = 1 << 22
 
 next_fast_len = _sfft.next_fast_len
 _noted: dict[tuple[str, int, int], int] = {}
@@ -105,7 +109,12 @@ def spectrum_buffer(p: np.ndarray, N: int, dtype=np.float64) -> np.ndarray:
     """
     if len(p) > N:
         raise ValueError(f"p has {len(p)} entries, more than the transform length N = {N}")
-    Y = np.zeros(N // 2 + 1, dtype=np.result_type(dtype, np.complex64))
+    ct = np.dtype(np.result_type(dtype, np.complex64))
+    nbytes = (N // 2 + 1) * ct.itemsize
+    if nbytes >= _MMAP_BYTES:  # (its own pages: returned to the system when it dies)
+        Y = np.frombuffer(mmap.mmap(-1, nbytes), dtype=ct)
+    else:
+        Y = np.zeros(N // 2 + 1, dtype=ct)
     Y.view(dtype)[: len(p)] = p
     return Y
 
