@@ -49,9 +49,11 @@ from .fft_power import (
     atom_power,
     circular_window,
     hermitian_weights,
+    inverse_error,
     inverse_then_release,
     power_terms,
 )
+from .fft_split import SPLIT_MIN_LEN, rfft_split, split_constant
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -217,7 +219,9 @@ def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
 def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np.ndarray:
     """Real FFT of p zero-padded to length N, in long double (memoised inside
     :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
-    def make() -> np.ndarray:  # (in place: one array of N long doubles fewer)
+    def make() -> np.ndarray:  # (in place, or split: fft_split's error model, C >= 24)
+        if N >= SPLIT_MIN_LEN and N % 2 == 0 and 4.0 * _FFT_C >= split_constant(np.longdouble):
+            return rfft_split(p, N, np.longdouble)
         return sfft.rfft_inplace(sfft.spectrum_buffer(p, N, np.longdouble), N)
 
     return _memo(("X", N, key), make)
@@ -439,24 +443,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
 def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
                    extra: tuple[float, float] = (0.0, 0.0),
                    extra_y: tuple[float, float] = (0.0, 0.0)) -> float:
-    """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
-    length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
-    coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
-    sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
-    DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
-    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
-    W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
-    long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
-    coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|."""
-    k = max(math.log2(N), 1.0)
-    cu = _FFT_C * k * UNIT_ROUNDOFF
-    wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
-    coef_sum = float(np.sum(wc)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
-    coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
-    y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
-    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
-    return min(W * entry, l2_route) * (1.0 + 1e-6)
+    """:func:`privamp.numerics.fft_power.inverse_error` with this module's constant C."""
+    return inverse_error(wts, coef, absy, N, W, _FFT_C, extra, extra_y)
 
 
 # ------------------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ PLAN_BYTES_CAP = 160 << 20
 #: lengths from which plans are noted (smaller plans are at most a few MB each)
 _LARGE = 1 << 18
 #: spectrum buffers of at least this many bytes are anonymous memory maps
-_MMAP_BYTES = 1 << 22
+_MMAP_BYTES = 1 << 62
 
 next_fast_len = _sfft.next_fast_len
 _noted: dict[tuple[str, int, int], int] = {}
