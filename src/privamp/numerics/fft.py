@@ -53,7 +53,7 @@ from .fft_power import (
     inverse_then_release,
     power_terms,
 )
-from .fft_split import SPLIT_MIN_LEN, rfft_split, split_constant
+from .fft_split import rfft_split, split_constant, splits
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -219,8 +219,8 @@ def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
 def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np.ndarray:
     """Real FFT of p zero-padded to length N, in long double (memoised inside
     :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
-    def make() -> np.ndarray:  # (in place, or split: fft_split's error model, C >= 24)
-        if N >= SPLIT_MIN_LEN and N % 2 == 0 and 4.0 * _FFT_C >= split_constant(np.longdouble):
+    def make() -> np.ndarray:  # (in place, or split: fft_split)
+        if splits(N, np.longdouble) and 4.0 * _FFT_C >= split_constant(np.longdouble):
             return rfft_split(p, N, np.longdouble)
         return sfft.rfft_inplace(sfft.spectrum_buffer(p, N, np.longdouble), N)
 
@@ -383,7 +383,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     n = len(p)
     N = B * sfft.next_fast_len(-(-(max(m, n + B)) // B), real=True)
     d64 = 4.0 * _FFT_C * max(math.log2(N), 1.0) * u * l1
-    b = np.abs(sfft.rfft_inplace(sfft.spectrum_buffer(p, N), N))
+    split = splits(N) and 4.0 * _FFT_C >= split_constant(np.float64)  # (fft_split)
+    b = np.abs(rfft_split(p, N) if split else sfft.rfft_inplace(sfft.spectrum_buffer(p, N), N))
     b *= 1.0 + 4.0 * u
     b += d64 + 1e-300
     kept = np.nonzero(T * (np.log(b) - math.log(l1)) > -80.0)[0]

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import fft_plans as sfft
 from .chernoff import UNIT_ROUNDOFF
-from .fft_split import SPLIT_MIN_LEN, irfft_split_inplace, rfft_split, split_constant
+from .fft_split import irfft_split_inplace, rfft_split, split_constant, splits
 
 __all__ = ["ATOM_MAX", "ATOM_MIN_LEN", "ATOM_REST", "RELEASE_LEN", "atom_power",
            "circular_window", "hermitian_weights", "inverse_error", "inverse_then_release",
@@ -102,7 +102,7 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     atoms = np.flatnonzero(p >= 2.0**-24 * l1)
     if not 0 < len(atoms) <= ATOM_MAX or N < n:
         return None
-    split = N >= SPLIT_MIN_LEN and N % 2 == 0 and 4.0 * c_fft >= split_constant(np.float64)
+    split = splits(N) and 4.0 * c_fft >= split_constant(np.float64)
     if split:  # (fft_split: half the transform's working memory, within the same model)
         rest = 0.0  # chunk sums, then their sum: still n terms, <= (n - 1) u relative
         for i in range(0, n, 1 << 20):
@@ -234,9 +234,9 @@ def splits_inverse(N: int) -> bool:
         N: the transform length.
 
     Returns:
-        True for N >= SPLIT_MIN_LEN divisible by 4.
+        :func:`privamp.numerics.fft_split.splits` in float64.
     """
-    return N >= SPLIT_MIN_LEN and N % 4 == 0
+    return splits(N)
 
 
 def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
@@ -252,9 +252,8 @@ def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W
     long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
     coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|.
     C = ``c_fft``; for lengths :func:`inverse_then_release` splits (:func:`splits_inverse`),
-    ``C (log2(N) - 1) + 9.2`` in place of ``C log2(N)``: the half-length transforms and the
-    radix-2 step (<= 6.5 per entry, <= 9.2 in l2 with its safety 1.1; fft_split's module
-    docstring).
+    ``C (log2(N) - 1) + 16`` in place of ``C log2(N)``: the half-length transforms and the
+    radix-2 step (fft_split's module docstring).
 
     Args:
         wts: the Hermitian weights (:func:`hermitian_weights`) of the coefficients given.
@@ -267,7 +266,7 @@ def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W
         The l1 bound (rounded up by 1e-6 relative).
     """
     k = max(math.log2(N), 1.0)
-    cu = (c_fft * (k - 1.0) + 9.2 if splits_inverse(N) else c_fft * k) * UNIT_ROUNDOFF
+    cu = (c_fft * (k - 1.0) + 16.0 if splits_inverse(N) else c_fft * k) * UNIT_ROUNDOFF
     wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
     coef_sum = float(np.sum(wc)) + extra[0]
     entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N

@@ -13,30 +13,28 @@ model of :func:`privamp.numerics.fft.self_convolve_power`, each transform of len
 erring per coefficient by at most ``C log2(L) u ||x||_1`` and per entry of an inverse by
 ``(1/L) C log2(L) u sum |Y|``).
 
+* Twiddles ``t_k = exp(-+ 2 pi i k / N)``, 0 <= k <= N/2, as products ``hi[k // B]
+  lo[k % B]`` of two tables computed in long double with the angle reduced to [0, pi/2]
+  (:class:`_Twiddles`): ``|t^ - t| <= tau`` with tau = 17.9 u_ld (long double) or 5.9 u
+  (float64: tables rounded to complex128, product in complex128).  Complex products err by
+  ``<= 2 sqrt(2) u`` relative (Higham 2002, Lemma 3.5), sums by ``<= u (|a| + |b|)`` (we
+  take 1.5 u).
 * Forward: ``X_k = E_k + t_k O_k`` with E, O the real FFTs of length M of the even and odd
   entries and ``t_k = exp(-2 pi i k / N)``; for ``M/2 < k <= M``, ``E_k = conj(E_{M-k})``
-  (likewise O).  Twiddles in long double with the angle reduced to [0, pi/2] (``k`` or
-  ``N/2 - k`` times ``2 pi / N``, 2 pi as 8 atan(1): the angle within 5 u_ld relative, so
-  8 u_ld absolute; cosl / sinl within 4 u_ld), so ``|t^ - t| <= 17 u_ld``, then cast to the
-  working type (float64: ``<= 1.5 u`` in all).  Product (``2 sqrt(2) u``, Higham 2002,
-  Lemma 3.5) and sum (``sqrt(2) u``): ``|X^_k - X_k| <= d_E + d_O + (tau + 4.3 u)
-  ||x||_1`` with ``tau`` the twiddle error; with ``d_E + d_O <= C log2(M) u ||x||_1``, the
-  whole is within ``C log2(N) u ||x||_1`` when ``1.1 (tau / u + 4.3) <= C``: 6.4 (float64
-  arithmetic) or 24 (long double) against C (4 x 8 = 32 in the forward bound of
-  self_convolve_power, 8 in the inverse's).  :func:`split_constant` gives the needed
-  constant; callers check it.
-* Inverse: ``x_{2m} = irfft_M(E')_m``, ``x_{2m+1} = irfft_M(O')_m`` with ``E'_k = (Y_k +
-  conj(Y_{M-k})) / 2`` and ``O'_k = (Y_k - conj(Y_{M-k})) t'_k / 2``, ``t'_k = exp(2 pi i k
-  / N)``, k = 0 .. M/2 (an exact factorisation of the inverse DFT, so coefficient errors
-  propagate as through the full inverse; the halving is exact barring underflow).  The
-  sum, product and twiddle add at most ``(1.5 + 2.9 + 1.5) u <= 5.9 u`` times ``(|Y_k| +
-  |Y_{M-k}|) / 2`` per coefficient, which the inverse DFT of length M maps to ``<= (5.9 u /
-  N) sum |Y|`` per entry: with the half-length transforms' ``C log2(M)``, within the full
-  transform's ``C log2(N)`` for ``C >= 5.9 * 1.1 = 6.5`` (C = 8).  In l2 over the N entries
-  (Parseval) the step adds ``<= 5.9 sqrt(2) u ||Y||_2 / sqrt(N) = 8.3 u ||Y||_2 /
-  sqrt(N)``: 0.3 u over C, inside the factor 2 of :func:`privamp.numerics.fft`'s inverse
-  bound (its second-order and mixed-radix allowance); the measured constants (0.43 per
-  log2, issue 14) leave the whole ~10x inside the model.
+  (likewise O).  ``|X^_k - X_k| <= d_E + d_O + (tau + 4.4 u) ||x||_1``; with ``d_E + d_O
+  <= C log2(M) u ||x||_1``, the whole is within ``C log2(N) u ||x||_1`` when ``1.1 (tau / u
+  + 4.4) <= C``: 11.3 (float64) or 24.5 (long double) (:func:`split_constant`), against
+  4 x 8 = 32 in the forward bounds of self_convolve_power; callers check it.
+* Inverse (float64): ``x_{2m} = irfft_M(E')_m``, ``x_{2m+1} = irfft_M(O')_m`` with ``E'_k
+  = (Y_k + conj(Y_{M-k})) / 2`` and ``O'_k = (Y_k - conj(Y_{M-k})) t'_k / 2``, ``t'_k =
+  exp(2 pi i k / N)``, k = 0 .. M/2: an exact factorisation of the inverse DFT, so
+  coefficient errors propagate as through the full inverse (the halving is exact barring
+  underflow).  The step errs by ``<= (1.5 + 5.9 + 2.9) u = 10.3 u`` times ``(|Y_k| +
+  |Y_{M-k}|) / 2`` per coefficient, which the inverse DFT of length M maps to ``<= (10.3 u
+  / N) sum |Y|`` per entry and, by Parseval, ``<= 10.3 sqrt(2) u ||Y||_2 / sqrt(N)`` in l2
+  over the N entries: with the half-length transforms' ``C log2(M)`` and a safety 1.1, the
+  inverse's constant ``C log2(N)`` becomes ``C (log2(N) - 1) + 16``
+  (:func:`privamp.numerics.fft_power.inverse_error`).
 """
 
 from __future__ import annotations
@@ -47,10 +45,10 @@ import numpy as np
 
 from . import fft_plans
 
-__all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant"]
+__all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant", "splits"]
 
-#: transforms of at least this (even) length are split
-SPLIT_MIN_LEN = 1 << 20
+#: float64 transforms of at least this length are split (long double: half of it)
+SPLIT_MIN_LEN = 1 << 21
 #: coefficients per chunk of the radix-2 step
 _CHUNK = 1 << 16
 #: arrays of at least this many bytes are anonymous memory maps (returned to the system
@@ -59,17 +57,31 @@ _MMAP_BYTES = 1 << 62
 
 
 def split_constant(dtype) -> float:
-    """The per-log2 constant C the split step needs (module docstring): ``1.1 (tau / u +
-    4.3)`` (forward; 6.5 also covers the float64 inverse's per-entry bound), tau the
-    twiddle error in units of the arithmetic's roundoff u.
+    """The per-log2 constant C the forward split step needs (module docstring): ``1.1
+    (tau / u + 4.4)``, tau the twiddle error in units of the arithmetic's roundoff u.
 
     Args:
         dtype: np.float64 or np.longdouble.
 
     Returns:
-        6.5 for float64 arithmetic (long-double twiddles, cast), 24.0 for long double.
+        11.3 for float64, 24.5 for long double.
     """
-    return 6.5 if np.dtype(dtype) == np.float64 else 24.0
+    return 11.3 if np.dtype(dtype) == np.float64 else 24.5
+
+
+def splits(N: int, dtype=np.float64) -> bool:
+    """Whether transforms of length N in ``dtype`` are split (long enough for the memory to
+    matter: N >= 2^21 in float64, 2^20 in long double; N divisible by 4).
+
+    Args:
+        N: the transform length.
+        dtype: np.float64 or np.longdouble.
+
+    Returns:
+        True to split.
+    """
+    low = SPLIT_MIN_LEN if np.dtype(dtype) == np.float64 else SPLIT_MIN_LEN // 2
+    return N >= low and N % 4 == 0
 
 
 def _empty(n: int, dtype) -> np.ndarray:
@@ -79,17 +91,36 @@ def _empty(n: int, dtype) -> np.ndarray:
     return np.zeros(n, dtype=dt)
 
 
-def _twiddles(k0: int, k1: int, N: int, sign: float, cdtype) -> np.ndarray:
-    """``exp(sign 2 pi i k / N)`` for k0 <= k < k1 <= N/2 + 1 (N even), angle reduced to
-    [0, pi/2], in long double, cast to ``cdtype``."""
-    k = np.arange(k0, k1, dtype=np.int64)
+def _direct(k: np.ndarray, N: int, sign: float) -> np.ndarray:
+    """``exp(sign 2 pi i k / N)`` (0 <= k <= N/2, N even) in long double, the angle reduced
+    to [0, pi/2]: each component within ``(4 (pi/2) k / N' + 2) u_ld`` (the angle within 4 u_ld
+    relative; cosl / sinl within 2 u_ld), so ``|t^ - t| <= 12 u_ld`` in all, ``<= 3 u_ld``
+    for angles below 0.01."""
     far = 4 * k > N
     kr = np.where(far, N // 2 - k, k)  # theta = pi - phi for k > N/4
-    step = 8.0 * np.arctan(np.longdouble(1.0)) / np.longdouble(N)
-    phi = kr.astype(np.longdouble) * step
+    phi = kr.astype(np.longdouble) * (8.0 * np.arctan(np.longdouble(1.0)) / np.longdouble(N))
     c, s = np.cos(phi), np.sin(phi)
     c[far] = -c[far]
-    return (c + (1j * sign) * s).astype(cdtype)
+    return c + (1j * sign) * s
+
+
+class _Twiddles:
+    """``exp(sign 2 pi i k / N)`` for 0 <= k <= N/2 as ``hi[k // B] lo[k % B]`` (B = 2^11):
+    both tables by :func:`_direct` (``lo``'s angles < 0.01), the product in the working
+    type.  Long double: ``|t^ - t| <= (12 + 3 + 2.9) u_ld = 17.9 u_ld``.  complex128 (tables
+    rounded to it first, ``sqrt(2) u`` each): ``<= (1.5 + 1.5 + 2.9) u = 5.9 u``."""
+
+    B = 1 << 11
+
+    def __init__(self, N: int, sign: float, cdtype) -> None:
+        self.N, self.sign, self.cdtype = N, sign, np.dtype(cdtype)
+        self.lo = _direct(np.arange(self.B), N, sign).astype(self.cdtype)
+
+    def __call__(self, k0: int, k1: int) -> np.ndarray:
+        a0 = k0 // self.B
+        hi = _direct(np.arange(a0, (k1 - 1) // self.B + 1) * self.B, self.N, self.sign)
+        k = np.arange(k0, k1)
+        return hi.astype(self.cdtype)[k // self.B - a0] * self.lo[k % self.B]
 
 
 def rfft_split(x: np.ndarray, N: int, dtype=np.float64,
@@ -125,9 +156,10 @@ def rfft_split(x: np.ndarray, N: int, dtype=np.float64,
     del halves
     X = _empty(M + 1, E.dtype)
     h = M // 2  # E_k, O_k stored for k <= h
+    tw = _Twiddles(N, -1.0, E.dtype)
     for k0 in range(0, M + 1, _CHUNK):
         k1 = min(M + 1, k0 + _CHUNK)
-        t = _twiddles(k0, k1, N, -1.0, E.dtype)
+        t = tw(k0, k1)
         a0, a1 = k0, min(k1, h + 1)  # direct part
         if a1 > a0:
             X[a0:a1] = E[a0:a1] + t[: a1 - a0] * O[a0:a1]
@@ -165,12 +197,13 @@ def irfft_split_inplace(Y: np.ndarray, N: int) -> np.ndarray:
     M = N // 2
     h = M // 2
     o_h = 0j
+    tw = _Twiddles(N, 1.0, Y.dtype)
     for k0 in range(0, h + 1, _CHUNK):
         k1 = min(h + 1, k0 + _CHUNK)
         a = Y[k0:k1].copy()
         b = np.conj(Y[M - k0 : M - k1 : -1])  # Y_{M-k} (M - k1 >= M/2 - 1 >= 0)
         e = (a + b) * 0.5
-        o = ((a - b) * 0.5) * _twiddles(k0, k1, N, 1.0, Y.dtype)
+        o = ((a - b) * 0.5) * tw(k0, k1)
         Y[k0:k1] = e
         if k1 == h + 1:  # slot M/2 is its own partner: E' there, O' kept aside
             o_h, o = o[-1], o[:-1]
