@@ -53,7 +53,7 @@ from .fft_power import (
     inverse_then_release,
     power_terms,
 )
-from .fft_split import rfft_split, split_constant, splits
+from .fft_split import rfft_split, split_constant, split_len, splits
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -293,7 +293,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
     if low is None and max(W, n) >= ATOM_MIN_LEN:  # a few atoms: no long-double transform
-        N = sfft.next_fast_len(max(W, n), real=True)
+        N = split_len(max(W, n))
         d_full = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         atom = atom_power(p, T, l1, N, _FFT_C, d_full,
                           max(1024.0, max_kept_fraction * (N // 2 + 1)))
@@ -309,7 +309,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
         del low  # (its b would outlive the name)
         lb = np.log(b)
     else:
-        N = sfft.next_fast_len(max(W, n), real=True)
+        N = split_len(max(W, n), np.longdouble)
         Xk = _long_double_spectrum(p, N, key)
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact| (|Xhat| from its complex128 rounding, rounded up)

@@ -45,7 +45,8 @@ import numpy as np
 
 from . import fft_plans
 
-__all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant", "splits"]
+__all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant", "split_len",
+           "splits"]
 
 #: float64 transforms of at least this length are split (long double: half of it)
 SPLIT_MIN_LEN = 1 << 21
@@ -82,6 +83,23 @@ def splits(N: int, dtype=np.float64) -> bool:
     """
     low = SPLIT_MIN_LEN if np.dtype(dtype) == np.float64 else SPLIT_MIN_LEN // 2
     return N >= low and N % 4 == 0
+
+
+def split_len(L: int, dtype=np.float64) -> int:
+    """A fast transform length >= L: scipy's next_fast_len, or for lengths that
+    :func:`splits` in ``dtype``, 4 times the next fast length >= L / 4 (so divisible by 4).
+
+    Args:
+        L: the least length.
+        dtype: np.float64 or np.longdouble.
+
+    Returns:
+        The length.
+    """
+    N = fft_plans.next_fast_len(L, real=True)
+    if N % 4 and splits(4 * (-(-L // 4)), dtype):
+        N = 4 * fft_plans.next_fast_len(-(-L // 4), real=True)
+    return N
 
 
 def _empty(n: int, dtype) -> np.ndarray:
