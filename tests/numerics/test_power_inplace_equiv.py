@@ -99,3 +99,21 @@ def test_low_frequency_path_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     start, z, err = res[:3]
     z_ref, err_ref = _reference(p, 10**5, start, len(z), low=seen[0])
     assert z.tobytes() == z_ref.tobytes() and err == err_ref
+
+
+def _fft_conv_session11(x, y, same):
+    # session 11's transforms of fft._fft_conv, verbatim (the bound is unchanged code)
+    n = len(x) + len(y) - 1
+    size = sf.next_fast_len(n, real=True)
+    fx = sf.rfft(x, size)
+    fz = fx * fx if same else fx * sf.rfft(y, size)
+    return sf.irfft(fz, size)[:n]
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_fft_conv_same_bytes(same: bool) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.random(30_001) ** 8
+    y = x if same else rng.random(12_345) ** 3
+    z, _ = fft_mod._fft_conv(x, y, same)
+    assert z.tobytes() == _fft_conv_session11(x, y, same).tobytes()

@@ -72,9 +72,13 @@ def _fft_conv(x: np.ndarray, y: np.ndarray, same: bool) -> tuple[np.ndarray, flo
     n = len(x) + len(y) - 1
     u = UNIT_ROUNDOFF
     size = sfft.next_fast_len(n, real=True)
-    fx = sfft.rfft(x, size)
-    fz = fx * fx if same else fx * sfft.rfft(y, size)
-    z = sfft.irfft(fz, size)[:n]
+    # in place (fft_plans.rfft_inplace: scipy's values, one array of the size fewer each);
+    # the product as numpy's temporary elision ran ``fx * rfft(y)``: (fy, fx) into fy (its
+    # complex products are not symmetric to the bit)
+    fx = sfft.rfft_inplace(sfft.spectrum_buffer(x, size), size)
+    fz = fx if same else sfft.rfft_inplace(sfft.spectrum_buffer(y, size), size)
+    np.multiply(fz, fx, out=fz)
+    z = sfft.irfft_inplace(fz, size)[:n]
     k = max(math.log2(size), 1.0)
     eta = 6.0 * u
     l1x, l1y = float(np.sum(np.abs(x))), float(np.sum(np.abs(y)))
