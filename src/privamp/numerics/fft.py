@@ -73,11 +73,11 @@ def _fft_conv(x: np.ndarray, y: np.ndarray, same: bool) -> tuple[np.ndarray, flo
     u = UNIT_ROUNDOFF
     size = sfft.next_fast_len(n, real=True)
     # in place (fft_plans.rfft_inplace: scipy's values, one array of the size fewer each);
-    # the product as numpy's temporary elision ran ``fx * rfft(y)``: (fy, fx) into fy (its
-    # complex products are not symmetric to the bit)
+    # the product as ``fx * rfft(y)`` ran: numpy's temporary elision (arrays >= 256 KiB) made
+    # it (fy, fx) into fy; complex products are not symmetric to the bit
     fx = sfft.rfft_inplace(sfft.spectrum_buffer(x, size), size)
     fz = fx if same else sfft.rfft_inplace(sfft.spectrum_buffer(y, size), size)
-    np.multiply(fz, fx, out=fz)
+    np.multiply(*((fz, fx) if fz.nbytes >= 1 << 18 else (fx, fz)), out=fz)
     z = sfft.irfft_inplace(fz, size)[:n]
     k = max(math.log2(size), 1.0)
     eta = 6.0 * u
