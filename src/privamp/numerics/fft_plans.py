@@ -23,14 +23,11 @@ the public scipy.fft functions are used on a copy (same values, no saving).
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 import scipy.fft as _sfft
 
 try:  # pocketfft's r2c / c2r with an ``out`` argument (module docstring)
     from scipy.fft._pocketfft import pypocketfft as _pfft
-    from scipy.fft._pocketfft.helper import _workers
 except ImportError:  # pragma: no cover - another scipy layout
     _pfft = None
 
@@ -43,8 +40,6 @@ FFT_PLAN_CACHE = 16
 PLAN_BYTES_CAP = 160 << 20
 #: lengths from which plans are noted (smaller plans are at most a few MB each)
 _LARGE = 1 << 18
-#: spectrum buffers of at least this many bytes are anonymous memory maps
-_MMAP_BYTES = 1 << 62
 
 next_fast_len = _sfft.next_fast_len
 _noted: dict[tuple[str, int, int], int] = {}
@@ -109,12 +104,7 @@ def spectrum_buffer(p: np.ndarray, N: int, dtype=np.float64) -> np.ndarray:
     """
     if len(p) > N:
         raise ValueError(f"p has {len(p)} entries, more than the transform length N = {N}")
-    ct = np.dtype(np.result_type(dtype, np.complex64))
-    nbytes = (N // 2 + 1) * ct.itemsize
-    if nbytes >= _MMAP_BYTES:  # (its own pages: returned to the system when it dies)
-        Y = np.frombuffer(mmap.mmap(-1, nbytes), dtype=ct)
-    else:
-        Y = np.zeros(N // 2 + 1, dtype=ct)
+    Y = np.zeros(N // 2 + 1, dtype=np.result_type(dtype, np.complex64))
     Y.view(dtype)[: len(p)] = p
     return Y
 
@@ -135,7 +125,7 @@ def rfft_inplace(Y: np.ndarray, N: int) -> np.ndarray:
     if _pfft is None:  # pragma: no cover
         Y[:] = _sfft.rfft(x.copy())
         return Y
-    _pfft.r2c(x, (0,), True, 0, Y, _workers(None))
+    _pfft.r2c(x, (0,), True, 0, Y, _sfft.get_workers())
     return Y
 
 
@@ -156,5 +146,5 @@ def irfft_inplace(Y: np.ndarray, N: int) -> np.ndarray:
     if _pfft is None:  # pragma: no cover
         out[:] = _sfft.irfft(Y, N)
         return out
-    _pfft.c2r(Y, (0,), N, False, 2, out, _workers(None))
+    _pfft.c2r(Y, (0,), N, False, 2, out, _sfft.get_workers())
     return out

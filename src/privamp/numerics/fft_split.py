@@ -39,8 +39,6 @@ erring per coefficient by at most ``C log2(L) u ||x||_1`` and per entry of an in
 
 from __future__ import annotations
 
-import mmap
-
 import numpy as np
 
 from . import fft_plans
@@ -52,9 +50,6 @@ __all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant
 SPLIT_MIN_LEN = 1 << 21
 #: coefficients per chunk of the radix-2 step
 _CHUNK = 1 << 16
-#: arrays of at least this many bytes are anonymous memory maps (returned to the system
-#: when they die, not kept in the C heap)
-_MMAP_BYTES = 1 << 62
 
 
 def split_constant(dtype) -> float:
@@ -100,13 +95,6 @@ def split_len(L: int, dtype=np.float64) -> int:
     if N % 4 and splits(4 * (-(-L // 4)), dtype):
         N = 4 * fft_plans.next_fast_len(-(-L // 4), real=True)
     return N
-
-
-def _empty(n: int, dtype) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if n * dt.itemsize >= _MMAP_BYTES:
-        return np.frombuffer(mmap.mmap(-1, n * dt.itemsize), dtype=dt)
-    return np.zeros(n, dtype=dt)
 
 
 def _direct(k: np.ndarray, N: int, sign: float) -> np.ndarray:
@@ -172,7 +160,7 @@ def rfft_split(x: np.ndarray, N: int, dtype=np.float64,
         del buf
     E, O = halves
     del halves
-    X = _empty(M + 1, E.dtype)
+    X = np.empty(M + 1, dtype=E.dtype)
     h = M // 2  # E_k, O_k stored for k <= h
     tw = _Twiddles(N, -1.0, E.dtype)
     for k0 in range(0, M + 1, _CHUNK):
@@ -230,7 +218,7 @@ def irfft_split_inplace(Y: np.ndarray, N: int) -> np.ndarray:
     Y[h:M] = Y[M:h:-1].copy()  # O'_0 .. O'_{M/2 - 1} in order
     Y[M] = o_h
     odd = fft_plans.irfft_inplace(Y[h:], M)
-    out = _empty(N, Y.real.dtype)  # (after the transforms: not alive beside their scratch)
+    out = np.empty(N, dtype=Y.real.dtype)  # (after the transforms: not alive beside their scratch)
     out[0::2] = even
     out[1::2] = odd
     return out
