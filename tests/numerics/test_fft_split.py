@@ -36,7 +36,8 @@ def test_forward_within_model(N: int, dtype) -> None:
     ref = _mp_rfft(x, N)
     u = U if dtype is np.float64 else U_LD
     # the model: C log2(N) u ||x||_1 with the split's constant, over C log2(M) + its step
-    bound = (8.0 * math.log2(N // 2) + fft_split.split_constant(dtype)) * u * float(x.sum())
+    c_split = fft_split.split_constant(dtype)
+    bound = (fft_mod._FFT_C * math.log2(N // 2) + c_split) * u * float(x.sum())
     for k in range(N // 2 + 1):
         got = mpmath.mpc(float(X[k].real), float(X[k].imag)) if dtype is np.float64 else \
             mpmath.mpc(mpmath.mpf(str(X[k].real)), mpmath.mpf(str(X[k].imag)))
@@ -68,7 +69,7 @@ def test_inverse_within_model(N: int) -> None:
     full[0], full[N // 2] = mpmath.mpf(full[0].real), mpmath.mpf(full[N // 2].real)
     wsum = float(sum(abs(v) for v in full))
     # per entry: (1/N) (C (log2 N - 1) + 16) u sum |Y| (fft_power.inverse_error's constant)
-    bound = (8.0 * (math.log2(N) - 1.0) + 16.0) * U * wsum / N
+    bound = (fft_mod._FFT_C * (math.log2(N) - 1.0) + 16.0) * U * wsum / N
     for m in range(N):
         ref = mpmath.fsum(full[k] * mpmath.expjpi(2 * mpmath.mpf(k * m) / N)
                           for k in range(N)) / N

@@ -18,12 +18,13 @@ from privamp.numerics.fft_power import circular_window, hermitian_weights, power
 fft_mod = importlib.import_module("privamp.numerics.fft")
 U = 2.0**-53
 U_LD = float(np.finfo(np.longdouble).eps) / 2.0
+C = fft_mod._FFT_C  # (8 in session 11; the references below read the current constant)
 
 
 def _inverse_error(wts, coef, absy, N, W, extra=(0.0, 0.0), extra_y=(0.0, 0.0)):
     # session 11, verbatim
     k = max(math.log2(N), 1.0)
-    cu = 8.0 * k * U
+    cu = C * k * U
     wc, wy = wts * coef, wts * absy
     coef_sum = float(np.sum(wc)) + extra[0]
     entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
@@ -45,7 +46,7 @@ def _reference(p, T, x_lo, W, low=None):
         buf = np.zeros(N, dtype=np.longdouble)
         buf[: len(p)] = p
         Xk = sf.rfft(buf)
-        d = d_all = 4.0 * 8.0 * max(math.log2(N), 1.0) * U_LD * l1
+        d = d_all = 4.0 * C * max(math.log2(N), 1.0) * U_LD * l1
         b = np.abs(Xk.astype(complex)) * (1.0 + 4.0 * U) + (d + 1e-300)
         lb = np.log(b)
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
