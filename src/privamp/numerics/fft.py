@@ -49,9 +49,11 @@ from .fft_power import (
     atom_power,
     circular_window,
     hermitian_weights,
+    inverse_error,
     inverse_then_release,
     power_terms,
 )
+from .fft_split import rfft_split, split_constant, split_len, splits
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -70,9 +72,13 @@ def _fft_conv(x: np.ndarray, y: np.ndarray, same: bool) -> tuple[np.ndarray, flo
     n = len(x) + len(y) - 1
     u = UNIT_ROUNDOFF
     size = sfft.next_fast_len(n, real=True)
-    fx = sfft.rfft(x, size)
-    fz = fx * fx if same else fx * sfft.rfft(y, size)
-    z = sfft.irfft(fz, size)[:n]
+    # in place (fft_plans.rfft_inplace: scipy's values, one array of the size fewer each);
+    # the product as ``fx * rfft(y)`` ran: numpy's temporary elision (arrays >= 256 KiB) made
+    # it (fy, fx) into fy; complex products are not symmetric to the bit
+    fx = sfft.rfft_inplace(sfft.spectrum_buffer(x, size), size)
+    fz = fx if same else sfft.rfft_inplace(sfft.spectrum_buffer(y, size), size)
+    np.multiply(*((fz, fx) if fz.nbytes >= 1 << 18 else (fx, fz)), out=fz)
+    z = sfft.irfft_inplace(fz, size)[:n]
     k = max(math.log2(size), 1.0)
     eta = 12.0 * u  # 2 eta >= 23.41 u, pocketfft's proven 2-norm rate (docs/fft_roundoff.md)
     l1x, l1y = float(np.sum(np.abs(x))), float(np.sum(np.abs(y)))
@@ -217,10 +223,10 @@ def _moduli(X: np.ndarray, d: float) -> tuple[np.ndarray, np.ndarray]:
 def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np.ndarray:
     """Real FFT of p zero-padded to length N, in long double (memoised inside
     :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
-    def make() -> np.ndarray:
-        buf = np.zeros(N, dtype=np.longdouble)
-        buf[: len(p)] = p
-        return sfft.rfft(buf)
+    def make() -> np.ndarray:  # (in place, or split: fft_split)
+        if splits(N, np.longdouble) and 4.0 * _FFT_C >= split_constant(np.longdouble):
+            return rfft_split(p, N, np.longdouble)
+        return sfft.rfft_inplace(sfft.spectrum_buffer(p, N, np.longdouble), N)
 
     return _memo(("X", N, key), make)
 
@@ -291,7 +297,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     l1 = float(np.sum(p)) * (1.0 + (n + 2) * UNIT_ROUNDOFF)
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
     if low is None and max(W, n) >= ATOM_MIN_LEN:  # a few atoms: no long-double transform
-        N = sfft.next_fast_len(max(W, n), real=True)
+        N = split_len(max(W, n))
         d_full = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         atom = atom_power(p, T, l1, N, _FFT_C, d_full,
                           max(1024.0, max_kept_fraction * (N // 2 + 1)))
@@ -302,31 +308,33 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
             del atom  # (the spectrum, before the window's copy)
             return None if out is None else (int(x_lo), circular_window(out, x_lo, W),
                                              float(err), float(tau_lo), float(tau_hi))
-    if low is not None:  # long double only where the power is kept
+    if via_low := low is not None:  # long double only where the power is kept
         N, Xk, b, d_all, d = low
+        del low  # (its b would outlive the name)
         lb = np.log(b)
     else:
-        N = sfft.next_fast_len(max(W, n), real=True)
+        N = split_len(max(W, n), np.longdouble)
         Xk = _long_double_spectrum(p, N, key)
         d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact| (|Xhat| from its complex128 rounding, rounded up)
         b, lb = _memo(("b", N, key), partial(_moduli, Xk, d))
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
     if len(keep) > max(1024.0, max_kept_fraction * len(b)) or (
-            low is not None and len(keep) and keep[-1] >= len(Xk)):
+            via_low and len(keep) and keep[-1] >= len(Xk)):
         return None
-    # Memory (issue 28): elementwise steps on chunks of the kept coefficients or in place (the
-    # same operations, so the same results); the spectrum released before the inverse FFT
+    # Memory (issue 28): elementwise steps in chunks or in place, b^(T-1) in coef's array (same
+    # operations, same values); coef: forward error T b^(T-1) d, or b^T where set to 0
     with np.errstate(over="ignore", under="ignore"):
-        pw = np.exp(np.multiply(lb, T - 1))  # b^(T-1)
-    # propagated forward error T b^(T-1) d, plus b^T for coefficients set to 0
-    coef = b + T * d_all
-    coef *= pw
-    absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
-    for i in range(0, len(keep), 1 << 16):
-        ks = keep[i : i + (1 << 16)]
-        Yd[ks], absy[ks], coef[ks] = power_terms(Xk[ks], b[ks], lb[ks], pw[ks], T, d)
-    del pw, Xk, b, lb  # (the memoised ones stay in the cache)
+        coef = np.multiply(lb, T - 1)
+        np.exp(coef, out=coef)  # b^(T-1)
+        for i in range(0, len(coef), 1 << 16):
+            coef[i : i + (1 << 16)] *= b[i : i + (1 << 16)] + T * d_all
+        absy, Yd = np.zeros(len(b)), np.zeros(len(b), dtype=complex)
+        for i in range(0, len(keep), 1 << 16):
+            ks = keep[i : i + (1 << 16)]
+            pw = np.exp(np.multiply(lb[ks], T - 1))  # (the same values as in coef above)
+            Yd[ks], absy[ks], coef[ks] = power_terms(Xk[ks], b[ks], lb[ks], pw, T, d)
+    del Xk, b, lb  # (the memoised ones stay in the cache)
     err = _inverse_error(hermitian_weights(N), coef, absy, N, W)
     del coef, absy
     if not (math.isfinite(err) and np.all(np.isfinite(Yd))):
@@ -379,7 +387,10 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     n = len(p)
     N = B * sfft.next_fast_len(-(-(max(m, n + B)) // B), real=True)
     d64 = 4.0 * _FFT_C * max(math.log2(N), 1.0) * u * l1
-    b = np.abs(sfft.rfft(p, N)) * (1.0 + 4.0 * u) + (d64 + 1e-300)
+    split = splits(N) and 4.0 * _FFT_C >= split_constant(np.float64)  # (fft_split)
+    b = np.abs(rfft_split(p, N) if split else sfft.rfft_inplace(sfft.spectrum_buffer(p, N), N))
+    b *= 1.0 + 4.0 * u
+    b += d64 + 1e-300
     kept = np.nonzero(T * (np.log(b) - math.log(l1)) > -80.0)[0]
     if not len(kept):
         return N, np.zeros(0, dtype=np.clongdouble), b, d64, d64
@@ -437,24 +448,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
 def _inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
                    extra: tuple[float, float] = (0.0, 0.0),
                    extra_y: tuple[float, float] = (0.0, 0.0)) -> float:
-    """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
-    length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
-    coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
-    sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
-    DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
-    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
-    W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
-    long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
-    coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|."""
-    k = max(math.log2(N), 1.0)
-    cu = _FFT_C * k * UNIT_ROUNDOFF
-    wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
-    coef_sum = float(np.sum(wc)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
-    coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
-    y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
-    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
-    return min(W * entry, l2_route) * (1.0 + 1e-6)
+    """:func:`privamp.numerics.fft_power.inverse_error` with this module's constant C."""
+    return inverse_error(wts, coef, absy, N, W, _FFT_C, extra, extra_y)
 
 
 # ------------------------------------------------------------------------------------------

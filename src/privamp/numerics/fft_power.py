@@ -19,9 +19,11 @@ import numpy as np
 
 from . import fft_plans as sfft
 from .chernoff import UNIT_ROUNDOFF
+from .fft_split import irfft_split_inplace, rfft_split, split_constant, splits
 
 __all__ = ["ATOM_MAX", "ATOM_MIN_LEN", "ATOM_REST", "RELEASE_LEN", "atom_power",
-           "circular_window", "hermitian_weights", "inverse_then_release", "power_terms"]
+           "circular_window", "hermitian_weights", "inverse_error", "inverse_then_release",
+           "power_terms", "splits_inverse"]
 
 _U = UNIT_ROUNDOFF
 _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
@@ -100,11 +102,21 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     atoms = np.flatnonzero(p >= 2.0**-24 * l1)
     if not 0 < len(atoms) <= ATOM_MAX or N < n:
         return None
-    buf = np.zeros(N)
-    buf[:n] = p
-    buf[atoms] = 0.0
-    # sum of N nonnegative terms: relative error <= (N - 1) u (Higham 2002, eq. (4.4))
-    rest = float(np.sum(buf)) * (1.0 + (N + 2) * _U)
+    split = splits(N) and 4.0 * c_fft >= split_constant(np.float64)
+    if split:  # (fft_split: half the transform's working memory, within the same model)
+        rest = 0.0  # chunk sums, then their sum: still n terms, <= (n - 1) u relative
+        for i in range(0, n, 1 << 20):
+            c = p[i : i + (1 << 20)].copy()
+            c[atoms[(atoms >= i) & (atoms < i + len(c))] - i] = 0.0
+            rest += float(np.sum(c))
+        rest *= 1.0 + (N + 2) * _U
+    else:
+        Y = sfft.spectrum_buffer(p, N)  # (the rest's transform is written over it)
+        buf = Y.view(float)[:N]
+        buf[atoms] = 0.0
+        # sum of N nonnegative terms: relative error <= (N - 1) u (Higham 2002, eq. (4.4))
+        rest = float(np.sum(buf)) * (1.0 + (N + 2) * _U)
+        del buf
     if rest > ATOM_REST * l1:
         return None
     d = 1.1 * ((64.0 + 2.0 * (len(atoms) + 1)) * _U_LD * l1
@@ -113,8 +125,7 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
         return None
     if N >= RELEASE_LEN:  # (plans of other lengths, e.g. the low-frequency attempt's)
         sfft.release_fft_plans()
-    Y = sfft.rfft(buf, overwrite_x=True)
-    del buf
+    Y = rfft_split(p, N, np.float64, atoms) if split else sfft.rfft_inplace(Y, N)
     M = len(Y)
     two_pi = 8.0 * np.arctan(np.longdouble(1.0))
     step = two_pi / np.longdouble(N)
@@ -191,13 +202,16 @@ def circular_window(out: np.ndarray, x_lo: int, W: int) -> np.ndarray:
 
 
 def inverse_then_release(Y: np.ndarray, N: int) -> np.ndarray:
-    """The float64 inverse real FFT of length N of the half spectrum ``Y`` (overwritten);
+    """The float64 inverse real FFT of length N of the half spectrum ``Y`` (C-contiguous,
+    overwritten: the values are written over its memory, :func:`fft_plans.irfft_inplace`,
+    or for :func:`splits_inverse` lengths by :func:`fft_split.irfft_split_inplace`: the
+    bound of :func:`inverse_error` covers both);
     for N >= :data:`RELEASE_LEN`, scipy's FFT plan caches are then emptied
     (:func:`privamp.numerics.fft_plans.release_fft_plans`): the plans of one power of that
     length (float64, and long double if used) hold 16-32 bytes a point for the rest of the
     query otherwise (T 1e7: sigma 0.3 q 1e-7 ~30 MiB of the peak, sigma 0.5 q 1e-7 ~30
     MiB), and rebuilding one costs ~15 ms at N = 3.5e6, against ~100 ms for the transform
-    (no CPU change measured on five queries, T 1e3..1e7).  Values unchanged.
+    (no CPU change measured on five queries, T 1e3..1e7).
 
     Args:
         Y: the half spectrum (complex128, length N // 2 + 1).
@@ -206,7 +220,57 @@ def inverse_then_release(Y: np.ndarray, N: int) -> np.ndarray:
     Returns:
         The N real values.
     """
-    out = sfft.irfft(Y, N, overwrite_x=True)
+    out = irfft_split_inplace(Y, N) if splits_inverse(N) else sfft.irfft_inplace(Y, N)
     if N >= RELEASE_LEN:
         sfft.release_fft_plans()
     return out
+
+
+def splits_inverse(N: int) -> bool:
+    """Whether :func:`inverse_then_release` computes a length-N inverse by
+    :func:`privamp.numerics.fft_split.irfft_split_inplace` (half the working memory).
+
+    Args:
+        N: the transform length.
+
+    Returns:
+        :func:`privamp.numerics.fft_split.splits` in float64.
+    """
+    return splits(N)
+
+
+def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W: int,
+                  c_fft: float, extra: tuple[float, float] = (0.0, 0.0),
+                  extra_y: tuple[float, float] = (0.0, 0.0)) -> float:
+    """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
+    length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
+    coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
+    sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
+    DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
+    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
+    W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
+    long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
+    coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|.
+    C = ``c_fft``; for lengths :func:`inverse_then_release` splits (:func:`splits_inverse`),
+    ``C (log2(N) - 1) + 16`` in place of ``C log2(N)``: the half-length transforms and the
+    radix-2 step (fft_split's module docstring).
+
+    Args:
+        wts: the Hermitian weights (:func:`hermitian_weights`) of the coefficients given.
+        coef, absy: per coefficient, its error bound and its modulus bound.
+        N, W: the transform length and the window's length.
+        c_fft: the per-log2(N) FFT roundoff constant C.
+        extra, extra_y: as above.
+
+    Returns:
+        The l1 bound (rounded up by 1e-6 relative).
+    """
+    k = max(math.log2(N), 1.0)
+    cu = (c_fft * (k - 1.0) + 16.0 if splits_inverse(N) else c_fft * k) * UNIT_ROUNDOFF
+    wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
+    coef_sum = float(np.sum(wc)) + extra[0]
+    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
+    coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
+    y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
+    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
+    return min(W * entry, l2_route) * (1.0 + 1e-6)
