@@ -13,7 +13,6 @@ import math
 
 import mpmath
 import numpy as np
-import pytest
 
 from privamp.numerics.fft_power import power_terms
 
@@ -122,12 +121,13 @@ def test_charge_covers_the_documented_ulps_where_it_matters() -> None:
                 assert _charged(T, x) + 2048.0 >= _needed(T, lx, (3.0, 1.0, 5.0))
 
 
-@pytest.mark.xfail(strict=True, reason="power_terms charges 4 u_ld T (|log|X|| + pi); with "
-                   "one ulp over glibc's documented (as the FFT proof assumes for cos/sin) it "
-                   "needs T (9 |log|X|| + 5 pi) (docs/fft_roundoff.md, section 11): fix at merge")
 def test_charge_covers_the_assumed_ulps_everywhere() -> None:
+    """power_terms' charge (4 u_ld (1 + T (3 |log|X|| + 2 pi)), docs/fft_roundoff.md section 11)
+    covers glibc's documented ulps plus one, at every modulus."""
     for T in (2, 10, 1000, 10**6):
         for lx in (0.0, 0.5, 5.0, 40.0):
+            if T * lx > 700.0:  # X^T underflows in float64 (callers keep T log|X| > -80)
+                continue
             x = complex(math.exp(-lx), 0.0)
             assert _charged(T, x) + 2048.0 >= _needed(T, lx)
 

@@ -45,7 +45,8 @@ def power_terms(Xk: np.ndarray, b: np.ndarray, lb: np.ndarray, pw: np.ndarray, T
     """(Y, |Y| rounded up, the error bound of Y) for kept coefficients ``Xk`` (long double,
     each within ``d`` of the exact one; ``b >= |X| + d`` with ``lb = log b``, ``pw =
     b^(T-1)``): ``Y = exp(T log Xk)`` in long double (relative error <= 4 u_ld (1 + T
-    (|log|Xk|| + pi)), ``|log|Xk|| <= |log b| + d / (b - d)``), cast to complex128
+    (3 |log|Xk|| + 2 pi)): clogl/cexpl at glibc's documented ulps plus one, docs/fft_roundoff.md
+    section 11), ``|log|Xk|| <= |log b| + d / (b - d)``), cast to complex128
     (relative u), and the propagated input error ``T b^(T-1) d``; the model of
     :func:`privamp.numerics.fft.self_convolve_power`.
 
@@ -60,7 +61,7 @@ def power_terms(Xk: np.ndarray, b: np.ndarray, lb: np.ndarray, pw: np.ndarray, T
     Yk = np.exp(T * np.log(Xk)).astype(complex)  # power in long double, then cast
     absYk = np.abs(Yk) * (1.0 + 4.0 * _U)
     lx = np.abs(lb) + d / np.maximum(b - d, 1e-300)
-    rel = 4.0 * _U_LD * (1.0 + T * (lx + math.pi)) + 2.0 * _U
+    rel = 4.0 * _U_LD * (1.0 + T * (3.0 * lx + 2.0 * math.pi)) + 2.0 * _U
     return Yk, absYk, pw * (T * d) + rel * absYk * (1.0 + 1e-6)
 
 
@@ -247,7 +248,8 @@ def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W
     coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
     sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
     DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
-    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (Higham 2002, Thm 24.2), and over
+    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (docs/fft_roundoff.md, sections 6
+    and 10), and over
     W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
     long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
     coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|.

@@ -23,7 +23,7 @@ erring per coefficient by at most ``C log2(L) u ||x||_1`` and per entry of an in
   entries and ``t_k = exp(-2 pi i k / N)``; for ``M/2 < k <= M``, ``E_k = conj(E_{M-k})``
   (likewise O).  ``|X^_k - X_k| <= d_E + d_O + (tau + 4.4 u) ||x||_1``; with ``d_E + d_O
   <= C log2(M) u ||x||_1``, the whole is within ``C log2(N) u ||x||_1`` when ``1.1 (tau / u
-  + 4.4) <= C``: 11.3 (float64) or 24.5 (long double) (:func:`split_constant`), against
+  + 4.4) <= C``: 11.4 (float64) or 24.6 (long double) (:func:`split_constant`), against
   the 4 C (C = fft._FFT_C) of the forward bounds of self_convolve_power; callers check it.
 * Inverse (float64): ``x_{2m} = irfft_M(E')_m``, ``x_{2m+1} = irfft_M(O')_m`` with ``E'_k
   = (Y_k + conj(Y_{M-k})) / 2`` and ``O'_k = (Y_k - conj(Y_{M-k})) t'_k / 2``, ``t'_k =
@@ -60,9 +60,9 @@ def split_constant(dtype) -> float:
         dtype: np.float64 or np.longdouble.
 
     Returns:
-        11.3 for float64, 24.5 for long double.
+        11.4 for float64, 24.6 for long double.
     """
-    return 11.3 if np.dtype(dtype) == np.float64 else 24.5
+    return 11.4 if np.dtype(dtype) == np.float64 else 24.6
 
 
 def splits(N: int, dtype=np.float64) -> bool:
