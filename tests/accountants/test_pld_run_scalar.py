@@ -54,13 +54,25 @@ def test_scalar_max_is_np_max():
     assert np.isnan(float(nan[0]))
 
 
-def test_curve_is_bit_identical_to_the_epsilon_sides_path(monkeypatch):
-    """The whole curve (100 checkpoints, a pessimistic-only direction settled sparsely) with
-    the one-delta path and with the code it replaced (epsilon_sides, np.max), verbatim."""
-    def run():
-        return pa.Training(pa.Gaussian(1.0), pa.Poisson(0.05), steps=400).epsilon_curve(1e-5)
+@pytest.mark.parametrize(("q", "sigma", "T"), [(0.05, 1.0, 400), (1e-3, 4.0, 20_000)])
+def test_curve_is_bit_identical_to_the_epsilon_sides_path(monkeypatch, q, sigma, T):
+    """The whole curve (100 checkpoints; a pessimistic-only direction settled sparsely, or
+    refined and evaluated by settle_partial at most checkpoints) with the one-delta path and
+    with the code it replaced (epsilon_sides, np.max), verbatim."""
+    calls = []
 
+    def run():
+        return pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=T).epsilon_curve(1e-5)
+
+    plain = pld_run.scalar_sides
+
+    def counted(dirs, d, hints, zeros):
+        calls.append(len(dirs))
+        return plain(dirs, d, hints, zeros)
+
+    monkeypatch.setattr(pld_run, "scalar_sides", counted)
     fast = run()
+    assert len(calls) >= 100  # (the path was taken)
 
     def sides(dirs, d, hints, zeros):
         return TwoSidedPLD(dirs).epsilon_sides(

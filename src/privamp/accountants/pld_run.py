@@ -230,11 +230,14 @@ def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list
         if not any(want):
             continue
         hints, last = None, max(k for k in range(n) if want[k])
+        d = check_delta(x) if np.ndim(x) == 0 else None  # (one delta: scalar_sides)
         for k, pess in zip(range(last + 1), stream(i, want, fine), strict=False):
             if not want[k]:
                 continue
-            one = TwoSidedPLD([(pess, zero_pld(pess.h))])
-            hints = one.epsilon_sides(x, hints)
+            z = zero_pld(pess.h)
+            one = TwoSidedPLD([(pess, z)])
+            hints = one.epsilon_sides(x, hints) if d is None else scalar_sides(
+                one.directions, d, [None if hints is None else hints[0]], {id(z)})
             old, rest = (vals[k] if decide[k] else (  # (own, the others') bounds
                 vals[nxt[k]][0] if nxt[k] in vals else np.inf,
                 np.asarray(out[k][0].value, dtype=float)))
