@@ -8,6 +8,7 @@ from collections.abc import Container
 
 import numpy as np
 
+from .._validation import check_delta
 from ..errors import NotApplicable
 from ..numerics.arrays import shaped
 from ..pld.budget import QUERY_REL
@@ -22,6 +23,8 @@ __all__ = [
     "sparse_checkpoints",
     "curve_points",
     "settle_partial",
+    "scalar_sides",
+    "scalar_max",
     "checkpoint_plds",
     "TRUNC_CURVE",
     "CURVE_OPTIMISTIC",
@@ -120,6 +123,8 @@ def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook,
     partial: dict[int, dict[int, tuple]] = {}
     hints: dict[int, tuple] = {}  # the last answers: later epsilons lie above these
     zeros: dict[float, PLD] = {}  # one zero optimistic PLD per grid step
+    one = which == "epsilon" and np.ndim(x) == 0  # (one delta: scalar_sides)
+    d = check_delta(x) if one else x
     for k, t in enumerate(ts):
         if sparse is not None and partial and any(sparse[k:]) and all(
                 i in finer and len(v) >= DECIDING_RUN and all(
@@ -139,23 +144,57 @@ def curve_points(ts: np.ndarray, streams: list, which: str, x: np.ndarray, hook,
         pld = TwoSidedPLD(dirs)
         try:
             if which == "epsilon":
-                sides = pld.epsilon_sides(x, [hints.get(i, (np.nan, np.nan)) for i in present])
+                sides = scalar_sides(dirs, d, [hints.get(i) for i in present],
+                                     set(map(id, zeros.values()))) if one else \
+                    pld.epsilon_sides(x, [hints.get(i, (np.nan, np.nan)) for i in present])
                 for n, (i, side) in enumerate(zip(present, sides, strict=True)):
                     hints[i] = side
                     if i in partial:
                         rest = [v[0] for m, v in enumerate(sides) if m != n]
                         partial[i][k] = (side[0], np.max(rest, axis=0) if rest else
                                          np.zeros_like(side[0]))
-                up, lo = (np.max(v, axis=0) for v in zip(*sides, strict=True))
+                up, lo = (np.max(v, axis=0) for v in zip(*sides, strict=True)) if not one \
+                    else scalar_max(sides)
             else:
                 up, lo = pld.delta(x)
-            check_finite_upper(pld, up, lo, x, which)
-            out.append((Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE),
-                        Bound(shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
+            if not one or up == math.inf:  # (a finite scalar upper bound needs no check)
+                check_finite_upper(pld, up, lo, x, which)
+            out.append((Bound(float(up) if one else shaped(up, x), "upper", PESSIMISTIC_SOURCE),
+                        Bound(float(lo) if one else shaped(lo, x), "lower", OPTIMISTIC_SOURCE)))
         except NotApplicable as exc:
             out.append(exc)
         extra.append(None if hook is None else hook(int(t), pld, out[-1]))
     return out, extra, partial
+
+
+def scalar_sides(dirs: list[tuple[PLD, PLD]], d: np.ndarray, hints: list,
+                 zeros: Container[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:meth:`TwoSidedPLD.epsilon_sides` at one delta ``d`` (a checked 0-d array), step for
+    step without its array plumbing (an epsilon curve asks it at every checkpoint): per
+    direction ``(p.epsilon(d, hint), o.epsilon(d, hint))``, the hints the least finite
+    earlier answers (None if there is none), an optimistic side whose ``id`` is in ``zeros``
+    (a zero PLD: profile 0) giving 0 as epsilon_sides does."""
+    out = []
+    for (p, o), h in zip(dirs, hints, strict=True):
+        hp, ho = (None, None) if h is None else (_finite(h[0]), _finite(h[1]))
+        out.append((p.epsilon(d, hp), np.zeros(()) if id(o) in zeros else o.epsilon(d, ho)))
+    return out
+
+
+def _finite(v: np.ndarray) -> float | None:
+    """One earlier answer as an epsilon hint: the float if finite, else None."""
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def scalar_max(sides: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The largest upper and lower bounds of ``sides`` (0-d arrays), as ``np.max`` over them
+    gives them (NaN, which no Bound may hold, propagated likewise)."""
+    ups = [float(a) for a, _ in sides]
+    los = [float(b) for _, b in sides]
+    if any(math.isnan(v) for v in ups + los):
+        return np.asarray(math.nan), np.asarray(math.nan)
+    return np.asarray(max(ups)), np.asarray(max(los))
 
 
 def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list[bool],
@@ -191,11 +230,14 @@ def settle_partial(out: list, partial: dict[int, dict[int, tuple]], sparse: list
         if not any(want):
             continue
         hints, last = None, max(k for k in range(n) if want[k])
+        d = check_delta(x) if np.ndim(x) == 0 else None  # (one delta: scalar_sides)
         for k, pess in zip(range(last + 1), stream(i, want, fine), strict=False):
             if not want[k]:
                 continue
-            one = TwoSidedPLD([(pess, zero_pld(pess.h))])
-            hints = one.epsilon_sides(x, hints)
+            z = zero_pld(pess.h)
+            one = TwoSidedPLD([(pess, z)])
+            hints = one.epsilon_sides(x, hints) if d is None else scalar_sides(
+                one.directions, d, [None if hints is None else hints[0]], {id(z)})
             old, rest = (vals[k] if decide[k] else (  # (own, the others') bounds
                 vals[nxt[k]][0] if nxt[k] in vals else np.inf,
                 np.asarray(out[k][0].value, dtype=float)))
