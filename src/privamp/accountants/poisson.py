@@ -42,7 +42,7 @@ from .grid import (
     secondary_direction,
     tail_sparsity,
 )
-from .laplace_poisson import laplace_compose, laplace_precise, laplace_single_step, needs_precise
+from .laplace_poisson import laplace_compose, laplace_single_step
 from .pld_run import (
     CURVE_OPTIMISTIC,
     check_finite_upper,
@@ -68,6 +68,7 @@ from .poisson_policy import (
     SMALL_WINDOW,
     check_steps,
 )
+from .poisson_precise import LaplacePrecise
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -94,7 +95,7 @@ def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[
     return [mix, SwappedPair(mix)]
 
 
-class PLDAnalysis(RunAnalysis):
+class PLDAnalysis(LaplacePrecise, RunAnalysis):
     """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
 
     ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
@@ -488,38 +489,6 @@ class PLDAnalysis(RunAnalysis):
         check_finite_upper(self._run_pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
-
-    def _laplace_precise(self, x: np.ndarray, which: str, delta: float) -> bool:
-        """Poisson-subsampled Laplace at small delta (``delta``: the smallest one asked for
-        or answered): compose again (:func:`laplace_precise`) the direction deciding the
-        upper bound at the query points ``x`` if its pessimistic side's numerical allowances
-        are above a fraction of ``delta``, then any other such direction whose answer still
-        reaches the new one's (the optimistic sides stay).  Returns whether any changed."""
-        pld = self._run_pld
-        done = self.__dict__.setdefault("_precise_for", {})
-
-        def worst(i: int) -> float:
-            return float(np.max(getattr(pld.directions[i][0], which)(x)))
-
-        todo = [i for i, (p, _) in enumerate(pld.directions)
-                if needs_precise(p, delta) and done.get(i, 1.0) > delta]
-        if not todo or any(p1.slack * self.steps >= delta for p1, _, _ in self._single_steps()):
-            return False  # (some direction's float floor alone exceeds delta: no finite upper)
-        rest = [worst(i) for i in range(len(pld.directions)) if i not in todo]
-        best = max(rest, default=-np.inf)
-        changed = False
-        for i in sorted(todo, key=worst, reverse=True):
-            p, o = pld.directions[i]
-            if worst(i) < best:  # below a refined (or exact-enough) direction: cannot decide
-                continue
-            new = laplace_precise(self._pairs[i], self.grid[i], self.steps, delta, self._rho,
-                                  floor=p.slack + p.inf_mass)
-            done[i] = delta
-            if new is not None and new.slack + new.inf_mass < p.slack + p.inf_mass:
-                pld.directions[i] = (new, o)
-                changed = True
-            best = max(best, worst(i))
-        return changed
 
     def tv_bound(self) -> float:
         """An upper bound on the run's delta at epsilon 0 (:func:`~.poisson_bounds.
