@@ -61,6 +61,7 @@ from .poisson_bounds import (
 )
 from .poisson_phase import fixed_step_pld
 from .poisson_policy import (
+    COARSE_SLACK_SHARE,
     FINE_SECONDARY_RATE,
     FINE_SECONDARY_SHIFT,
     SHORT_RUN,
@@ -217,20 +218,27 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
     def _run_pld(self) -> TwoSidedPLD:
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
-            dirs: list[tuple[PLD, PLD]] = []
-            for i in range(len(self._step_plds())):
-                swap = swapped_pessimistic(dirs[0][0]) if i in self._swapped else None
-                if swap is not None:  # the lead's composed run, swapped (one composition less)
-                    dirs.append((swap, zero_pld(swap.h)))
-                    continue
-                self._swapped.discard(i)
-                p, o, two_level = self._own_step(i)
-                sides = [compose_two_level(x, self.steps) if two else self._one_level(
-                    i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
-                         for x, two in zip((p, o), two_level, strict=True) if x is not None]
-                dirs.append((sides[0], zero_pld(p.h) if o is None else sides[1]))
-            self._pld = TwoSidedPLD(dirs)
+            self._pld = TwoSidedPLD([self._direction(i) for i in range(len(self._step_plds()))])
         return self._pld
+
+    def _direction(self, i: int) -> tuple[PLD, PLD]:
+        """Direction ``i``'s run PLD (pessimistic, optimistic), composed on first use, cached
+        (per direction: the Rényi screening needs only the full ones, session 12)."""
+        done = self.__dict__.setdefault("_dirs", {})
+        if i not in done:
+            swap = swapped_pessimistic(self._direction(0)[0]) if i in self._swapped else None
+            if swap is not None:  # the lead's composed run, swapped (one composition less)
+                done[i] = (swap, zero_pld(swap.h))
+                return done[i]
+            self._swapped.discard(i)
+            if self._coarse_would_decide(i):
+                self._to_lead_plan(i)
+            p, o, two_level = self._own_step(i)
+            sides = [compose_two_level(x, self.steps) if two else self._one_level(
+                i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
+                     for x, two in zip((p, o), two_level, strict=True) if x is not None]
+            done[i] = (sides[0], zero_pld(p.h) if o is None else sides[1])
+        return done[i]
 
     def step_pairs(self) -> list[LossPair]:
         """One step's dominating pairs [remove, add] (a subclass may supply others)."""
@@ -371,6 +379,25 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
             self._psteps[i] = p.h
             self._partial.remove(i)
 
+    def _coarse_would_decide(self, i: int) -> bool:
+        """Whether coarse pessimistic-only direction ``i`` would decide the upper bound of the
+        epsilon query under way (``_delta_hint``): its run's float allowance, T times one
+        step's slack, is at least :data:`COARSE_SLACK_SHARE` of delta: it then nearly reaches
+        the lead's, and the coarse grid's error tips it over (a heuristic;
+        :meth:`_refine_if_deciding` still checks).  Issue 28, session 12."""
+        hint = self.__dict__.get("_delta_hint")
+        return (hint is not None and i in self._partial and i not in self._fine
+                and lead_direction(self._pairs[0]) and secondary_direction(self._pairs[i])
+                and self.steps * self._step_plds()[i][0].slack >= COARSE_SLACK_SHARE * hint)
+
+    def _to_lead_plan(self, i: int) -> None:
+        """Direction ``i``'s one-step pessimistic PLD on the lead's plan, before composing."""
+        singles, plan = self._step_plds(), self._plans[0]
+        p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
+        singles[i] = (p, None, two)
+        self._plans[i], self.grid[i], self._psteps[i] = plan, plan[0], p.h
+        self._fine.add(i)
+
     def _lead_recipe(self, pair: LossPair, h: float, width: float, one: float | None,
                      optimistic: bool = True) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
         """One step's (pessimistic, optimistic or None, two-level per side) PLDs of a
@@ -478,6 +505,8 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact",
                       "steps x one step's total variation distance <= delta: epsilon 0")
             return z, z
+        if which == "epsilon" and self._pld is None:
+            self._delta_hint = float(np.min(x))  # (read by _coarse_would_decide)
         self._unswap_if_deciding(x, which)
         self._refine_if_deciding(x, which)
         up, lo = getattr(TwoSidedPLD([d for i, d in enumerate(self._run_pld.directions)
@@ -510,13 +539,16 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
         ones = [o for _, o, _ in self._step_plds() if o is not None]
         floor = product_renyi_floor(ones + self.__dict__.get("_refined_optimistic", []),
                                     self.steps, alpha)
+        full = (self._pld.directions if self._pld is not None else  # (composed: as is)
+                [self._direction(i) for i, (_, o, _) in enumerate(self._step_plds())
+                 if o is not None])  # (else the others' optimistic sides are 0)
         if max((len(o.masses) for o in ones), default=0) > SINGLE_FLOOR_POINTS:
             # (renyi_floor's Jensen blocks, paid T times, can make it lower than the composed
             # run's: q 1e-5, sigma 1, T 1e6, 11k points)
-            for _, o in self._run_pld.directions:
+            for _, o in full:
                 floor = np.maximum(floor, renyi_floor(o, alpha))
         if "_tv_floor" not in self.__dict__:
-            self._tv_floor = max(float(np.max(self._run_pld.delta(np.zeros(1))[1])), 0.0)
+            self._tv_floor = max(float(np.max(TwoSidedPLD(full).delta(np.zeros(1))[1])), 0.0)
         return np.maximum(floor, 2.0 * self._tv_floor ** 2)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..errors import NotApplicable
 
-__all__ = ["FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "PLD_MAX_STEPS", "SHORT_RUN",
+__all__ = ["COARSE_SLACK_SHARE", "FINE_SECONDARY_RATE", "FINE_SECONDARY_SHIFT", "PLD_MAX_STEPS",
+           "SHORT_RUN",
            "SINGLE_FLOOR_POINTS", "SMALL_WINDOW", "check_steps"]
 
 
@@ -31,6 +32,16 @@ SINGLE_FLOOR_POINTS = 1024
 #: depends on the grid, and the lead's plan is the one the refinement uses.
 FINE_SECONDARY_RATE = 1e-4
 FINE_SECONDARY_SHIFT = 0.5
+
+
+#: an epsilon query at delta composes a coarse pessimistic-only (add) direction on the lead's
+#: plan at once where its run's float allowance (T times one step's slack) is at least this
+#: share of delta (``PLDAnalysis._coarse_would_decide``): its coarse run then decided the
+#: upper bound and was composed again (q 1e-5, sigma 1, T 1e7: allowance 9.1e-8 at delta
+#: 1e-5, the same on the lead's plan, where it lies below the lead; T 1e6: 9.1e-9, the coarse
+#: run below the lead: kept coarse; saves the coarse composition, ~6 of ~90 ms CPU, same
+#: interval).  A heuristic: soundness never depends on it.
+COARSE_SLACK_SHARE = 3e-3
 
 
 #: a long run (at least TWO_LEVEL_MIN_T steps) of a small-rate Gaussian direction whose T-fold
