@@ -64,3 +64,38 @@ def test_shorter_run_keeps_the_coarse_plan(monkeypatch):
     seen = _counting(monkeypatch)
     pa.Training(pa.Gaussian(SIGMA), pa.Poisson(Q), steps=10**6).epsilon(DELTA)
     assert len(seen) == 3 and len(set(seen)) == 2
+
+
+def test_near_tie_share():
+    """near_tie: excess at most NEAR_TIE_SHARE of the width at every point; not finite: no."""
+    from privamp.accountants.poisson_policy import NEAR_TIE_SHARE, near_tie
+
+    best, low = np.array([1.0, 2.0]), np.array([0.0, 1.0])
+    assert near_tie(best + 0.5 * NEAR_TIE_SHARE, best, low)
+    assert not near_tie(best + np.array([0.0, 2.0 * NEAR_TIE_SHARE]), best, low)
+    assert not near_tie(np.array([np.inf, 2.0]), np.array([np.inf, 2.0]), low)
+
+
+def test_near_tied_add_direction_gets_no_optimistic_side(monkeypatch):
+    """q 1e-6, sigma 4, T 1e4: the add direction's upper bound exceeds the remove direction's
+    by 0.6% of the width (a tie within discretisation error); its optimistic side is not
+    composed (it lay 2% of the width below the remove direction's).  The interval against
+    dp-accounting (an independent library): its pessimistic PLD's epsilon (an upper bound)
+    is above privamp's lower bound."""
+    import dp_accounting as dpa
+
+    q, sigma, steps = 1e-6, 4.0, 10**4
+    calls: list[bool] = []
+    orig = poisson_module.PLDAnalysis._lead_recipe
+
+    def spy(self, pair, *plan, optimistic=True):
+        calls.append(optimistic)
+        return orig(self, pair, *plan, optimistic=optimistic)
+
+    monkeypatch.setattr(poisson_module.PLDAnalysis, "_lead_recipe", spy)
+    g = pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(DELTA)
+    assert calls.count(True) == 1  # the remove direction's two sides only
+    acc = dpa.pld.PLDAccountant()
+    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(sigma)), steps)
+    assert float(g.lower.value) <= acc.get_epsilon(DELTA)
+    assert 0.0 < float(g.lower.value) <= float(g.upper.value)

@@ -68,6 +68,7 @@ from .poisson_policy import (
     SINGLE_FLOOR_POINTS,
     SMALL_WINDOW,
     check_steps,
+    near_tie,
 )
 from .poisson_precise import LaplacePrecise
 from .registry import BoundPair, RunAnalysis, run_accountant
@@ -231,8 +232,12 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
                 done[i] = (swap, zero_pld(swap.h))
                 return done[i]
             self._swapped.discard(i)
-            if self._coarse_would_decide(i):
-                self._to_lead_plan(i)
+            if self._coarse_would_decide(i):  # on the lead's plan before composing
+                plan = self._plans[0]
+                p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
+                self._step_plds()[i] = (p, None, two)
+                self._plans[i], self.grid[i], self._psteps[i] = plan, plan[0], p.h
+                self._fine.add(i)
             p, o, two_level = self._own_step(i)
             sides = [compose_two_level(x, self.steps) if two else self._one_level(
                 i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
@@ -348,15 +353,17 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
         every full direction's at some query point: its pessimistic side first, on the
         finest full direction's pessimistic grid and in that direction's regime (one level
         over a sparse tail at tiny rates, else two levels: :meth:`_lead_recipe`); its
-        optimistic side too only if it still decides (else the other directions' lower
-        bounds stand, and they are valid for the run).  Before: the finest grid in use
+        optimistic side too only if it still decides, by more than a near tie
+        (:func:`~.poisson_policy.near_tie`; else the other directions' lower bounds stand,
+        and they are valid for the run).  Before: the finest grid in use
         (the optimistic one) in plain self-composition, 4.4 s at q = 1e-6, sigma 0.5,
         T = 1e7 (now about a tenth of that)."""
         pld = self._run_pld
         full = [i for i in range(len(pld.directions)) if i not in self._partial]
         if not self._partial or not full:
             return
-        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
+        best, low = (np.max([getattr(pld.directions[i][k], which)(x) for i in full], axis=0)
+                     for k in (0, 1))
         lead = min(full, key=lambda i: self._psteps[i])
         for i in list(self._partial):
             if i in self._below or not np.any(getattr(pld.directions[i][0], which)(x) > best):
@@ -368,7 +375,8 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
                 p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
                 p = compose_two_level(p, self.steps) if two[0] else self._one_level(lead, p)
             o = zero_pld(p.h)
-            if np.any(getattr(p, which)(x) > best):  # still decides: its lower side too
+            up = getattr(p, which)(x)
+            if np.any(up > best) and not near_tie(up, best, low):  # its lower side too
                 _, o1, two = self._lead_recipe(self._pairs[i], *plan)
                 assert o1 is not None
                 self.__dict__.setdefault("_refined_optimistic", []).append(o1)
@@ -389,14 +397,6 @@ class PLDAnalysis(LaplacePrecise, RunAnalysis):
         return (hint is not None and i in self._partial and i not in self._fine
                 and lead_direction(self._pairs[0]) and secondary_direction(self._pairs[i])
                 and self.steps * self._step_plds()[i][0].slack >= COARSE_SLACK_SHARE * hint)
-
-    def _to_lead_plan(self, i: int) -> None:
-        """Direction ``i``'s one-step pessimistic PLD on the lead's plan, before composing."""
-        singles, plan = self._step_plds(), self._plans[0]
-        p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
-        singles[i] = (p, None, two)
-        self._plans[i], self.grid[i], self._psteps[i] = plan, plan[0], p.h
-        self._fine.add(i)
 
     def _lead_recipe(self, pair: LossPair, h: float, width: float, one: float | None,
                      optimistic: bool = True) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
