@@ -42,7 +42,7 @@ from .grid import (
     secondary_direction,
     tail_sparsity,
 )
-from .laplace_poisson import laplace_compose, laplace_precise, laplace_single_step, needs_precise
+from .laplace_poisson import laplace_compose, laplace_single_step
 from .pld_run import (
     CURVE_OPTIMISTIC,
     check_finite_upper,
@@ -61,13 +61,16 @@ from .poisson_bounds import (
 )
 from .poisson_phase import fixed_step_pld
 from .poisson_policy import (
+    COARSE_SLACK_SHARE,
     FINE_SECONDARY_RATE,
     FINE_SECONDARY_SHIFT,
     SHORT_RUN,
     SINGLE_FLOOR_POINTS,
     SMALL_WINDOW,
     check_steps,
+    near_tie,
 )
+from .poisson_precise import LaplacePrecise
 from .registry import BoundPair, RunAnalysis, run_accountant
 
 __all__ = [
@@ -94,7 +97,7 @@ def poisson_pairs(mechanism: Mechanism, rate: float, distance: int = 1) -> list[
     return [mix, SwappedPair(mix)]
 
 
-class PLDAnalysis(RunAnalysis):
+class PLDAnalysis(LaplacePrecise, RunAnalysis):
     """PLD analysis of a Poisson-subsampled run (add/remove or zero-out, group 1).
 
     ``h`` overrides the automatic grid step (:func:`auto_grid`; for randomized response the
@@ -216,20 +219,31 @@ class PLDAnalysis(RunAnalysis):
     def _run_pld(self) -> TwoSidedPLD:
         """The run's PLD on the analysis's own grids (composed on first use, cached)."""
         if self._pld is None:
-            dirs: list[tuple[PLD, PLD]] = []
-            for i in range(len(self._step_plds())):
-                swap = swapped_pessimistic(dirs[0][0]) if i in self._swapped else None
-                if swap is not None:  # the lead's composed run, swapped (one composition less)
-                    dirs.append((swap, zero_pld(swap.h)))
-                    continue
-                self._swapped.discard(i)
-                p, o, two_level = self._own_step(i)
-                sides = [compose_two_level(x, self.steps) if two else self._one_level(
-                    i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
-                         for x, two in zip((p, o), two_level, strict=True) if x is not None]
-                dirs.append((sides[0], zero_pld(p.h) if o is None else sides[1]))
-            self._pld = TwoSidedPLD(dirs)
+            self._pld = TwoSidedPLD([self._direction(i) for i in range(len(self._step_plds()))])
         return self._pld
+
+    def _direction(self, i: int) -> tuple[PLD, PLD]:
+        """Direction ``i``'s run PLD (pessimistic, optimistic), composed on first use, cached
+        (per direction: the Rényi screening needs only the full ones, session 12)."""
+        done = self.__dict__.setdefault("_dirs", {})
+        if i not in done:
+            swap = swapped_pessimistic(self._direction(0)[0]) if i in self._swapped else None
+            if swap is not None:  # the lead's composed run, swapped (one composition less)
+                done[i] = (swap, zero_pld(swap.h))
+                return done[i]
+            self._swapped.discard(i)
+            if self._coarse_would_decide(i):  # on the lead's plan before composing
+                plan = self._plans[0]
+                p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
+                self._step_plds()[i] = (p, None, two)
+                self._plans[i], self.grid[i], self._psteps[i] = plan, plan[0], p.h
+                self._fine.add(i)
+            p, o, two_level = self._own_step(i)
+            sides = [compose_two_level(x, self.steps) if two else self._one_level(
+                i, x, None if x is p or two_level[0] else ONE_LEVEL_LOST / self.steps)
+                     for x, two in zip((p, o), two_level, strict=True) if x is not None]
+            done[i] = (sides[0], zero_pld(p.h) if o is None else sides[1])
+        return done[i]
 
     def step_pairs(self) -> list[LossPair]:
         """One step's dominating pairs [remove, add] (a subclass may supply others)."""
@@ -339,15 +353,17 @@ class PLDAnalysis(RunAnalysis):
         every full direction's at some query point: its pessimistic side first, on the
         finest full direction's pessimistic grid and in that direction's regime (one level
         over a sparse tail at tiny rates, else two levels: :meth:`_lead_recipe`); its
-        optimistic side too only if it still decides (else the other directions' lower
-        bounds stand, and they are valid for the run).  Before: the finest grid in use
+        optimistic side too only if it still decides, by more than a near tie
+        (:func:`~.poisson_policy.near_tie`; else the other directions' lower bounds stand,
+        and they are valid for the run).  Before: the finest grid in use
         (the optimistic one) in plain self-composition, 4.4 s at q = 1e-6, sigma 0.5,
         T = 1e7 (now about a tenth of that)."""
         pld = self._run_pld
         full = [i for i in range(len(pld.directions)) if i not in self._partial]
         if not self._partial or not full:
             return
-        best = np.max([getattr(pld.directions[i][0], which)(x) for i in full], axis=0)
+        best, low = (np.max([getattr(pld.directions[i][k], which)(x) for i in full], axis=0)
+                     for k in (0, 1))
         lead = min(full, key=lambda i: self._psteps[i])
         for i in list(self._partial):
             if i in self._below or not np.any(getattr(pld.directions[i][0], which)(x) > best):
@@ -359,7 +375,8 @@ class PLDAnalysis(RunAnalysis):
                 p, _, two = self._lead_recipe(self._pairs[i], *plan, optimistic=False)
                 p = compose_two_level(p, self.steps) if two[0] else self._one_level(lead, p)
             o = zero_pld(p.h)
-            if np.any(getattr(p, which)(x) > best):  # still decides: its lower side too
+            up = getattr(p, which)(x)
+            if np.any(up > best) and not near_tie(up, best, low):  # its lower side too
                 _, o1, two = self._lead_recipe(self._pairs[i], *plan)
                 assert o1 is not None
                 self.__dict__.setdefault("_refined_optimistic", []).append(o1)
@@ -369,6 +386,17 @@ class PLDAnalysis(RunAnalysis):
             self.grid[i] = self.grid[lead]
             self._psteps[i] = p.h
             self._partial.remove(i)
+
+    def _coarse_would_decide(self, i: int) -> bool:
+        """Whether coarse pessimistic-only direction ``i`` would decide the upper bound of the
+        epsilon query under way (``_delta_hint``): its run's float allowance, T times one
+        step's slack, is at least :data:`COARSE_SLACK_SHARE` of delta: it then nearly reaches
+        the lead's, and the coarse grid's error tips it over (a heuristic;
+        :meth:`_refine_if_deciding` still checks).  Issue 28, session 12."""
+        hint = self.__dict__.get("_delta_hint")
+        return (hint is not None and i in self._partial and i not in self._fine
+                and lead_direction(self._pairs[0]) and secondary_direction(self._pairs[i])
+                and self.steps * self._step_plds()[i][0].slack >= COARSE_SLACK_SHARE * hint)
 
     def _lead_recipe(self, pair: LossPair, h: float, width: float, one: float | None,
                      optimistic: bool = True) -> tuple[PLD, PLD | None, tuple[bool, bool]]:
@@ -477,6 +505,8 @@ class PLDAnalysis(RunAnalysis):
             z = Bound(np.zeros_like(x) if x.ndim else 0.0, "exact",
                       "steps x one step's total variation distance <= delta: epsilon 0")
             return z, z
+        if which == "epsilon" and self._pld is None:
+            self._delta_hint = float(np.min(x))  # (read by _coarse_would_decide)
         self._unswap_if_deciding(x, which)
         self._refine_if_deciding(x, which)
         up, lo = getattr(TwoSidedPLD([d for i, d in enumerate(self._run_pld.directions)
@@ -488,38 +518,6 @@ class PLDAnalysis(RunAnalysis):
         check_finite_upper(self._run_pld, up, lo, x, which)
         return Bound(shaped(up, x), "upper", PESSIMISTIC_SOURCE), Bound(
             shaped(lo, x), "lower", OPTIMISTIC_SOURCE)
-
-    def _laplace_precise(self, x: np.ndarray, which: str, delta: float) -> bool:
-        """Poisson-subsampled Laplace at small delta (``delta``: the smallest one asked for
-        or answered): compose again (:func:`laplace_precise`) the direction deciding the
-        upper bound at the query points ``x`` if its pessimistic side's numerical allowances
-        are above a fraction of ``delta``, then any other such direction whose answer still
-        reaches the new one's (the optimistic sides stay).  Returns whether any changed."""
-        pld = self._run_pld
-        done = self.__dict__.setdefault("_precise_for", {})
-
-        def worst(i: int) -> float:
-            return float(np.max(getattr(pld.directions[i][0], which)(x)))
-
-        todo = [i for i, (p, _) in enumerate(pld.directions)
-                if needs_precise(p, delta) and done.get(i, 1.0) > delta]
-        if not todo or any(p1.slack * self.steps >= delta for p1, _, _ in self._single_steps()):
-            return False  # (some direction's float floor alone exceeds delta: no finite upper)
-        rest = [worst(i) for i in range(len(pld.directions)) if i not in todo]
-        best = max(rest, default=-np.inf)
-        changed = False
-        for i in sorted(todo, key=worst, reverse=True):
-            p, o = pld.directions[i]
-            if worst(i) < best:  # below a refined (or exact-enough) direction: cannot decide
-                continue
-            new = laplace_precise(self._pairs[i], self.grid[i], self.steps, delta, self._rho,
-                                  floor=p.slack + p.inf_mass)
-            done[i] = delta
-            if new is not None and new.slack + new.inf_mass < p.slack + p.inf_mass:
-                pld.directions[i] = (new, o)
-                changed = True
-            best = max(best, worst(i))
-        return changed
 
     def tv_bound(self) -> float:
         """An upper bound on the run's delta at epsilon 0 (:func:`~.poisson_bounds.
@@ -541,13 +539,16 @@ class PLDAnalysis(RunAnalysis):
         ones = [o for _, o, _ in self._step_plds() if o is not None]
         floor = product_renyi_floor(ones + self.__dict__.get("_refined_optimistic", []),
                                     self.steps, alpha)
+        full = (self._pld.directions if self._pld is not None else  # (composed: as is)
+                [self._direction(i) for i, (_, o, _) in enumerate(self._step_plds())
+                 if o is not None])  # (else the others' optimistic sides are 0)
         if max((len(o.masses) for o in ones), default=0) > SINGLE_FLOOR_POINTS:
             # (renyi_floor's Jensen blocks, paid T times, can make it lower than the composed
             # run's: q 1e-5, sigma 1, T 1e6, 11k points)
-            for _, o in self._run_pld.directions:
+            for _, o in full:
                 floor = np.maximum(floor, renyi_floor(o, alpha))
         if "_tv_floor" not in self.__dict__:
-            self._tv_floor = max(float(np.max(self._run_pld.delta(np.zeros(1))[1])), 0.0)
+            self._tv_floor = max(float(np.max(TwoSidedPLD(full).delta(np.zeros(1))[1])), 0.0)
         return np.maximum(floor, 2.0 * self._tv_floor ** 2)
 
     def epsilon(self, delta: np.ndarray) -> BoundPair:
