@@ -179,12 +179,9 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 #: C log2(N) u ||Y||_1 / N), proven in docs/fft_roundoff.md for scipy's pocketfft rfftp (radix
 #: 2-5 real passes; twiddles from libm cos/sin within 2 ulps), float64 and long double, every
 #: 5-smooth N: path-wise over the passes, per-pass constants from each butterfly's roundings
-#: and twiddle errors; max 13.99 for N <= 2^25, sup 14.51 (the inverse's 1/N scaling
-#: included).  Was 8, unproven (issue 28); checked by tests/.../test_fft_roundoff_proof.py.
-#: Charged as is (forward ``C log2 N u ||x||_1``, fft_split.forward_units for split lengths;
-#: inverse fft_power.inverse_error), without the safety factors 4 (forward) and 2 (inverse)
-#: that covered the unproven C = 8 (docs/fft_roundoff.md, section 12; the l2 route of the
-#: inverse uses fft_power.L2_RATE, the proven 2-norm rate)
+#: and twiddle errors; max 13.99 for N <= 2^25, sup 14.51 (the inverse's 1/N scaling in).
+#: Was 8, unproven (issue 28), charged times 4 (forward) and 2 (inverse); now charged as is
+#: (fft_split.forward_units, fft_power.inverse_error; docs/fft_roundoff.md, section 12)
 _FFT_C = 15.0
 _MAX_POWER_LEN = 2**23  # ~96 B/point (long doubles, moduli, output): <= ~800 MB (2^25: 3 GB)
 
@@ -305,7 +302,8 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
     if low is None and max(W, n) >= ATOM_MIN_LEN:  # a few atoms: no long-double transform
         N = split_len(max(W, n))
-        d_full = forward_units(N, np.longdouble, _FFT_C) * _U_LD * l1
+        # (a path choice, as in _low_spectrum: the former charge 4 C log2 N u_ld l1)
+        d_full = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         atom = atom_power(p, T, l1, N, _FFT_C, d_full,
                           max(1024.0, max_kept_fraction * (N // 2 + 1)))
         if atom is not None:
@@ -388,9 +386,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
       nonnegative terms) + ``6 s`` (c_s: theta_k to 4 u_ld, s products and quotients);
       combining the S terms ``(S + 3) sum c_s M_s``; the phase factor
       ``(4 theta + 5) l1``; and the series' tail ``theta^S / S! / (1 - theta / (S + 1))
-      l1`` (absolute); all first order, times 1.1.  None also when d exceeds 4 times the
-      full long-double transform's bound (a choice of path, not a soundness condition: the
-      threshold of the former charge ``4 C log2 N``, so the same queries take this path).
+      l1`` (absolute); all first order, times 1.1.  None also when d > 4 C log2(N) u_ld l1
+      (a choice of path, the former charge: not a soundness condition).
     """
     u = UNIT_ROUNDOFF
     B = _LOW_BLOCK

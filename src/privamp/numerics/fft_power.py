@@ -102,7 +102,8 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
         l1: an upper bound on ``sum(p)``.
         N: the transform length (>= len(p)).
         c_fft: the per-log2(N) FFT roundoff constant C.
-        d_max: the largest acceptable d (the full long-double transform's bound).
+        d_max: the largest acceptable d (the caller's choice of path; self_convolve_power
+            passes 4 C log2(N) u_ld l1, the full long-double transform's former charge).
         max_kept: the most coefficients to power.
 
     Returns:
