@@ -19,18 +19,21 @@ fft_mod = importlib.import_module("privamp.numerics.fft")
 U = 2.0**-53
 U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 C = fft_mod._FFT_C  # (8 in session 11; the references below read the current constant)
+# session 12 (docs/fft_roundoff.md section 12): the charge's safety factors 4 (forward) and 2
+# (inverse) dropped, the l2 route at the proven 2-norm rate; the reference reads them here
+FWD, INV, C2 = 1.0, 1.0, importlib.import_module("privamp.numerics.fft_power").L2_RATE
 
 
 def _inverse_error(wts, coef, absy, N, W, extra=(0.0, 0.0), extra_y=(0.0, 0.0)):
-    # session 11, verbatim
+    # session 11, verbatim (but for the constants above)
     k = max(math.log2(N), 1.0)
-    cu = C * k * U
+    cu, cu2 = C * k * U, C2 * k * U
     wc, wy = wts * coef, wts * absy
     coef_sum = float(np.sum(wc)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
+    entry = INV * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
     coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
     y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
-    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
+    l2_route = INV * math.sqrt(W / N) * (coef_l2 + cu2 * y_l2)
     return min(W * entry, l2_route) * (1.0 + 1e-6)
 
 
@@ -46,7 +49,7 @@ def _reference(p, T, x_lo, W, low=None):
         buf = np.zeros(N, dtype=np.longdouble)
         buf[: len(p)] = p
         Xk = sf.rfft(buf)
-        d = d_all = 4.0 * C * max(math.log2(N), 1.0) * U_LD * l1
+        d = d_all = FWD * C * max(math.log2(N), 1.0) * U_LD * l1
         b = np.abs(Xk.astype(complex)) * (1.0 + 4.0 * U) + (d + 1e-300)
         lb = np.log(b)
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]

@@ -53,7 +53,7 @@ from .fft_power import (
     inverse_then_release,
     power_terms,
 )
-from .fft_split import rfft_split, split_constant, split_len, splits
+from .fft_split import forward_units, rfft_split, split_len, splits
 
 __all__ = ["convolve_nonneg", "product_windows", "self_convolve_power", "shared_spectra",
            "UNIT_ROUNDOFF"]
@@ -179,8 +179,9 @@ _U_LD = float(np.finfo(np.longdouble).eps) / 2.0
 #: C log2(N) u ||Y||_1 / N), proven in docs/fft_roundoff.md for scipy's pocketfft rfftp (radix
 #: 2-5 real passes; twiddles from libm cos/sin within 2 ulps), float64 and long double, every
 #: 5-smooth N: path-wise over the passes, per-pass constants from each butterfly's roundings
-#: and twiddle errors; max 13.99 for N <= 2^25, sup 14.51; the l2 route of _inverse_error (2C)
-#: needs <= 25.2.  Was 8, unproven (issue 28); checked by tests/.../test_fft_roundoff_proof.py
+#: and twiddle errors; max 13.99 for N <= 2^25, sup 14.51 (the inverse's 1/N scaling in).
+#: Was 8, unproven (issue 28), charged times 4 (forward) and 2 (inverse); now charged as is
+#: (fft_split.forward_units, fft_power.inverse_error; docs/fft_roundoff.md, section 12)
 _FFT_C = 15.0
 _MAX_POWER_LEN = 2**23  # ~96 B/point (long doubles, moduli, output): <= ~800 MB (2^25: 3 GB)
 
@@ -224,7 +225,7 @@ def _long_double_spectrum(p: np.ndarray, N: int, key: bytes | None = None) -> np
     """Real FFT of p zero-padded to length N, in long double (memoised inside
     :func:`shared_spectra` under ``key``, p's bytes; read-only to callers)."""
     def make() -> np.ndarray:  # (in place, or split: fft_split)
-        if splits(N, np.longdouble) and 4.0 * _FFT_C >= split_constant(np.longdouble):
+        if splits(N, np.longdouble):  # (its charge: forward_units(N, np.longdouble, C))
             return rfft_split(p, N, np.longdouble)
         return sfft.rfft_inplace(sfft.spectrum_buffer(p, N, np.longdouble), N)
 
@@ -248,16 +249,19 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     both sides).  p is transformed by a real FFT of length N >= max(window, n) in long
     double (unit roundoff u_ld = 2^-64): every stage combines disjoint input subsets with
     unit-modulus twiddles, so each computed coefficient is within
-    ``d = 4 C log2(N) u_ld ||p||_1`` of the exact one (Higham 2002, Sec. 24.1; C = 8,
-    safety 4).  The coefficients are raised to the T-th power as exp(T log X) in long
-    double (relative error <= 4 u_ld (1 + T (|log|X|| + pi)) ), where ``T log(|X| / ||p||_1)
+    ``d = C log2(N) u_ld ||p||_1`` of the exact one (C = ``_FFT_C``, proven for pocketfft:
+    docs/fft_roundoff.md; split lengths: :func:`fft_split.forward_units`; up to session 12
+    ``4 C``, C = 8 unproven with a safety 4; section 12).  The coefficients are raised to
+    the T-th power as exp(T log X) in long double (relative error <= 4 u_ld (1 + T (3
+    |log|X|| + 2 pi)), :func:`fft_power.power_terms`), where ``T log(|X| / ||p||_1)
     > -80``, else set to 0.  Per coefficient, ``|Xhat^T - X^T| <= T (|Xhat| + d)^(T-1) d``
     plus the power error (or ``(|Xhat| + d)^T`` for zeroed ones), plus the cast to
     complex128 (relative u).  The inverse real FFT in float64 (exact for the circular
     convolution = aliased x) then errs per entry by at most
-    ``(1/N) [sum over the full Hermitian spectrum of those errors + C log2(N) u sum |Y|]``,
-    times a safety factor 2; the l1 bound is the window length times that, or (if smaller)
-    ``sqrt(W / N)`` times the l2 norms of the same error terms (Parseval), times 2.
+    ``(1/N) [sum over the full Hermitian spectrum of those errors + C log2(N) u sum |Y|]``
+    (no safety factor since section 12 of docs/fft_roundoff.md; it was 2); the l1 bound is
+    the window length times that, or (if smaller) ``sqrt(W / N)`` times the l2 norms of the
+    same error terms (Parseval, the 2-norm rate ``fft_power.L2_RATE`` in place of C).
     Transforms of length >= ``_LOW_MIN_LEN`` whose kept frequencies are few and low (tiny
     sampling rates) take X from :func:`_low_spectrum` instead: a float64 transform bounds
     every |X|, and only the kept coefficients are computed in long double (error d of about
@@ -298,6 +302,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     low = _low_spectrum(p, T, l1, max(W, n)) if max(W, n) >= _LOW_MIN_LEN else None
     if low is None and max(W, n) >= ATOM_MIN_LEN:  # a few atoms: no long-double transform
         N = split_len(max(W, n))
+        # (a path choice, as in _low_spectrum: the former charge 4 C log2 N u_ld l1)
         d_full = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
         atom = atom_power(p, T, l1, N, _FFT_C, d_full,
                           max(1024.0, max_kept_fraction * (N // 2 + 1)))
@@ -315,7 +320,7 @@ def self_convolve_power(p: np.ndarray, T: int, tau: float,
     else:
         N = split_len(max(W, n), np.longdouble)
         Xk = _long_double_spectrum(p, N, key)
-        d = d_all = 4.0 * _FFT_C * max(math.log2(N), 1.0) * _U_LD * l1
+        d = d_all = forward_units(N, np.longdouble, _FFT_C) * _U_LD * l1
         # b >= |Xhat| + d >= |X_exact| (|Xhat| from its complex128 rounding, rounded up)
         b, lb = _memo(("b", N, key), partial(_moduli, Xk, d))
     keep = np.nonzero(T * (lb - math.log(l1)) > -80.0)[0]
@@ -365,7 +370,8 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     long-double transform's bound).
 
     * ``b >= |X_k|`` for every k: from a float64 real FFT, ``|Xt_k| (1 + 4u) + d64`` with
-      ``d64 = 4 C log2(N) u l1`` (the error model of :func:`self_convolve_power`);
+      ``d64 = C log2(N) u l1`` (the error model of :func:`self_convolve_power`; split
+      lengths: :func:`fft_split.forward_units`);
       K = 1 + the last k whose power that bound keeps.
     * ``Xk`` (k < K) within ``d`` of X_k, and ``b[:K] = |Xk| (1 + 4u) + d``.  p is
       shifted by r in [0, B) so that a block of B entries starts where the mass around its
@@ -376,18 +382,19 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
       ``mu_s[J] = sum_t p'_{JB+t} (t / B)^s``.  The concentrated mass sits at t = 0, so
       ``||mu_s||_1`` falls fast with s.  Errors, in units of u_ld: per term s, weight
       ``c_s = theta^s / s!`` times ``M_s = ||mu_s||_1`` (computed, rounded up) times
-      ``4 C log2(N / B)`` (its transform) + ``s + B`` (s products, sums of <= B
+      ``C log2(N / B)`` (its long-double transform) + ``s + B`` (s products, sums of <= B
       nonnegative terms) + ``6 s`` (c_s: theta_k to 4 u_ld, s products and quotients);
       combining the S terms ``(S + 3) sum c_s M_s``; the phase factor
       ``(4 theta + 5) l1``; and the series' tail ``theta^S / S! / (1 - theta / (S + 1))
-      l1`` (absolute); all first order, times 1.1.
+      l1`` (absolute); all first order, times 1.1.  None also when d > 4 C log2(N) u_ld l1
+      (a choice of path, the former charge: not a soundness condition).
     """
     u = UNIT_ROUNDOFF
     B = _LOW_BLOCK
     n = len(p)
     N = B * sfft.next_fast_len(-(-(max(m, n + B)) // B), real=True)
-    d64 = 4.0 * _FFT_C * max(math.log2(N), 1.0) * u * l1
-    split = splits(N) and 4.0 * _FFT_C >= split_constant(np.float64)  # (fft_split)
+    d64 = forward_units(N, np.float64, _FFT_C) * u * l1
+    split = splits(N)  # (fft_split; its step is in d64)
     b = np.abs(rfft_split(p, N) if split else sfft.rfft_inplace(sfft.spectrum_buffer(p, N), N))
     b *= 1.0 + 4.0 * u
     b += d64 + 1e-300
@@ -429,7 +436,7 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
         m_s = float(np.sum(mu)) * (1.0 + 2.0 * Nc * _U_LD + 2.0 * UNIT_ROUNDOFF)
         acc += (c * phase) * sfft.rfft(mu)[:K]
         w_s = theta**s / math.factorial(s) * m_s
-        units += w_s * (4.0 * _FFT_C * math.log2(Nc) + s + B + 6 * s)
+        units += w_s * (_FFT_C * max(math.log2(Nc), 1.0) + s + B + 6 * s)
         comb += w_s
         term *= tau
         c = c * th / (s + 1)
@@ -439,7 +446,7 @@ def _low_spectrum(p: np.ndarray, T: int, l1: float, m: int
     units += (S + 3) * comb + (4.0 * theta + 5.0) * l1
     tail = theta**S / math.factorial(S) / (1.0 - theta / (S + 1)) * l1
     d = 1.1 * (units * _U_LD + tail)
-    if d > 4.0 * _FFT_C * math.log2(N) * _U_LD * l1:  # the full transform's bound is smaller
+    if d > 4.0 * _FFT_C * math.log2(N) * _U_LD * l1:  # (a path choice: docstring)
         return None
     b[:K] = np.abs(acc.astype(complex)) * (1.0 + 4.0 * u) + (d + 1e-300)
     return N, acc, b, d64, d
@@ -470,7 +477,7 @@ def product_windows(arrays: dict, plan: list, tau: float, max_len: int = _MAX_PO
     :func:`self_convolve_power`); one length N >= every window and array.
 
     Error.  Each array is transformed once in float64: every computed coefficient is within
-    ``d = 4 C log2(N) u ||a||_1`` of the exact one (as in :func:`self_convolve_power`), so
+    ``d = C log2(N) u ||a||_1`` of the exact one (as in :func:`self_convolve_power`), so
     ``beta = |Ahat| (1 + 4u) + d`` bounds both.  With Chat_k = fl(Chat_{k-1} Ahat),
     Gamma_k = prod beta >= |C_k| and E_k >= |Chat_k - C_k|:
     ``E_k <= E_{k-1} beta + Gamma_{k-1} d + 4u (Gamma_{k-1} + E_{k-1}) beta`` (the last
@@ -537,7 +544,7 @@ def _running_products(arrays: dict, plan: list, N: int, x_lo: np.ndarray, W: np.
     for key, a in arrays.items():
         spec[key] = sfft.rfft(a, N)
         l1 = float(np.sum(a)) * (1.0 + (len(a) + 2) * u)
-        dist[key] = 4.0 * _FFT_C * k2 * u * l1
+        dist[key] = _FFT_C * k2 * u * l1  # (pocketfft's unsplit transform: section 12)
         beta[key] = np.abs(spec[key]) * (1.0 + 4.0 * u) + dist[key]
         bmax[key] = float(beta[key].max()) * (1.0 + 4.0 * u)
     wts_all = hermitian_weights(N)

@@ -19,9 +19,15 @@ import numpy as np
 
 from . import fft_plans as sfft
 from .chernoff import UNIT_ROUNDOFF
-from .fft_split import irfft_split_inplace, rfft_split, split_constant, splits
+from .fft_split import (
+    forward_units,
+    irfft_split_inplace,
+    rfft_split,
+    split_inverse_constant,
+    splits,
+)
 
-__all__ = ["ATOM_MAX", "ATOM_MIN_LEN", "ATOM_REST", "RELEASE_LEN", "atom_power",
+__all__ = ["ATOM_MAX", "ATOM_MIN_LEN", "ATOM_REST", "L2_RATE", "RELEASE_LEN", "atom_power",
            "circular_window", "hermitian_weights", "inverse_error", "inverse_then_release",
            "power_terms", "splits_inverse"]
 
@@ -38,6 +44,10 @@ ATOM_REST = 2.0**-16
 _CHUNK = 1 << 16
 #: :func:`inverse_then_release` empties scipy's plan caches after transforms this long
 RELEASE_LEN = 1 << 19
+#: per-log2(N) rate of the 2-norm roundoff bound of pocketfft's float64 inverse (the l2 route
+#: of :func:`inverse_error`): proven <= 23.41 for every 5-smooth N, the 1/N scaling included
+#: (docs/fft_roundoff.md, sections 6, 10 and 12); checked by test_fft_power_charge.py
+L2_RATE = 24.0
 
 
 def power_terms(Xk: np.ndarray, b: np.ndarray, lb: np.ndarray, pw: np.ndarray, T: int,
@@ -79,8 +89,10 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     so within 10 pi u_ld absolute, cos and sin within 4 u_ld (glibc's ldbl-96 cosl/sinl
     are within 1-2 ulp), a product with p_j: each component within 37 u_ld p_j, the term
     within 53 u_ld p_j; adding the |A| + 1 terms in long double: <= 2 (|A| + 1) u_ld l1.
-    So ``d = 1.1 ((53 + 2 (|A| + 1)) u_ld l1 + 4 C log2(N) u ||r||_1)``, rounded up to
-    ``64 + ...``.  Then, per chunk: ``b = |X| (1 + 4u) + d`` (|X| from its complex128
+    So ``d = 1.1 ((53 + 2 (|A| + 1)) u_ld l1 + F u ||r||_1)``, rounded up to ``64 + ...``,
+    with ``F = fft_split.forward_units(N, float64, C)`` (``C log2 N``: the proven bound,
+    no safety factor; docs/fft_roundoff.md, section 12; was ``4 C log2 N``).  Then, per
+    chunk: ``b = |X| (1 + 4u) + d`` (|X| from its complex128
     rounding), the kept coefficients (``T log(b / l1) > -80``) powered by
     :func:`power_terms`, the others set to 0 with error ``b^T + T b^(T-1) d``.
 
@@ -90,7 +102,8 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
         l1: an upper bound on ``sum(p)``.
         N: the transform length (>= len(p)).
         c_fft: the per-log2(N) FFT roundoff constant C.
-        d_max: the largest acceptable d (the full long-double transform's bound).
+        d_max: the largest acceptable d (the caller's choice of path; self_convolve_power
+            passes 4 C log2(N) u_ld l1, the full long-double transform's former charge).
         max_kept: the most coefficients to power.
 
     Returns:
@@ -103,7 +116,7 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     atoms = np.flatnonzero(p >= 2.0**-24 * l1)
     if not 0 < len(atoms) <= ATOM_MAX or N < n:
         return None
-    split = splits(N) and 4.0 * c_fft >= split_constant(np.float64)
+    split = splits(N)  # (its radix-2 step is in forward_units' charge)
     if split:  # (fft_split: half the transform's working memory, within the same model)
         rest = 0.0  # chunk sums, then their sum: still n terms, <= (n - 1) u relative
         for i in range(0, n, 1 << 20):
@@ -121,7 +134,7 @@ def atom_power(p: np.ndarray, T: int, l1: float, N: int, c_fft: float, d_max: fl
     if rest > ATOM_REST * l1:
         return None
     d = 1.1 * ((64.0 + 2.0 * (len(atoms) + 1)) * _U_LD * l1
-               + 4.0 * c_fft * max(math.log2(N), 1.0) * _U * rest)
+               + forward_units(N, np.float64, c_fft) * _U * rest)
     if d > d_max:
         return None
     if N >= RELEASE_LEN:  # (plans of other lengths, e.g. the low-frequency attempt's)
@@ -246,16 +259,18 @@ def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W
     """l1 bound over a window of W entries of the error of a float64 inverse real FFT of
     length N whose half spectrum Y (moduli <= ``absy``) errs by at most ``coef`` per
     coefficient: per entry ``(1/N) [sum of the full spectrum's errors + C log2(N) u
-    sum |Y|]`` times a safety factor 2, times W; or (if smaller) the l2 route: the inverse
-    DFT maps coefficient errors E to entry errors of l2 norm ||E||_2 / sqrt(N) (Parseval),
-    its own roundoff is <= C log2(N) u ||Y||_2 / sqrt(N) (docs/fft_roundoff.md, sections 6
-    and 10), and over
-    W entries the l1 norm is <= sqrt(W) times the l2 norm (much smaller when the window is
-    long against the spread).  ``extra``: (sum, sum of squares) of the weighted errors of
-    coefficients not in ``coef`` (whose values are 0); ``extra_y``: the same of |Y|.
-    C = ``c_fft``; for lengths :func:`inverse_then_release` splits (:func:`splits_inverse`),
-    ``C (log2(N) - 1) + 16`` in place of ``C log2(N)``: the half-length transforms and the
-    radix-2 step (fft_split's module docstring).
+    sum |Y|]`` (the exact inverse maps the errors with weights 1/N; its own roundoff, the 1/N
+    scaling included, is the proven per-coefficient bound: docs/fft_roundoff.md, sections 4,
+    5 and 12; up to session 12 times a safety factor 2 that the proof makes unnecessary),
+    times W; or (if smaller) the l2 route: the inverse DFT maps coefficient errors E to entry
+    errors of l2 norm ||E||_2 / sqrt(N) (Parseval), its own roundoff is <= C2 log2(N) u
+    ||Y||_2 / sqrt(N) (C2 = :data:`L2_RATE`; sections 6 and 10), and over W entries the l1
+    norm is <= sqrt(W) times the l2 norm (much smaller when the window is long against the
+    spread).  ``extra``: (sum, sum of squares) of the weighted errors of coefficients not in
+    ``coef`` (whose values are 0); ``extra_y``: the same of |Y|.  C = ``c_fft``; for lengths
+    :func:`inverse_then_release` splits (:func:`splits_inverse`), the larger of that and
+    ``C (log2(N) - 1) + 11.4`` (``C2 (log2(N) - 1) + 16.1``): the half-length transforms
+    and the radix-2 step (:func:`privamp.numerics.fft_split.split_inverse_constant`).
 
     Args:
         wts: the Hermitian weights (:func:`hermitian_weights`) of the coefficients given.
@@ -268,11 +283,17 @@ def inverse_error(wts: np.ndarray, coef: np.ndarray, absy: np.ndarray, N: int, W
         The l1 bound (rounded up by 1e-6 relative).
     """
     k = max(math.log2(N), 1.0)
-    cu = (c_fft * (k - 1.0) + 16.0 if splits_inverse(N) else c_fft * k) * UNIT_ROUNDOFF
-    wc, wy = wts * coef, wts * absy  # (sums of nonnegative terms: relative error <= n u)
+    cu, cu2 = c_fft * k, L2_RATE * k
+    if splits_inverse(N):  # (the larger: also sound for unsplit transforms of that length)
+        cu = max(cu, c_fft * (k - 1.0) + split_inverse_constant())
+        cu2 = max(cu2, L2_RATE * (k - 1.0) + split_inverse_constant(l2=True))
+    cu, cu2 = cu * UNIT_ROUNDOFF, cu2 * UNIT_ROUNDOFF
+    # (sums of nonnegative terms: relative error <= n u; the roundings of this evaluation,
+    # and of the terms' own (coef: b^(T-1) as exp((T-1) log b)), are within the final 1e-6)
+    wc, wy = wts * coef, wts * absy
     coef_sum = float(np.sum(wc)) + extra[0]
-    entry = 2.0 * (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
+    entry = (coef_sum + cu * (float(np.sum(wy)) + extra_y[0])) / N
     coef_l2 = math.sqrt(float(np.dot(wc, coef)) + extra[1])
     y_l2 = math.sqrt(float(np.dot(wy, absy)) + extra_y[1])
-    l2_route = 2.0 * math.sqrt(W / N) * (coef_l2 + cu * y_l2)
+    l2_route = math.sqrt(W / N) * (coef_l2 + cu2 * y_l2)
     return min(W * entry, l2_route) * (1.0 + 1e-6)

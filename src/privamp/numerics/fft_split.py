@@ -23,8 +23,13 @@ erring per coefficient by at most ``C log2(L) u ||x||_1`` and per entry of an in
   entries and ``t_k = exp(-2 pi i k / N)``; for ``M/2 < k <= M``, ``E_k = conj(E_{M-k})``
   (likewise O).  ``|X^_k - X_k| <= d_E + d_O + (tau + 4.4 u) ||x||_1``; with ``d_E + d_O
   <= C log2(M) u ||x||_1``, the whole is within ``C log2(N) u ||x||_1`` when ``1.1 (tau / u
-  + 4.4) <= C``: 11.4 (float64) or 24.6 (long double) (:func:`split_constant`), against
-  the 4 C (C = fft._FFT_C) of the forward bounds of self_convolve_power; callers check it.
+  + 4.4) <= C``: 11.4 (float64) or 24.6 (long double) (:func:`split_constant`).  In
+  general the split transform is within ``(C log2(M) + split_constant) u ||x||_1``, which
+  :func:`forward_units` charges (docs/fft_roundoff.md, section 12: the callers' forward
+  charge is ``C log2 N`` since session 12's proof, no longer ``4 C log2 N``).  The twiddle
+  bounds hold under the proof's libm convention (cosl / sinl / atanl within 2 ulps: the
+  angle within 4.6 u_ld relative, so a ``hi`` entry within ``(pi/2) 4.6 + 4 <= 12`` u_ld,
+  a ``lo`` entry within ``2 + 0.1 <= 3``).
 * Inverse (float64): ``x_{2m} = irfft_M(E')_m``, ``x_{2m+1} = irfft_M(O')_m`` with ``E'_k
   = (Y_k + conj(Y_{M-k})) / 2`` and ``O'_k = (Y_k - conj(Y_{M-k})) t'_k / 2``, ``t'_k =
   exp(2 pi i k / N)``, k = 0 .. M/2: an exact factorisation of the inverse DFT, so
@@ -32,19 +37,23 @@ erring per coefficient by at most ``C log2(L) u ||x||_1`` and per entry of an in
   underflow).  The step errs by ``<= (1.5 + 5.9 + 2.9) u = 10.3 u`` times ``(|Y_k| +
   |Y_{M-k}|) / 2`` per coefficient, which the inverse DFT of length M maps to ``<= (10.3 u
   / N) sum |Y|`` per entry and, by Parseval, ``<= 10.3 sqrt(2) u ||Y||_2 / sqrt(N)`` in l2
-  over the N entries: with the half-length transforms' ``C log2(M)`` and a safety 1.1, the
-  inverse's constant ``C log2(N)`` becomes ``C (log2(N) - 1) + 16``
-  (:func:`privamp.numerics.fft_power.inverse_error`).
+  over the N entries: with the half-length transforms' ``C log2(M)`` and a margin 1.1, the
+  inverse's constant ``C log2(N)`` becomes ``C (log2(N) - 1) + 11.4`` per entry and
+  ``C2 (log2(N) - 1) + 16.1`` in l2 (C2 the 2-norm rate; :func:`split_inverse_constant`),
+  both within ``C log2(N)`` (``C2 log2 N``) once C >= 11.4 (C2 >= 16.1)
+  (:func:`privamp.numerics.fft_power.inverse_error` charges the larger).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from . import fft_plans
 
-__all__ = ["SPLIT_MIN_LEN", "irfft_split_inplace", "rfft_split", "split_constant", "split_len",
-           "splits"]
+__all__ = ["SPLIT_MIN_LEN", "forward_units", "irfft_split_inplace", "rfft_split",
+           "split_constant", "split_inverse_constant", "split_len", "splits"]
 
 #: float64 transforms of at least this length are split (long double: half of it)
 SPLIT_MIN_LEN = 1 << 21
@@ -63,6 +72,43 @@ def split_constant(dtype) -> float:
         11.4 for float64, 24.6 for long double.
     """
     return 11.4 if np.dtype(dtype) == np.float64 else 24.6
+
+
+def split_inverse_constant(l2: bool = False) -> float:
+    """The additive constant of a split float64 inverse (module docstring): its error is
+    ``(C (log2 N - 1) + s) u sum|Y| / N`` per entry (s = 1.1 * 10.3 <= 11.4), or ``(C2
+    (log2 N - 1) + s) u ||Y||_2 / sqrt(N)`` in l2 (s = 1.1 * 10.3 sqrt(2) <= 16.1), C and C2
+    the per-coefficient and 2-norm rates of the half-length transforms.
+
+    Args:
+        l2: the 2-norm form.
+
+    Returns:
+        11.4, or 16.1 for the 2-norm form.
+    """
+    return 16.1 if l2 else 11.4
+
+
+def forward_units(N: int, dtype, c: float) -> float:
+    """The forward charge of a length-N real FFT in ``dtype``, in units of ``u ||x||_1`` (u the
+    arithmetic's unit roundoff): ``c log2 N`` for pocketfft's transform (docs/fft_roundoff.md:
+    ``c`` >= the proven per-log2 constant), and for lengths :func:`splits` splits at least
+    ``c log2(N / 2) + split_constant(dtype)`` (the half-length transforms and the radix-2
+    step; module docstring).
+
+    Args:
+        N: the transform length.
+        dtype: np.float64 or np.longdouble.
+        c: the per-log2(N) constant.
+
+    Returns:
+        ``max(c log2 N, c (log2 N - 1) + split_constant(dtype))`` if ``splits(N, dtype)``,
+        else ``c max(log2 N, 1)``.
+    """
+    k = max(math.log2(N), 1.0)
+    if splits(N, dtype):
+        return max(c * k, c * (k - 1.0) + split_constant(dtype))
+    return c * k
 
 
 def splits(N: int, dtype=np.float64) -> bool:
