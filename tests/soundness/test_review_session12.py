@@ -154,19 +154,19 @@ def test_no_nan_warning_or_crossing_interval():
         assert np.all(np.diff(eu) >= 0) and np.all(np.diff(du) <= 0), (kind, s, q, T)
 
 
-# (sigma, q, T, delta, K): heavy/light threshold (sd / IQR 3.8-4.9 across the directions
-# at sigma 0.65), remainder paths at k 32 and 16, the largest blocks, the 2000-step block
-# switch, short two-level runs (T 4999: the swapped add direction), group pairs
+# (sigma, q, T, delta, K): the heavy/light threshold (sd / IQR 3.8-4.9 across the sides at
+# sigma 0.65), the heavy remainder path (16 h), the largest blocks (T1 32000), a short
+# two-level run (T 4999: the swapped add direction).  Also passed (25-70 s each on the
+# loaded machine, left out): (1.0, 1e-3, 256001, 1e-5, 1), (0.6, 1e-3, 64001, 1e-10, 1),
+# (2.0, 0.01, 64000, 1e-10, 1), (1.0, 0.01, 4999, 1e-8, 2), (2.0, 0.02, 64000, 1e-6, 3),
+# (0.62, 2e-3, 256000, 1e-5, 1), (1.0, 5e-4, 4096000, 1e-5, 1), (0.8, 1e-3, 4096001, 1e-8, 1),
+# (1.0, 1e-3, 127999, 1e-10, 1), (0.55, 5e-4, 300007, 1e-6, 1), (0.66, 0.01, 64000, 1e-5, 1),
+# (0.6, 1e-3, 64000, 1e-5, 1), (1.0, 0.01, 5000, 1e-8, 2)
 TILTED = [
     (0.65, 1e-3, 100_000, 1e-5, 1),
-    (1.0, 1e-3, 256_001, 1e-5, 1),
     (0.5, 1e-3, 256_001, 1e-8, 1),
     (0.6, 2e-4, 4_096_000, 1e-6, 1),
-    (0.6, 1e-3, 64_001, 1e-10, 1),
-    (2.0, 0.01, 64_000, 1e-10, 1),
     (0.8, 0.05, 4999, 1e-10, 1),
-    (1.0, 0.01, 4999, 1e-8, 2),
-    (2.0, 0.02, 64_000, 1e-6, 3),
 ]
 
 
