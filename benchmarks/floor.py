@@ -1,7 +1,7 @@
 """The FFT floor of a Poisson PLD query: the transforms its composition needs, alone.
 
 Runs the default call ``Training(Gaussian(sigma), Poisson(q), steps=T).epsilon(delta)``
-once with scipy's ``rfft`` / ``irfft`` recorded (length, dtype, input), then replays exactly
+once with pocketfft's real transforms recorded (length, dtype, input), then replays exactly
 those transforms on the same inputs, alone, and compares CPU times (``time.process_time``,
 interleaved, best of ``--repeat``): the floor, the whole query, and their ratio.
 
@@ -21,37 +21,39 @@ import math
 import time
 
 import numpy as np
-from scipy import fft as sfft
+from scipy.fft._pocketfft import pypocketfft as _pfft  # (the transforms' one entry point)
 
 
 def record(q: float, sigma: float, steps: int, delta: float) -> list[tuple]:
-    """The (kind, input, n) of every real transform one query makes."""
+    """(kind, input, n, args) of every real transform one query makes, recorded at
+    pocketfft's r2c / c2r (behind scipy.fft.rfft / irfft and privamp's in-place transforms,
+    ``numerics/fft_plans.py``); ``n`` is the transform length."""
     import privamp as pa
 
     calls: list[tuple] = []
-    rfft, irfft = sfft.rfft, sfft.irfft
+    r2c, c2r = _pfft.r2c, _pfft.c2r
 
-    def r(x, n=None, *a, **k):
-        calls.append(("r", np.array(x, copy=True), n))
-        return rfft(x, n, *a, **k)
+    def r(x, axes, forward, inorm, out=None, nthreads=1):
+        calls.append(("r", np.array(x, copy=True), x.shape[-1], (axes, forward, inorm)))
+        return r2c(x, axes, forward, inorm, out, nthreads)
 
-    def i(x, n=None, *a, **k):
-        calls.append(("i", np.array(x, copy=True), n))
-        return irfft(x, n, *a, **k)
+    def i(x, axes, lastsize, forward, inorm, out=None, nthreads=1):
+        calls.append(("i", np.array(x, copy=True), lastsize, (axes, lastsize, forward, inorm)))
+        return c2r(x, axes, lastsize, forward, inorm, out, nthreads)
 
-    sfft.rfft, sfft.irfft = r, i
+    _pfft.r2c, _pfft.c2r = r, i
     try:
         pa.Training(pa.Gaussian(sigma), pa.Poisson(q), steps=steps).epsilon(delta)
     finally:
-        sfft.rfft, sfft.irfft = rfft, irfft
+        _pfft.r2c, _pfft.c2r = r2c, c2r
     return calls
 
 
 def replay(calls: list[tuple]) -> float:
-    """CPU seconds of the recorded transforms alone."""
+    """CPU seconds of the recorded transforms alone (each into a fresh output array)."""
     t0 = time.process_time()
-    for kind, x, n in calls:
-        (sfft.rfft if kind == "r" else sfft.irfft)(x, n)
+    for kind, x, _, args in calls:
+        (_pfft.r2c if kind == "r" else _pfft.c2r)(x, *args, None, 1)
     return time.process_time() - t0
 
 
@@ -173,10 +175,10 @@ def main() -> None:
     for _ in range(a.repeat):  # interleaved: both see the same machine load
         floor = min(floor, replay(calls))
         whole = min(whole, query(a.q, a.sigma, a.steps, a.delta))
-    n_ld = sum(1 for _, x, _ in calls if x.dtype == np.longdouble)
+    n_ld = sum(1 for _, x, _, _ in calls if x.dtype in (np.longdouble, np.clongdouble))
     print(f"q={a.q:g} sigma={a.sigma:g} T={a.steps} delta={a.delta:g}")
     print(f"transforms: {len(calls)} ({n_ld} long double), longest "
-          f"{max((n or len(x)) for _, x, n in calls)}")
+          f"{max(n for _, _, n, _ in calls)}")
     print(f"FFT floor {floor * 1e3:.2f} ms CPU, query {whole * 1e3:.2f} ms CPU, "
           f"ratio {whole / floor:.2f}")
     if a.phases:
