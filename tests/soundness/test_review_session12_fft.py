@@ -217,14 +217,9 @@ def _ends(n: int) -> np.ndarray:
     return p
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
-                   reason="FINDING (review2, session 12): fft_power.power_terms takes np.log of "
-                   "a kept coefficient that is exactly 0 (two equal end atoms, n = 2^14, T = 2, "
-                   "N = 2^15: X_k = 0.5 (1 + e^{-i pi}) = 0 exactly; kept since T log(d / l1) "
-                   "~ -78 > -80): 'divide by zero encountered in log' and 'invalid value "
-                   "encountered in multiply' leak (house rule: no leaked warnings). The "
-                   "value is right (cexpl(-inf + i nan) = 0) and the bound sound (next test).")
 def test_power_terms_zero_coefficient_leaks_no_warning() -> None:
+    """review2 (session 12): a kept coefficient exactly 0 (two equal end atoms, n 2^14, T 2)
+    made power_terms leak log(0) warnings; the value (0) was exact, now silent too."""
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error")

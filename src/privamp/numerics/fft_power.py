@@ -68,7 +68,8 @@ def power_terms(Xk: np.ndarray, b: np.ndarray, lb: np.ndarray, pw: np.ndarray, T
     Returns:
         ``(Yk, absYk, coefk)``.
     """
-    Yk = np.exp(T * np.log(Xk)).astype(complex)  # power in long double, then cast
+    with np.errstate(divide="ignore", invalid="ignore"):  # X_k = 0: cexpl(-inf + i nan) = 0,
+        Yk = np.exp(T * np.log(Xk)).astype(complex)  # exact (review, session 12)
     absYk = np.abs(Yk) * (1.0 + 4.0 * _U)
     lx = np.abs(lb) + d / np.maximum(b - d, 1e-300)
     rel = 4.0 * _U_LD * (1.0 + T * (3.0 * lx + 2.0 * math.pi)) + 2.0 * _U
