@@ -10,22 +10,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from exact_powers import sparse_power  # (same folder: pytest puts it on sys.path)
 
 from privamp.numerics import fft_power
 from privamp.numerics.fft import self_convolve_power
 
 fft_mod = importlib.import_module("privamp.numerics.fft")
-
-
-def _sparse_power(p: dict[int, Fraction], T: int) -> dict[int, Fraction]:
-    out = {0: Fraction(1)}
-    for _ in range(T):
-        nxt: dict[int, Fraction] = {}
-        for i, a in out.items():
-            for j, b in p.items():
-                nxt[i + j] = nxt.get(i + j, Fraction(0)) + a * b
-        out = nxt
-    return out
 
 
 def _atoms_array(n: int, atoms: dict[int, float], rest: dict[int, float]) -> np.ndarray:
@@ -57,7 +47,7 @@ def test_atom_path_matches_exact_convolution(case, monkeypatch: pytest.MonkeyPat
     res = self_convolve_power(p, T, 1e-30)
     assert res is not None and used == [True]
     start, z, err, tau_lo, tau_hi = res
-    exact = _sparse_power({j: Fraction(float(p[j])) for j in np.flatnonzero(p)}, T)
+    exact = sparse_power({j: Fraction(float(p[j])) for j in np.flatnonzero(p)}, T)
     ref = np.zeros(len(z))
     outside = Fraction(0)
     for i, v in exact.items():

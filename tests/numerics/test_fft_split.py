@@ -12,6 +12,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from exact_powers import sparse_power  # (same folder: pytest puts it on sys.path)
 
 from privamp.numerics import fft_split
 from privamp.numerics.fft import self_convolve_power
@@ -86,17 +87,6 @@ def test_split_len_and_splits(monkeypatch: pytest.MonkeyPatch) -> None:
     assert fft_split.split_len(1000) == fft_mod.sfft.next_fast_len(1000, real=True)
 
 
-def _sparse_power(p: dict[int, Fraction], T: int) -> dict[int, Fraction]:
-    out = {0: Fraction(1)}
-    for _ in range(T):
-        nxt: dict[int, Fraction] = {}
-        for i, a in out.items():
-            for j, b in p.items():
-                nxt[i + j] = nxt.get(i + j, Fraction(0)) + a * b
-        out = nxt
-    return out
-
-
 @pytest.mark.parametrize("atoms", [True, False])
 def test_power_with_split_against_exact(atoms: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """self_convolve_power with every transform split (threshold lowered): the atom path and
@@ -121,7 +111,7 @@ def test_power_with_split_against_exact(atoms: bool, monkeypatch: pytest.MonkeyP
     res = self_convolve_power(p, T, 1e-30)
     assert res is not None
     start, z, err, tau_lo, tau_hi = res
-    exact = _sparse_power({j: Fraction(float(p[j])) for j in np.flatnonzero(p)}, T)
+    exact = sparse_power({j: Fraction(float(p[j])) for j in np.flatnonzero(p)}, T)
     ref = np.zeros(len(z))
     for i, v in exact.items():
         if start <= i < start + len(z):
